@@ -1,0 +1,90 @@
+import { type AppDeps, appRouter, createCaller, createInnerContext } from '@kas/server';
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { createDocsRouter } from './docs.ts';
+import { sendError } from './errors.ts';
+import { buildOpenApiDocument } from './openapi.ts';
+import { createRestAdapter } from './rest-adapter.ts';
+
+export interface HttpAppOptions {
+  /** Hand-written routes (the chat stream) mounted on /api before the adapter. */
+  customRoutes?: (api: express.Router, deps: AppDeps) => void;
+}
+
+function requestContext(deps: AppDeps, req: Request, res: Response) {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return createInnerContext(deps, {
+    authorization: req.headers.authorization,
+    setHeader: (name, value) => {
+      if (!res.headersSent) res.setHeader(name, value);
+    },
+    signal: controller.signal,
+  });
+}
+
+/** The HTTP process: REST paths, /api/trpc, /api/openapi.json, /api/docs, /api/health. */
+export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+
+  const openApiDocument = JSON.stringify(buildOpenApiDocument());
+  const api = express.Router();
+
+  api.use(
+    express.json({
+      limit: '20mb',
+      // Clients that omit Content-Type still mean JSON; multipart uploads are handled by their own routes.
+      type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
+    }),
+  );
+  api.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(openApiDocument);
+  });
+  api.use('/docs', createDocsRouter());
+  api.use(
+    '/trpc',
+    createExpressMiddleware({
+      router: appRouter,
+      createContext: ({ req, res }) => requestContext(deps, req, res),
+      onError: ({ error, path }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR')
+          deps.logger.error({ err: error.cause ?? error, path }, 'trpc call failed');
+      },
+    }),
+  );
+  options.customRoutes?.(api, deps);
+  const rest = createRestAdapter({
+    router: appRouter,
+    createContext: (req, res) => requestContext(deps, req, res),
+    createCaller,
+    logger: deps.logger,
+  });
+  api.use(rest.handler);
+  api.use((req, res) => {
+    res
+      .status(404)
+      .json({ error_code: 'NOT_FOUND', detail: `No route for ${req.method} ${req.baseUrl}${req.path}` });
+  });
+  api.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const parseError = error as { type?: string; status?: number };
+    if (parseError?.type === 'entity.parse.failed') {
+      res.status(422).json({ error_code: 'VALIDATION_ERROR', detail: 'Malformed JSON in request body' });
+    } else if (parseError?.type === 'entity.too.large') {
+      res.status(413).json({ error_code: 'PAYLOAD_TOO_LARGE', detail: 'Request body too large' });
+    } else if (parseError?.type && parseError.status && parseError.status < 500) {
+      res.status(422).json({ error_code: 'VALIDATION_ERROR', detail: 'Unreadable request body' });
+    } else {
+      sendError(res, error, deps.logger);
+    }
+  });
+
+  app.use('/api', api);
+  app.get('/', (_req, res) => {
+    res.redirect('/api/docs');
+  });
+  return app;
+}

@@ -1,0 +1,14 @@
+import { type Logger, toErrorBody } from '@kas/server';
+import type { Response } from 'express';
+
+/** Writes `{error_code, detail}` with the status and headers from the one error table. */
+export function sendError(res: Response, error: unknown, logger: Logger): void {
+  const body = toErrorBody(error);
+  if (body.status >= 500) logger.error({ err: error, url: res.req.originalUrl }, 'request failed');
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  for (const [name, value] of Object.entries(body.headers)) res.setHeader(name, value);
+  res.status(body.status).json({ error_code: body.error_code, detail: body.detail });
+}

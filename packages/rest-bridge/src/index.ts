@@ -1,0 +1,3 @@
+export { createHttpApp, type HttpAppOptions } from './app.ts';
+export { buildOpenApiDocument } from './openapi.ts';
+export { type RunningServer, startServer } from './server.ts';

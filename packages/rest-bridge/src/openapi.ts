@@ -1,0 +1,80 @@
+import { appRouter, type KasMeta } from '@kas/server';
+import type { AnyTRPCProcedure } from '@trpc/server';
+import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
+
+const ERROR_STATUSES: Record<string, string> = {
+  '401': 'Missing or invalid API key',
+  '403': 'Insufficient permissions',
+  '404': 'Not found',
+  '422': 'Malformed request body or parameter',
+  '429': 'Rate limited',
+  '500': 'Internal server error',
+};
+
+type SchemaObject = NonNullable<NonNullable<OpenAPIObject['components']>['schemas']>[string];
+
+const ErrorBody: SchemaObject = {
+  type: 'object',
+  required: ['error_code', 'detail'],
+  properties: {
+    error_code: { type: 'string', description: 'Machine-readable code, e.g. NOT_FOUND' },
+    detail: { type: 'string', description: 'Human-readable explanation' },
+  },
+  additionalProperties: false,
+};
+
+/**
+ * The OpenAPI 3.1 document, generated from the procedures' meta and then corrected where the generator
+ * is wrong for us: full `/api` paths, 204 responses, our `{error_code, detail}` error body, and the
+ * bearer security scheme only where a key is required.
+ */
+export function buildOpenApiDocument(): OpenAPIObject {
+  const doc = generateOpenApiDocument(appRouter, {
+    title: 'kas API',
+    version: '0.1.0',
+    description:
+      'kas, the self-hostable knowledge assistant service. Every request carries `Authorization: Bearer <API_KEY>`. ' +
+      'Errors have the body `{ "error_code", "detail" }`.',
+    baseUrl: '/',
+    securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: svck-…' } },
+  });
+  const metaByRoute = new Map<string, KasMeta>();
+  for (const procedure of Object.values(
+    appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>,
+  )) {
+    const meta = procedure._def.meta as KasMeta | undefined;
+    if (meta?.openapi) metaByRoute.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta);
+  }
+  const paths: Record<string, any> = {};
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item as Record<string, any>)) {
+      if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
+      const meta = metaByRoute.get(`${method} ${path}`);
+      const protect = meta?.openapi?.protect !== false;
+      const responses: Record<string, any> = {};
+      if (meta?.noContent) {
+        responses['204'] = { description: 'No Content' };
+      } else {
+        responses['200'] = operation.responses['200'];
+      }
+      for (const [status, description] of Object.entries(ERROR_STATUSES)) {
+        if (!protect && (status === '401' || status === '403')) continue;
+        responses[status] = {
+          description,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
+        };
+      }
+      if (method !== 'get')
+        responses['400'] = { description: 'Invalid input', content: responses['422'].content };
+      operation.responses = responses;
+      if (protect) operation.security = [{ bearerAuth: [] }];
+      else delete operation.security;
+    }
+    paths[`/api${path}`] = item;
+  }
+  doc.paths = paths;
+  doc.servers = [{ url: '/' }];
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, ErrorBody } };
+  delete doc.components?.responses;
+  return doc;
+}

@@ -1,0 +1,124 @@
+import type { Context, KasMeta, Logger } from '@kas/server';
+import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
+import express, { type Request, type Response } from 'express';
+import { sendError } from './errors.ts';
+
+type ZodLike = { _zod: { def: Record<string, any> } };
+
+/** Follows optional/nullable/default/pipe wrappers down to the schema that decides the value's type. */
+function baseSchema(schema: ZodLike | undefined): ZodLike | undefined {
+  let current = schema;
+  for (let i = 0; current && i < 10; i++) {
+    const def = current._zod.def;
+    if (
+      ['optional', 'nullable', 'default', 'prefault', 'catch', 'readonly', 'nonoptional'].includes(def.type)
+    ) {
+      current = def.innerType;
+    } else if (def.type === 'pipe') {
+      current = def.in;
+    } else {
+      return current;
+    }
+  }
+  return current;
+}
+
+/**
+ * Query strings carry only text; coerce by the field's schema, strictly: booleans only from
+ * `true`/`false`, integers only from digits. Anything else is passed through for Zod to reject (422).
+ */
+function coerceQueryValue(schema: ZodLike | undefined, value: unknown): unknown {
+  const base = baseSchema(schema);
+  if (!base) return value;
+  const type = base._zod.def.type;
+  if (type === 'array') {
+    const items = Array.isArray(value) ? value : [value];
+    return items.map((item) => coerceQueryValue(base._zod.def.element, item));
+  }
+  if (typeof value !== 'string') return value;
+  if (type === 'boolean') return value === 'true' ? true : value === 'false' ? false : value;
+  if (type === 'number') {
+    const isInt = (base as unknown as { isInt?: boolean }).isInt === true;
+    const pattern = isInt ? /^-?\d+$/ : /^-?\d+(\.\d+)?$/;
+    return pattern.test(value) ? Number(value) : value;
+  }
+  if (type === 'null' && value === 'null') return null;
+  return value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function shapeOf(procedure: AnyTRPCProcedure): Record<string, ZodLike> {
+  const input = (procedure._def as unknown as { inputs: ZodLike[] }).inputs[0];
+  const base = baseSchema(input);
+  return (base?._zod.def.shape as Record<string, ZodLike> | undefined) ?? {};
+}
+
+function coerceParams(
+  shape: Record<string, ZodLike>,
+  params: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(params)) out[key] = coerceQueryValue(shape[key], value);
+  return out;
+}
+
+export interface RestRoute {
+  method: string;
+  path: string;
+  procedurePath: string;
+}
+
+/**
+ * Serves every procedure that has `meta.openapi` at its exact path. Ours rather than trpc-to-openapi's
+ * handler, which coerces JSON bodies (`null` → 0) and mutates the shared Zod schemas.
+ */
+export function createRestAdapter(options: {
+  router: AnyTRPCRouter;
+  createContext(req: Request, res: Response): Context;
+  createCaller(ctx: Context): unknown;
+  logger: Logger;
+}): { handler: express.Router; routes: RestRoute[] } {
+  const handler = express.Router();
+  const routes: RestRoute[] = [];
+  const procedures = options.router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+  for (const [procedurePath, procedure] of Object.entries(procedures)) {
+    const meta = procedure._def.meta as KasMeta | undefined;
+    const openapi = meta?.openapi;
+    if (!openapi || openapi.enabled === false) continue;
+    const method = openapi.method.toLowerCase() as 'get' | 'post' | 'patch' | 'put' | 'delete';
+    const expressPath = openapi.path.replace(/\{(\w+)\}/g, ':$1');
+    const shape = shapeOf(procedure);
+    const readsQuery = method === 'get' || method === 'delete';
+    routes.push({ method: openapi.method, path: openapi.path, procedurePath });
+
+    handler[method](expressPath, async (req, res) => {
+      try {
+        const pathParams = coerceParams(shape, req.params as Record<string, string>);
+        let input: unknown;
+        if (readsQuery) {
+          input = { ...coerceParams(shape, req.query as Record<string, unknown>), ...pathParams };
+        } else {
+          const body: unknown = req.body === undefined ? {} : req.body;
+          input = isPlainObject(body) ? { ...body, ...pathParams } : body;
+        }
+        const ctx = options.createContext(req, res);
+        const caller = options.createCaller(ctx) as Record<string, any>;
+        const call = procedurePath.split('.').reduce<any>((node, key) => node[key], caller);
+        const result = await call(input);
+        if (meta?.noContent) {
+          res.status(204).end();
+        } else {
+          res
+            .status(method === 'post' && openapi.successDescription === 'Created' ? 201 : 200)
+            .json(result ?? null);
+        }
+      } catch (error) {
+        sendError(res, error, options.logger);
+      }
+    });
+  }
+  return { handler, routes };
+}

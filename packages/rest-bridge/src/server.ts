@@ -1,0 +1,43 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Config, createRuntime, type Logger, type Runtime } from '@kas/server';
+import { createHttpApp, type HttpAppOptions } from './app.ts';
+
+export interface RunningServer {
+  runtime: Runtime;
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the API (and, unless disabled, the background worker) in this process. */
+export async function startServer(
+  config: Config,
+  options: HttpAppOptions & { logger?: Logger; worker?: boolean } = {},
+): Promise<RunningServer> {
+  const runtime = await createRuntime(config, { logger: options.logger });
+  const app = createHttpApp(runtime.deps, options);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
+  });
+  server.keepAliveTimeout = 65_000;
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    runtime,
+    server,
+    url,
+    close: () => {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        await runtime.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { z } from 'zod';
+import { adminProcedure, router } from '../trpc.ts';
+import { ApiKeyDescriptor, ApiKeyIdInput, CreateApiKeyInput, UpdateApiKeyInput } from './api-keys.schemas.ts';
+import * as apiKeysService from './api-keys.service.ts';
+
+const tags = ['API keys'];
+
+export const apiKeysRouter = router({
+  list: adminProcedure
+    .meta({ openapi: { method: 'GET', path: '/admin/api-key', tags, summary: 'List API keys' } })
+    .input(z.object({}))
+    .output(z.array(ApiKeyDescriptor))
+    .query(({ ctx }) => apiKeysService.listApiKeys({ ctx })),
+
+  create: adminProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/api-key',
+        tags,
+        summary: 'Create an API key',
+        description:
+          'Creates a key and its service-account user. The response is the only place the full key appears.',
+      },
+    })
+    .input(CreateApiKeyInput)
+    .output(ApiKeyDescriptor)
+    .mutation(({ ctx, input }) => apiKeysService.createApiKey({ ctx, input })),
+
+  regenerate: adminProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/api-key/{api_key_id}/regenerate',
+        tags,
+        summary: 'Regenerate an API key',
+        description: 'Issues a new key value; the old value stops working at once.',
+      },
+    })
+    .input(ApiKeyIdInput)
+    .output(ApiKeyDescriptor)
+    .mutation(({ ctx, input }) => apiKeysService.regenerateApiKey({ ctx, id: input.api_key_id })),
+
+  update: adminProcedure
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/admin/api-key/{api_key_id}',
+        tags,
+        summary: 'Rename an API key or change its role',
+      },
+    })
+    .input(UpdateApiKeyInput)
+    .output(ApiKeyDescriptor)
+    .mutation(({ ctx, input }) => apiKeysService.updateApiKey({ ctx, input })),
+
+  delete: adminProcedure
+    .meta({
+      noContent: true,
+      openapi: { method: 'DELETE', path: '/admin/api-key/{api_key_id}', tags, summary: 'Revoke an API key' },
+    })
+    .input(ApiKeyIdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => apiKeysService.deleteApiKey({ ctx, id: input.api_key_id })),
+});

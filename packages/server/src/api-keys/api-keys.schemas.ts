@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { Role } from '../auth/roles.ts';
+
+export const ApiKeyId = z.number().int().positive().meta({ description: 'Unique id of the key' });
+
+export const ApiKeyDescriptor = z
+  .object({
+    api_key_id: z.number().int(),
+    api_key_display: z.string().meta({ description: 'Masked form of the key, safe to show' }),
+    api_key: z
+      .string()
+      .optional()
+      .meta({ description: 'Full key value; present only right after creation or regeneration' }),
+    api_key_name: z.string().nullable(),
+    api_key_role: Role,
+    user_id: z.uuid().meta({ description: 'The service-account user behind the key' }),
+  })
+  .meta({ id: 'ApiKeyDescriptor' });
+export type ApiKeyDescriptor = z.infer<typeof ApiKeyDescriptor>;
+
+const ApiKeyName = z.string().trim().max(255).nullable();
+
+export const CreateApiKeyInput = z.object({
+  name: ApiKeyName.optional(),
+  role: Role.default('basic'),
+});
+export type CreateApiKeyInput = z.infer<typeof CreateApiKeyInput>;
+
+export const UpdateApiKeyInput = z.object({
+  api_key_id: ApiKeyId,
+  name: ApiKeyName.optional(),
+  role: Role.optional(),
+});
+export type UpdateApiKeyInput = z.infer<typeof UpdateApiKeyInput>;
+
+export const ApiKeyIdInput = z.object({ api_key_id: ApiKeyId });

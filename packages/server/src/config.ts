@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+const booleanString = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+const optionalUrl = optionalString.pipe(z.url().optional());
+
+export const API_KEY_PATTERN = /^svck-[A-Za-z0-9_-]{43}$/;
+
+const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  KAS_DATA_DIR: z.string().min(1).default('./.kas-data'),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+  ),
+  MEILI_URL: optionalUrl,
+  MEILI_API_KEY: optionalString,
+  KAS_BOOTSTRAP_ADMIN_KEY: optionalString.pipe(
+    z.string().regex(API_KEY_PATTERN, 'must be svck- followed by 43 base64url characters').optional(),
+  ),
+  KAS_ENCRYPTION_KEY: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9+/=_-]{43,88}$/, 'must be 32 random bytes, base64 or base64url encoded')
+      .optional(),
+  ),
+  KAS_LLM_PROVIDER: z.enum(['builtin', 'openai', 'anthropic']).default('builtin'),
+  KAS_LLM_BASE_URL: optionalUrl,
+  KAS_LLM_API_KEY: optionalString,
+  KAS_LLM_MODEL: optionalString,
+  KAS_EMBEDDING_BASE_URL: optionalUrl,
+  KAS_EMBEDDING_MODEL: optionalString,
+  KAS_EMBEDDING_API_KEY: optionalString,
+  KAS_HARD_DELETE_CHATS: booleanString.default(false),
+  KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses configuration from an environment; the only place that reads process.env. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = ConfigSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => {
+      const name = issue.path.join('.');
+      return `  ${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const config = result.data;
+  if (config.DATABASE_URL && !config.KAS_ENCRYPTION_KEY) {
+    throw new ConfigError(
+      'Invalid configuration:\n  KAS_ENCRYPTION_KEY: required when DATABASE_URL is set (32 random bytes, base64)',
+    );
+  }
+  return config;
+}
+
+/** A config for tests and tools: defaults plus the given overrides, validated the same way. */
+export function configFrom(overrides: Record<string, string | undefined>): Config {
+  return loadConfig(overrides);
+}

@@ -1,0 +1,41 @@
+import type { Actor } from './auth/roles.ts';
+import type { Config } from './config.ts';
+import type { Db } from './db/database.ts';
+import type { Logger } from './logger.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+/** Long-lived dependencies, built once per process by `createRuntime`. */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  dbKind: 'pglite' | 'postgres';
+  logger: Logger;
+  rateLimiter: RateLimiter;
+}
+
+/** Per-request context: the dependencies plus what the transport knows about the request. */
+export interface Context extends AppDeps {
+  authorization: string | undefined;
+  /** Set by the auth middleware on authenticated procedures. */
+  actor: Actor | null;
+  setHeader(name: string, value: string): void;
+  /** Aborted when the client goes away (streams decide themselves whether to stop). */
+  signal: AbortSignal | undefined;
+}
+
+export function createInnerContext(
+  deps: AppDeps,
+  request: {
+    authorization?: string | undefined;
+    setHeader?: (name: string, value: string) => void;
+    signal?: AbortSignal;
+  } = {},
+): Context {
+  return {
+    ...deps,
+    authorization: request.authorization,
+    actor: null,
+    setHeader: request.setHeader ?? (() => {}),
+    signal: request.signal,
+  };
+}

@@ -1,0 +1,104 @@
+import { mkdirSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { Kysely, PGliteDialect, PostgresDialect, type Transaction } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import { acquireDataDirLock } from './lockfile.ts';
+import type { Database } from './schema.ts';
+
+export type Db = Kysely<Database>;
+export type DbExecutor = Kysely<Database> | Transaction<Database>;
+
+export interface DatabaseHandle {
+  db: Db;
+  kind: 'pglite' | 'postgres';
+  /** The node-postgres pool in server mode; used by stores that speak pg directly. */
+  pool?: pg.Pool;
+  close(): Promise<void>;
+}
+
+/** int8 and numeric arrive as strings from node-postgres; both databases hand out numbers. */
+const toNumber = (value: string) => Number(value);
+const PG_INT8 = 20;
+const PG_NUMERIC = 1700;
+pg.types.setTypeParser(PG_INT8, toNumber);
+pg.types.setTypeParser(PG_NUMERIC, toNumber);
+
+const PGLITE_PARSERS = { [PG_INT8]: toNumber, [PG_NUMERIC]: toNumber };
+
+export async function openPGlite(dataDir: string | undefined): Promise<PGlite> {
+  const options = { extensions: { pg_trgm, vector }, parsers: PGLITE_PARSERS };
+  return dataDir ? PGlite.create(dataDir, options) : PGlite.create(options);
+}
+
+export interface CreateDbOptions {
+  /** An already open PGlite (tests clone a migrated template into memory). */
+  pglite?: PGlite;
+  /** Take no lock: only for in-memory databases. */
+  inMemory?: boolean;
+  poolSize?: number;
+}
+
+export async function createDatabase(config: Config, options: CreateDbOptions = {}): Promise<DatabaseHandle> {
+  if (config.DATABASE_URL) {
+    const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: options.poolSize ?? 10 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, kind: 'postgres', pool, close: () => db.destroy() };
+  }
+  let release = () => {};
+  let pglite = options.pglite;
+  if (!pglite) {
+    if (options.inMemory) {
+      pglite = await openPGlite(undefined);
+    } else {
+      release = acquireDataDirLock(config.KAS_DATA_DIR);
+      const pgdata = join(config.KAS_DATA_DIR, 'pgdata');
+      mkdirSync(pgdata, { recursive: true });
+      try {
+        pglite = await openPGlite(pgdata);
+      } catch (error) {
+        release();
+        throw error;
+      }
+    }
+  }
+  const instance = pglite;
+  // Kysely's own PGlite dialect runs each transaction under PGlite's exclusive lock, so a rolled-back
+  // transaction can never be committed by a concurrent one (kysely-pglite loses rollbacks).
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: instance }) });
+  return {
+    db,
+    kind: 'pglite',
+    close: async () => {
+      await db.destroy();
+      if (!instance.closed) await instance.close();
+      release();
+    },
+  };
+}
+
+const MIGRATIONS_DIR = join(import.meta.dirname, 'migrations');
+
+/** Loads `migrations/NNNN_name.ts`; each exports `up(db)`. */
+class DirectoryMigrationProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_.+\.ts$/.test(f)).sort();
+    const migrations: Record<string, Migration> = {};
+    for (const file of files) {
+      migrations[file.replace(/\.ts$/, '')] = (await import(join(MIGRATIONS_DIR, file))) as Migration;
+    }
+    return migrations;
+  }
+}
+
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

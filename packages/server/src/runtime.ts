@@ -1,0 +1,41 @@
+import * as apiKeysService from './api-keys/api-keys.service.ts';
+import type { Config } from './config.ts';
+import type { AppDeps } from './context.ts';
+import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { createRateLimiter } from './rate-limit.ts';
+
+export interface Runtime {
+  deps: AppDeps;
+  database: DatabaseHandle;
+  /** Set when this start created an admin key (printed once by the CLI). */
+  bootstrap: apiKeysService.BootstrapResult;
+  close(): Promise<void>;
+}
+
+/** Opens the database, runs migrations, ensures an admin key exists and wires the dependencies. */
+export async function createRuntime(
+  config: Config,
+  options: { logger?: Logger; db?: CreateDbOptions; skipBootstrap?: boolean } = {},
+): Promise<Runtime> {
+  const logger = options.logger ?? createLogger(config);
+  const database = await createDatabase(config, options.db);
+  try {
+    const applied = await migrateToLatest(database.db);
+    if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+    const deps: AppDeps = {
+      config,
+      db: database.db,
+      dbKind: database.kind,
+      logger,
+      rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
+    };
+    const bootstrap = options.skipBootstrap
+      ? ({ created: false } as const)
+      : await apiKeysService.ensureBootstrapAdminKey({ ctx: deps, value: config.KAS_BOOTSTRAP_ADMIN_KEY });
+    return { deps, database, bootstrap, close: () => database.close() };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}

@@ -1,0 +1,18 @@
+import type { Role } from '../auth/roles.ts';
+import type { DbExecutor } from '../db/database.ts';
+
+export function insertUser(db: DbExecutor, row: { email: string; role: Role; account_type?: string }) {
+  return db.insertInto('users').values(row).returning(['id', 'email', 'role']).executeTakeFirstOrThrow();
+}
+
+export function updateUser(db: DbExecutor, id: string, patch: { email?: string; role?: Role }) {
+  return db.updateTable('users').set(patch).where('id', '=', id).executeTakeFirst();
+}
+
+export function deleteUser(db: DbExecutor, id: string) {
+  return db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+}
+
+export function findUser(db: DbExecutor, id: string) {
+  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+}
