@@ -1,0 +1,66 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+
+let t: TestRuntime;
+beforeAll(async () => {
+  t = await createTestRuntime();
+  await sql`CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL)`.execute(t.deps.db);
+  await sql`INSERT INTO counter VALUES (1, 0)`.execute(t.deps.db);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('database', () => {
+  it('never commits a rolled-back transaction when transactions overlap', async () => {
+    const { db } = t.deps;
+    await sql`CREATE TABLE ledger (id serial PRIMARY KEY, note text NOT NULL)`.execute(db);
+    const work = Array.from({ length: 20 }, (_, i) =>
+      db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`INSERT INTO ledger (note) VALUES (${`tx-${i}`})`.execute(trx);
+          await new Promise((r) => setTimeout(r, 5));
+          if (i % 2 === 1) throw new Error(`abort ${i}`);
+        })
+        .then(
+          () => 'committed',
+          () => 'rolled back',
+        ),
+    );
+    const outcomes = await Promise.all(work);
+    expect(outcomes.filter((o) => o === 'committed')).toHaveLength(10);
+    const rows = await sql<{ note: string }>`SELECT note FROM ledger ORDER BY id`.execute(db);
+    expect(rows.rows.map((r) => r.note).sort()).toEqual(
+      Array.from({ length: 10 }, (_, i) => `tx-${i * 2}`).sort(),
+    );
+  });
+
+  it('serialises concurrent read-modify-write transactions', async () => {
+    const { db } = t.deps;
+    await Promise.all(
+      Array.from({ length: 30 }, () =>
+        db.transaction().execute(async (trx) => {
+          const { rows } = await sql<{ n: number }>`SELECT n FROM counter WHERE id = 1 FOR UPDATE`.execute(trx);
+          await sql`UPDATE counter SET n = ${rows[0]!.n + 1} WHERE id = 1`.execute(trx);
+        }),
+      ),
+    );
+    const { rows } = await sql<{ n: number }>`SELECT n FROM counter WHERE id = 1`.execute(db);
+    expect(rows[0]!.n).toBe(30);
+  });
+
+  it('returns counts, int8 and ids with the same JS types on both databases', async () => {
+    const { db } = t.deps;
+    const row = await db
+      .selectFrom('api_keys')
+      .select((eb) => [eb.fn.countAll().as('n'), eb.fn.max('id').as('max_id')])
+      .executeTakeFirstOrThrow();
+    expect(typeof row.n).toBe('number');
+    expect(typeof row.max_id).toBe('number');
+    const { rows } = await sql<{ big: number; num: number; ts: Date }>`SELECT 9007199254740::int8 AS big, 1.5::numeric AS num, now() AS ts`.execute(db);
+    expect(rows[0]).toMatchObject({ big: 9007199254740, num: 1.5 });
+    expect(rows[0]!.ts).toBeInstanceOf(Date);
+  });
+});
