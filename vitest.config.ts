@@ -11,7 +11,10 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'pglite', include: serverTests, env: { KAS_TEST_DB: 'pglite' } } },
       { extends: true, test: { name: 'postgres', include: serverTests, env: { KAS_TEST_DB: 'postgres' } } },
-      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { KAS_TEST_DB: 'pglite' } } },
+      {
+        extends: true,
+        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { KAS_TEST_DB: 'pglite' } },
+      },
     ],
   },
 });

@@ -5,17 +5,7 @@ import { configFrom, createDatabase, migrateToLatest, openPGlite } from '@kas/se
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startPostgres } from './postgres.ts';
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    /** Superuser URL of the Postgres server the harness started (empty when not started). */
-    pgAdminUrl: string;
-    /** Name of a migrated template database on that server. */
-    pgTemplate: string;
-    /** Path of a migrated PGlite data-dir dump that test files clone into memory. */
-    pgliteTemplate: string;
-  }
-}
+import '@kas/server/testing/provided-context.ts';
 
 const TEMPLATE_DB = 'kas_template';
 
@@ -39,7 +29,9 @@ export default async function setup(project: TestProject) {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
   await admin.end();
-  const template = await createDatabase(configFrom({ DATABASE_URL: server.urlFor(TEMPLATE_DB), KAS_ENCRYPTION_KEY: 'a'.repeat(43) }));
+  const template = await createDatabase(
+    configFrom({ DATABASE_URL: server.urlFor(TEMPLATE_DB), KAS_ENCRYPTION_KEY: 'a'.repeat(43) }),
+  );
   await migrateToLatest(template.db);
   await template.close();
   project.provide('pgAdminUrl', server.url);

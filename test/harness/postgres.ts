@@ -46,7 +46,16 @@ export async function startPostgres(): Promise<PostgresServer> {
       password: PASSWORD,
       persistent: false,
       createPostgresUser: isRoot,
-      postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+      postgresFlags: [
+        '-c',
+        'fsync=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        'full_page_writes=off',
+        '-c',
+        'max_connections=300',
+      ],
       onLog: () => {},
       onError: () => {},
     });

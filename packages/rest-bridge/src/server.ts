@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Config, createRuntime, type Logger, type Runtime } from '@kas/server';
+import { type Config, type CreateDbOptions, createRuntime, type Logger, type Runtime } from '@kas/server';
 import { createHttpApp, type HttpAppOptions } from './app.ts';
 
 export interface RunningServer {
@@ -13,9 +13,9 @@ export interface RunningServer {
 /** Starts the API (and, unless disabled, the background worker) in this process. */
 export async function startServer(
   config: Config,
-  options: HttpAppOptions & { logger?: Logger; worker?: boolean } = {},
+  options: HttpAppOptions & { logger?: Logger; worker?: boolean; db?: CreateDbOptions } = {},
 ): Promise<RunningServer> {
-  const runtime = await createRuntime(config, { logger: options.logger });
+  const runtime = await createRuntime(config, { logger: options.logger, db: options.db });
   const app = createHttpApp(runtime.deps, options);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));

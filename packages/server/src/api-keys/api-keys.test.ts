@@ -24,7 +24,9 @@ describe('API keys', () => {
     const admin = t.caller(t.adminKey);
     const created = await admin.apiKeys.create({ name: 'ci', role: 'basic' });
     expect(created.api_key).toMatch(/^svck-[A-Za-z0-9_-]{43}$/);
-    expect(created.api_key_display).toBe(`svck-${created.api_key!.slice(5, 9)}****${created.api_key!.slice(-4)}`);
+    expect(created.api_key_display).toBe(
+      `svck-${created.api_key!.slice(5, 9)}****${created.api_key!.slice(-4)}`,
+    );
     expect(created).toMatchObject({ api_key_name: 'ci', api_key_role: 'basic' });
     expect(created.user_id).toMatch(/^[0-9a-f-]{36}$/);
 
@@ -43,7 +45,11 @@ describe('API keys', () => {
 
   it('stores only the SHA-256 hash of a key', async () => {
     const created = await t.caller(t.adminKey).apiKeys.create({ role: 'basic' });
-    const rows = await t.deps.db.selectFrom('api_keys').selectAll().where('id', '=', created.api_key_id).execute();
+    const rows = await t.deps.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', created.api_key_id)
+      .execute();
     expect(rows[0]!.hashed_key).toBe(hashApiKey(created.api_key!));
     expect(JSON.stringify(rows)).not.toContain(created.api_key!.slice(5));
   });
@@ -76,7 +82,11 @@ describe('API keys', () => {
     const created = await admin.apiKeys.create({ role: 'admin' });
     await admin.apiKeys.delete({ api_key_id: created.api_key_id });
     expect((await errorOf(t.caller(created.api_key).apiKeys.list({}))).status).toBe(401);
-    const user = await t.deps.db.selectFrom('users').select('id').where('id', '=', created.user_id).executeTakeFirst();
+    const user = await t.deps.db
+      .selectFrom('users')
+      .select('id')
+      .where('id', '=', created.user_id)
+      .executeTakeFirst();
     expect(user).toBeUndefined();
   });
 
@@ -94,7 +104,10 @@ describe('API keys', () => {
   it('requires a valid key (401) and the admin role (403)', async () => {
     const basic = await t.createKey('basic');
     const curator = await t.createKey('curator');
-    expect(await errorOf(t.caller().apiKeys.list({}))).toMatchObject({ status: 401, error_code: 'UNAUTHENTICATED' });
+    expect(await errorOf(t.caller().apiKeys.list({}))).toMatchObject({
+      status: 401,
+      error_code: 'UNAUTHENTICATED',
+    });
     expect(await errorOf(t.caller(`svck-${'x'.repeat(43)}`).apiKeys.list({}))).toMatchObject({ status: 401 });
     for (const key of [basic.key, curator.key]) {
       const caller = t.caller(key);

@@ -42,7 +42,9 @@ describe('database', () => {
     await Promise.all(
       Array.from({ length: 30 }, () =>
         db.transaction().execute(async (trx) => {
-          const { rows } = await sql<{ n: number }>`SELECT n FROM counter WHERE id = 1 FOR UPDATE`.execute(trx);
+          const { rows } = await sql<{ n: number }>`SELECT n FROM counter WHERE id = 1 FOR UPDATE`.execute(
+            trx,
+          );
           await sql`UPDATE counter SET n = ${rows[0]!.n + 1} WHERE id = 1`.execute(trx);
         }),
       ),
@@ -59,7 +61,11 @@ describe('database', () => {
       .executeTakeFirstOrThrow();
     expect(typeof row.n).toBe('number');
     expect(typeof row.max_id).toBe('number');
-    const { rows } = await sql<{ big: number; num: number; ts: Date }>`SELECT 9007199254740::int8 AS big, 1.5::numeric AS num, now() AS ts`.execute(db);
+    const { rows } = await sql<{
+      big: number;
+      num: number;
+      ts: Date;
+    }>`SELECT 9007199254740::int8 AS big, 1.5::numeric AS num, now() AS ts`.execute(db);
     expect(rows[0]).toMatchObject({ big: 9007199254740, num: 1.5 });
     expect(rows[0]!.ts).toBeInstanceOf(Date);
   });

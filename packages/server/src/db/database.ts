@@ -32,7 +32,10 @@ pg.types.setTypeParser(PG_NUMERIC, toNumber);
 const PGLITE_PARSERS = { [PG_INT8]: toNumber, [PG_NUMERIC]: toNumber };
 
 /** Opens PGlite with our extensions; `loadDataDir` starts from a dump (tests clone a migrated template). */
-export async function openPGlite(dataDir: string | undefined, extra: { loadDataDir?: Blob } = {}): Promise<PGlite> {
+export async function openPGlite(
+  dataDir: string | undefined,
+  extra: { loadDataDir?: Blob } = {},
+): Promise<PGlite> {
   const options = { extensions: { pg_trgm, vector }, parsers: PGLITE_PARSERS, ...extra };
   return dataDir ? PGlite.create(dataDir, options) : PGlite.create(options);
 }

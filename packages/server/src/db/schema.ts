@@ -27,6 +27,39 @@ export interface KvStoreTable {
   updated_at: CreatedAt;
 }
 
+export interface UserGroupsTable {
+  id: Generated<number>;
+  name: string;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface UserGroupMembersTable {
+  group_id: number;
+  user_id: string;
+  is_curator: Generated<boolean>;
+}
+
+export interface DocumentSetsTable {
+  id: Generated<number>;
+  name: string;
+  description: Generated<string>;
+  is_public: Generated<boolean>;
+  owner_id: string | null;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}
+
+export interface DocumentSetGroupsTable {
+  document_set_id: number;
+  group_id: number;
+}
+
+export interface DocumentSetUsersTable {
+  document_set_id: number;
+  user_id: string;
+}
+
 /**
  * The hand-kept database type. Each domain declares its tables in its own `<domain>.table.ts` and
  * they are joined here.
@@ -35,4 +68,9 @@ export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
   kv_store: KvStoreTable;
+  user_groups: UserGroupsTable;
+  user_group_members: UserGroupMembersTable;
+  document_sets: DocumentSetsTable;
+  document_set_groups: DocumentSetGroupsTable;
+  document_set_users: DocumentSetUsersTable;
 }

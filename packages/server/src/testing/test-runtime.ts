@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { inject } from 'vitest';
+import './provided-context.ts';
 import * as apiKeysService from '../api-keys/api-keys.service.ts';
 import type { Role } from '../auth/roles.ts';
 import { type Config, configFrom } from '../config.ts';
@@ -82,14 +83,22 @@ export interface TestRuntime {
 
 export async function createTestRuntime(env: Record<string, string> = {}): Promise<TestRuntime> {
   const database = await createTestDatabase();
-  const config = configFrom({ KAS_LOG_LEVEL: 'silent', KAS_RATE_LIMIT_PER_MINUTE: '0', ...database.env, ...env });
+  const config = configFrom({
+    KAS_LOG_LEVEL: 'silent',
+    KAS_RATE_LIMIT_PER_MINUTE: '0',
+    ...database.env,
+    ...env,
+  });
   const runtime = await createRuntime(config, {
     db: database.dbOptions,
     skipBootstrap: true,
     logger: createLogger({ KAS_LOG_LEVEL: process.env.KAS_TEST_LOG_LEVEL === 'debug' ? 'debug' : 'silent' }),
   });
   const createKey = async (role: Role, name?: string) => {
-    const created = await apiKeysService.createApiKey({ ctx: runtime.deps, input: { role, name: name ?? `${role} key` } });
+    const created = await apiKeysService.createApiKey({
+      ctx: runtime.deps,
+      input: { role, name: name ?? `${role} key` },
+    });
     return { key: created.api_key!, user_id: created.user_id, api_key_id: created.api_key_id };
   };
   const admin = await createKey('admin', 'test admin');
@@ -98,7 +107,8 @@ export async function createTestRuntime(env: Record<string, string> = {}): Promi
     deps: runtime.deps,
     config,
     adminKey: admin.key,
-    caller: (key) => createCaller(createInnerContext(runtime.deps, { authorization: key ? `Bearer ${key}` : undefined })),
+    caller: (key) =>
+      createCaller(createInnerContext(runtime.deps, { authorization: key ? `Bearer ${key}` : undefined })),
     createKey,
     close: async () => {
       await runtime.close();
