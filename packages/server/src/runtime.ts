@@ -2,6 +2,7 @@ import * as apiKeysService from './api-keys/api-keys.service.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
+import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createRateLimiter } from './rate-limit.ts';
 
@@ -19,7 +20,11 @@ export async function createRuntime(
   options: { logger?: Logger; db?: CreateDbOptions; skipBootstrap?: boolean } = {},
 ): Promise<Runtime> {
   const logger = options.logger ?? createLogger(config);
-  const database = await createDatabase(config, options.db);
+  const database = await createDatabase(config, {
+    onPoolError: (error) =>
+      logger.warn({ err: error }, 'idle database connection failed; the pool will reconnect'),
+    ...options.db,
+  });
   try {
     const applied = await migrateToLatest(database.db);
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
@@ -29,6 +34,7 @@ export async function createRuntime(
       dbKind: database.kind,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
+      llm: createLlmProvider(config),
     };
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)

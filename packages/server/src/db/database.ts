@@ -46,11 +46,15 @@ export interface CreateDbOptions {
   /** Take no lock: only for in-memory databases. */
   inMemory?: boolean;
   poolSize?: number;
+  /** Told about errors of idle pooled connections (a restarted or failed-over Postgres). */
+  onPoolError?: (error: Error) => void;
 }
 
 export async function createDatabase(config: Config, options: CreateDbOptions = {}): Promise<DatabaseHandle> {
   if (config.DATABASE_URL) {
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: options.poolSize ?? 10 });
+    // Without a listener, an idle connection dropped by the server would crash the process.
+    pool.on('error', options.onPoolError ?? (() => {}));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }

@@ -1,0 +1,168 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '../..');
+const cli = join(root, 'packages/rest-bridge/src/cli.ts');
+const run = promisify(execFile);
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'kas-cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function cleanEnv(extra: Record<string, string>) {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith('KAS_') && k !== 'DATABASE_URL' && v) env[k] = v;
+  return { ...env, KAS_LOG_LEVEL: 'info', ...extra };
+}
+
+/** Starts `kas serve` and resolves once /api/health answers, with everything it printed so far. */
+async function serve(env: Record<string, string>, timeoutMs = 10_000) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [cli, 'serve'], { env: cleanEnv({ PORT: String(port), ...env }) });
+  children.push(child);
+  let output = '';
+  child.stdout.on('data', (d) => {
+    output += d;
+  });
+  child.stderr.on('data', (d) => {
+    output += d;
+  });
+  const started = Date.now();
+  const url = `http://127.0.0.1:${port}`;
+  while (Date.now() - started < timeoutMs) {
+    if (child.exitCode !== null) throw new Error(`kas serve exited ${child.exitCode}: ${output}`);
+    try {
+      const res = await fetch(`${url}/api/health`);
+      if (res.ok) return { child, url, output: () => output, startupMs: Date.now() - started };
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`kas serve did not answer /api/health within ${timeoutMs} ms: ${output}`);
+}
+
+async function stop(child: ChildProcess) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+describe('kas CLI', () => {
+  it('first start on a new data dir answers within 10 s and prints a working admin key once', async () => {
+    const dataDir = tempDir();
+    const first = await serve({ KAS_DATA_DIR: dataDir });
+    const key = /svck-[A-Za-z0-9_-]{43}/.exec(first.output())?.[0];
+    expect(key, first.output()).toBeDefined();
+    const res = await fetch(`${first.url}/api/admin/api-key`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(res.status).toBe(200);
+    expect((await res.json())[0]).toMatchObject({ api_key_role: 'admin' });
+
+    // A second process on the same data directory exits at once with a clear message.
+    const port = await freePort();
+    const second = await run(process.execPath, [cli, 'serve'], {
+      env: cleanEnv({ KAS_DATA_DIR: dataDir, PORT: String(port) }),
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect((second as { code: number }).code).toBe(1);
+    expect((second as { stderr: string }).stderr).toMatch(/in use by another kas process/);
+    // ...and the first one is unharmed.
+    expect((await fetch(`${first.url}/api/health`)).status).toBe(200);
+    await stop(first.child);
+
+    // The next start reuses the data and prints no new key; the old key still works.
+    const again = await serve({ KAS_DATA_DIR: dataDir });
+    expect(again.output()).not.toMatch(/svck-/);
+    const list = await fetch(`${again.url}/api/admin/api-key`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(list.status).toBe(200);
+    await stop(again.child);
+  });
+
+  it('api-key create and migrate work on the embedded database', async () => {
+    const dataDir = tempDir();
+    const migrated = await run(process.execPath, [cli, 'migrate'], {
+      env: cleanEnv({ KAS_DATA_DIR: dataDir }),
+    });
+    expect(migrated.stdout).toMatch(/Applied: 0001_platform/);
+    const again = await run(process.execPath, [cli, 'migrate'], { env: cleanEnv({ KAS_DATA_DIR: dataDir }) });
+    expect(again.stdout).toMatch(/up to date/);
+    const created = await run(
+      process.execPath,
+      [cli, 'api-key', 'create', '--role', 'admin', '--name', 'ops'],
+      {
+        env: cleanEnv({ KAS_DATA_DIR: dataDir }),
+      },
+    );
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^svck-[A-Za-z0-9_-]{43}$/);
+    const server = await serve({ KAS_DATA_DIR: dataDir });
+    // An admin key already exists, so none is generated.
+    expect(server.output()).not.toMatch(/shown only this once/);
+    const res = await fetch(`${server.url}/api/admin/api-key`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(await res.json()).toEqual([
+      expect.objectContaining({ api_key_name: 'ops', api_key_role: 'admin' }),
+    ]);
+    await stop(server.child);
+  });
+
+  it('KAS_BOOTSTRAP_ADMIN_KEY ensures an admin key with exactly that value', async () => {
+    const dataDir = tempDir();
+    const bootstrap = `svck-${'b'.repeat(43)}`;
+    const server = await serve({ KAS_DATA_DIR: dataDir, KAS_BOOTSTRAP_ADMIN_KEY: bootstrap });
+    expect(server.output()).not.toContain('shown only this once');
+    const res = await fetch(`${server.url}/api/admin/api-key`, {
+      headers: { authorization: `Bearer ${bootstrap}` },
+    });
+    expect(res.status).toBe(200);
+    await stop(server.child);
+  });
+
+  it('a bad setting stops start-up with a message naming the variable', async () => {
+    const result = await run(process.execPath, [cli, 'serve'], {
+      env: cleanEnv({ KAS_DATA_DIR: tempDir(), KAS_RATE_LIMIT_PER_MINUTE: 'lots' }),
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect((result as { code: number }).code).toBe(1);
+    expect((result as { stderr: string }).stderr).toMatch(/KAS_RATE_LIMIT_PER_MINUTE/);
+  });
+
+  it('rejects unknown commands and bad roles with usage', async () => {
+    const unknown = await run(process.execPath, [cli, 'frobnicate']).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(unknown).toMatchObject({ code: 2 });
+    expect((unknown as { stderr: string }).stderr).toMatch(/Usage: kas/);
+    const badRole = await run(process.execPath, [cli, 'api-key', 'create', '--role', 'owner'], {
+      env: cleanEnv({ KAS_DATA_DIR: tempDir() }),
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect(badRole).toMatchObject({ code: 2 });
+  });
+});
