@@ -1,4 +1,22 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { ChatMessagesTable, ChatSessionsTable } from '../chat/chat.table.ts';
+import type { DocumentsTables } from '../documents/documents.table.ts';
+import type { UserFilesTable } from '../files/files.table.ts';
+import type {
+  PersonaDocumentSetsTable,
+  PersonaDocumentsTable,
+  PersonaGroupsTable,
+  PersonaHierarchyNodesTable,
+  PersonaLabelLinksTable,
+  PersonaLabelsTable,
+  PersonasTable,
+  PersonaToolsTable,
+  PersonaUserFilesTable,
+  PersonaUsersTable,
+} from '../personas/personas.table.ts';
+import type { UserProjectsTable } from '../projects/projects.table.ts';
+import type { TokenBudgetsTable } from '../token-budgets/token-budgets.table.ts';
+import type { ToolsTable } from '../tools/tools.table.ts';
 
 /** Columns the database fills in on insert. */
 export type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -64,7 +82,7 @@ export interface DocumentSetUsersTable {
  * The hand-kept database type. Each domain declares its tables in its own `<domain>.table.ts` and
  * they are joined here.
  */
-export interface Database {
+export interface Database extends DocumentsTables {
   users: UsersTable;
   api_keys: ApiKeysTable;
   kv_store: KvStoreTable;
@@ -73,4 +91,20 @@ export interface Database {
   document_sets: DocumentSetsTable;
   document_set_groups: DocumentSetGroupsTable;
   document_set_users: DocumentSetUsersTable;
+  tools: ToolsTable;
+  personas: PersonasTable;
+  persona_users: PersonaUsersTable;
+  persona_groups: PersonaGroupsTable;
+  persona_document_sets: PersonaDocumentSetsTable;
+  persona_tools: PersonaToolsTable;
+  persona_labels: PersonaLabelsTable;
+  persona_label_links: PersonaLabelLinksTable;
+  persona_documents: PersonaDocumentsTable;
+  persona_hierarchy_nodes: PersonaHierarchyNodesTable;
+  persona_user_files: PersonaUserFilesTable;
+  user_projects: UserProjectsTable;
+  chat_sessions: ChatSessionsTable;
+  chat_messages: ChatMessagesTable;
+  user_files: UserFilesTable;
+  token_budgets: TokenBudgetsTable;
 }
