@@ -1,7 +1,4 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { ChatMessagesTable, ChatSessionsTable } from '../chat/chat.table.ts';
-import type { DocumentsTables } from '../documents/documents.table.ts';
-import type { UserFilesTable } from '../files/files.table.ts';
 import type {
   PersonaDocumentSetsTable,
   PersonaDocumentsTable,
@@ -14,8 +11,6 @@ import type {
   PersonaUserFilesTable,
   PersonaUsersTable,
 } from '../personas/personas.table.ts';
-import type { UserProjectsTable } from '../projects/projects.table.ts';
-import type { TokenBudgetsTable } from '../token-budgets/token-budgets.table.ts';
 import type { ToolsTable } from '../tools/tools.table.ts';
 
 /** Columns the database fills in on insert. */
@@ -82,7 +77,7 @@ export interface DocumentSetUsersTable {
  * The hand-kept database type. Each domain declares its tables in its own `<domain>.table.ts` and
  * they are joined here.
  */
-export interface Database extends DocumentsTables {
+export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
   kv_store: KvStoreTable;
@@ -102,9 +97,4 @@ export interface Database extends DocumentsTables {
   persona_documents: PersonaDocumentsTable;
   persona_hierarchy_nodes: PersonaHierarchyNodesTable;
   persona_user_files: PersonaUserFilesTable;
-  user_projects: UserProjectsTable;
-  chat_sessions: ChatSessionsTable;
-  chat_messages: ChatMessagesTable;
-  user_files: UserFilesTable;
-  token_budgets: TokenBudgetsTable;
 }
