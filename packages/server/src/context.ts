@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import type { Logger } from './logger.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { SearchIndex } from './search/search-index.ts';
 
 /** Long-lived dependencies, built once per process by `createRuntime`. */
 export interface AppDeps {
@@ -11,6 +12,8 @@ export interface AppDeps {
   dbKind: 'pglite' | 'postgres';
   logger: Logger;
   rateLimiter: RateLimiter;
+  /** The document search index (Postgres full-text, Meilisearch, or hybrid with vectors). */
+  search: SearchIndex;
 }
 
 /** Per-request context: the dependencies plus what the transport knows about the request. */

@@ -11,6 +11,7 @@ export {
   openPGlite,
 } from './db/database.ts';
 export { DataDirLockedError } from './db/lockfile.ts';
+export * as documentsService from './documents/documents.service.ts';
 export * from './errors.ts';
 export * from './logger.ts';
 export * as personasRepository from './personas/personas.repository.ts';
@@ -18,6 +19,8 @@ export { DEFAULT_PERSONA_ID, type PersonaForChat } from './personas/personas.sch
 export * as personasService from './personas/personas.service.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export * from './runtime.ts';
+export type { SearchIndex } from './search/search-index.ts';
+export * as searchService from './search/search.service.ts';
 export * as toolsService from './tools/tools.service.ts';
 export { type KasMeta, toErrorBody } from './trpc.ts';
 export * as userGroupsRepository from './user-groups/user-groups.repository.ts';

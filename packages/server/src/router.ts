@@ -1,5 +1,7 @@
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
+import { documentsRouter } from './documents/documents.router.ts';
 import { healthRouter } from './health.router.ts';
+import { searchRouter } from './search/search.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
 import { toolsRouter } from './tools/tools.router.ts';
 import { createCallerFactory, router } from './trpc.ts';
@@ -9,6 +11,8 @@ import { usersRouter } from './users/users.router.ts';
 export const appRouter = router({
   health: healthRouter,
   apiKeys: apiKeysRouter,
+  documents: documentsRouter,
+  search: searchRouter,
   personas: personasRouter,
   tools: toolsRouter,
   users: usersRouter,

@@ -5,6 +5,7 @@ import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLat
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createRateLimiter } from './rate-limit.ts';
+import { createSearchIndex } from './search/create-search-index.ts';
 
 export interface Runtime {
   deps: AppDeps;
@@ -34,6 +35,7 @@ export async function createRuntime(
       dbKind: database.kind,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
+      search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
     };
     const bootstrap = options.skipBootstrap

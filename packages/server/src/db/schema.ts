@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { DocumentsTables } from '../documents/documents.table.ts';
 import type {
   PersonaDocumentSetsTable,
   PersonaDocumentsTable,
@@ -77,7 +78,7 @@ export interface DocumentSetUsersTable {
  * The hand-kept database type. Each domain declares its tables in its own `<domain>.table.ts` and
  * they are joined here.
  */
-export interface Database {
+export interface Database extends DocumentsTables {
   users: UsersTable;
   api_keys: ApiKeysTable;
   kv_store: KvStoreTable;

@@ -1,0 +1,187 @@
+import { type ExpressionBuilder, sql } from 'kysely';
+import type { DbExecutor } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
+
+/** Who reads: admins see every set; others public ones, their own, and those shared with them or their groups. */
+export type SetViewer = { all: true } | { all: false; user_id: string };
+
+function visibleTo(viewer: SetViewer) {
+  return (eb: ExpressionBuilder<Database, 'document_sets'>) => {
+    if (viewer.all) return eb.lit(true);
+    return eb.or([
+      eb('document_sets.is_public', '=', true),
+      eb('document_sets.owner_id', '=', viewer.user_id),
+      eb.exists(
+        eb
+          .selectFrom('document_set_users as u')
+          .select('u.user_id')
+          .whereRef('u.document_set_id', '=', 'document_sets.id')
+          .where('u.user_id', '=', viewer.user_id),
+      ),
+      eb.exists(
+        eb
+          .selectFrom('document_set_groups as g')
+          .innerJoin('user_group_members as m', 'm.group_id', 'g.group_id')
+          .select('g.group_id')
+          .whereRef('g.document_set_id', '=', 'document_sets.id')
+          .where('m.user_id', '=', viewer.user_id),
+      ),
+    ]);
+  };
+}
+
+const setColumns = [
+  'document_sets.id',
+  'document_sets.name',
+  'document_sets.description',
+  'document_sets.is_public',
+  sql<
+    number[]
+  >`array(SELECT l.cc_pair_id FROM document_set_cc_pairs l WHERE l.document_set_id = document_sets.id ORDER BY l.cc_pair_id)`.as(
+    'cc_pair_ids',
+  ),
+  sql<
+    string[]
+  >`array(SELECT u.user_id::text FROM document_set_users u WHERE u.document_set_id = document_sets.id ORDER BY u.user_id)`.as(
+    'users',
+  ),
+  sql<
+    number[]
+  >`array(SELECT g.group_id FROM document_set_groups g WHERE g.document_set_id = document_sets.id ORDER BY g.group_id)`.as(
+    'groups',
+  ),
+] as const;
+
+export function listSets(db: DbExecutor, viewer: SetViewer) {
+  return db
+    .selectFrom('document_sets')
+    .select(setColumns)
+    .where(visibleTo(viewer))
+    .orderBy('document_sets.id')
+    .execute();
+}
+
+export function findSet(db: DbExecutor, id: number) {
+  return db
+    .selectFrom('document_sets')
+    .select(setColumns)
+    .where('document_sets.id', '=', id)
+    .executeTakeFirst();
+}
+
+export function findSetByName(db: DbExecutor, name: string) {
+  return db.selectFrom('document_sets').select('id').where('name', '=', name).executeTakeFirst();
+}
+
+/** Of these names, the sets that exist, and whether the viewer may see each. */
+export function findSetsByName(db: DbExecutor, names: string[], viewer: SetViewer) {
+  if (!names.length) return Promise.resolve([]);
+  return db
+    .selectFrom('document_sets')
+    .select(['document_sets.id', 'document_sets.name', (eb) => visibleTo(viewer)(eb).as('visible')])
+    .where('document_sets.name', 'in', names)
+    .execute();
+}
+
+/** Of these ids, the sets that exist, and whether the viewer may see each. */
+export function findSetsById(db: DbExecutor, ids: number[], viewer: SetViewer) {
+  if (!ids.length) return Promise.resolve([]);
+  return db
+    .selectFrom('document_sets')
+    .select(['document_sets.id', 'document_sets.name', (eb) => visibleTo(viewer)(eb).as('visible')])
+    .where('document_sets.id', 'in', ids)
+    .execute();
+}
+
+export function insertSet(
+  db: DbExecutor,
+  row: { name: string; description: string; is_public: boolean; owner_id: string | null },
+) {
+  return db.insertInto('document_sets').values(row).returning('id').executeTakeFirstOrThrow();
+}
+
+export function updateSet(
+  db: DbExecutor,
+  id: number,
+  patch: { name?: string; description?: string; is_public?: boolean },
+) {
+  return db
+    .updateTable('document_sets')
+    .set({ ...patch, updated_at: new Date() })
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst();
+}
+
+export function deleteSet(db: DbExecutor, id: number) {
+  return db.deleteFrom('document_sets').where('id', '=', id).returning('id').executeTakeFirst();
+}
+
+export async function replaceCcPairs(db: DbExecutor, id: number, ccPairIds: number[]) {
+  await db.deleteFrom('document_set_cc_pairs').where('document_set_id', '=', id).execute();
+  if (ccPairIds.length) {
+    await db
+      .insertInto('document_set_cc_pairs')
+      .values(ccPairIds.map((cc_pair_id) => ({ document_set_id: id, cc_pair_id })))
+      .execute();
+  }
+}
+
+export async function replaceUsers(db: DbExecutor, id: number, userIds: string[]) {
+  await db.deleteFrom('document_set_users').where('document_set_id', '=', id).execute();
+  if (userIds.length) {
+    await db
+      .insertInto('document_set_users')
+      .values(userIds.map((user_id) => ({ document_set_id: id, user_id })))
+      .execute();
+  }
+}
+
+export async function replaceGroups(db: DbExecutor, id: number, groupIds: number[]) {
+  await db.deleteFrom('document_set_groups').where('document_set_id', '=', id).execute();
+  if (groupIds.length) {
+    await db
+      .insertInto('document_set_groups')
+      .values(groupIds.map((group_id) => ({ document_set_id: id, group_id })))
+      .execute();
+  }
+}
+
+export function existingCcPairIds(db: DbExecutor, ids: number[]) {
+  if (!ids.length) return Promise.resolve([] as number[]);
+  return db
+    .selectFrom('cc_pairs')
+    .select('id')
+    .where('id', 'in', ids)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
+export function existingUserIds(db: DbExecutor, ids: string[]) {
+  if (!ids.length) return Promise.resolve([] as string[]);
+  return db
+    .selectFrom('users')
+    .select('id')
+    .where('id', 'in', ids)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
+export function existingGroupIds(db: DbExecutor, ids: number[]) {
+  if (!ids.length) return Promise.resolve([] as number[]);
+  return db
+    .selectFrom('user_groups')
+    .select('id')
+    .where('id', 'in', ids)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
+export function groupIdsOfUser(db: DbExecutor, userId: string) {
+  return db
+    .selectFrom('user_group_members')
+    .select('group_id')
+    .where('user_id', '=', userId)
+    .execute()
+    .then((rows) => rows.map((r) => r.group_id));
+}

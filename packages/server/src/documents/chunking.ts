@@ -1,0 +1,135 @@
+import { countTokens, decode, encode } from 'gpt-tokenizer';
+
+/** Tokens per chunk, title included (the reference's embedding context size). */
+export const CHUNK_TOKENS = 512;
+/** Tokens of a blurb, and the most of a title carried into each chunk. */
+export const BLURB_TOKENS = 128;
+/** Below this many content tokens per chunk the title is not counted against the budget. */
+const MIN_CONTENT_TOKENS = 256;
+
+export interface ChunkSection {
+  text: string;
+  link?: string | null | undefined;
+}
+
+export interface Chunk {
+  chunk_id: number;
+  /** The document title, carried into every chunk for ranking. */
+  title: string;
+  content: string;
+  blurb: string;
+  /** Link of the first section in this chunk, for citations. */
+  link: string | null;
+  /** Character offset in `content` → link of the section that starts there. */
+  section_links: Record<string, string>;
+  token_count: number;
+}
+
+const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
+
+function sentencesOf(text: string): string[] {
+  return Array.from(segmenter.segment(text), (s) => s.segment);
+}
+
+/** Splits a piece longer than `max` tokens on token boundaries. */
+function splitByTokens(text: string, max: number): string[] {
+  const tokens = encode(text);
+  const pieces: string[] = [];
+  for (let i = 0; i < tokens.length; i += max) pieces.push(decode(tokens.slice(i, i + max)));
+  return pieces;
+}
+
+function truncateToTokens(text: string, max: number): string {
+  const tokens = encode(text);
+  return tokens.length <= max ? text : decode(tokens.slice(0, max));
+}
+
+/** The first sentences of a chunk, up to BLURB_TOKENS. */
+function blurbOf(sentences: { text: string; tokens: number }[]): string {
+  let blurb = '';
+  let used = 0;
+  for (const sentence of sentences) {
+    if (used + sentence.tokens > BLURB_TOKENS) {
+      if (!blurb) blurb = truncateToTokens(sentence.text, BLURB_TOKENS);
+      break;
+    }
+    blurb += sentence.text;
+    used += sentence.tokens;
+  }
+  return blurb.trim();
+}
+
+/**
+ * Sentence-aware chunking without overlap: sections are concatenated into chunks of at most
+ * CHUNK_TOKENS (the title counts against the budget), never breaking a sentence unless the sentence
+ * alone is too long. Each chunk remembers which section links start where. Always at least one chunk,
+ * so a document without text can still be found by its title.
+ */
+export function chunkDocument(input: { title: string; sections: ChunkSection[] }): Chunk[] {
+  const title = truncateToTokens(input.title.replace(/\s+/g, ' ').trim(), BLURB_TOKENS);
+  const titleTokens = countTokens(title);
+  const budget = CHUNK_TOKENS - titleTokens >= MIN_CONTENT_TOKENS ? CHUNK_TOKENS - titleTokens : CHUNK_TOKENS;
+
+  const chunks: Chunk[] = [];
+  let content = '';
+  let tokens = 0;
+  let sentences: { text: string; tokens: number }[] = [];
+  let links: Record<string, string> = {};
+  let firstLink: string | null = null;
+
+  const flush = () => {
+    if (!content.trim() && chunks.length > 0) return;
+    chunks.push({
+      chunk_id: chunks.length,
+      title,
+      content: content.trim() ? content : '',
+      blurb: blurbOf(sentences),
+      link: firstLink,
+      section_links: links,
+      token_count: tokens,
+    });
+    content = '';
+    tokens = 0;
+    sentences = [];
+    links = {};
+    firstLink = null;
+  };
+
+  for (const section of input.sections) {
+    const link = section.link || null;
+    let sectionStarted = false;
+    for (const sentence of sentencesOf(section.text)) {
+      const count = countTokens(sentence);
+      const pieces =
+        count > budget
+          ? splitByTokens(sentence, budget).map((p) => ({ text: p, tokens: countTokens(p) }))
+          : [];
+      if (!pieces.length) pieces.push({ text: sentence, tokens: count });
+      for (const piece of pieces) {
+        if (tokens + piece.tokens > budget && content) flush();
+        if (!sectionStarted || !content) {
+          // A section that continues into a new chunk keeps its link there too.
+          if (content && !/\s$/.test(content)) {
+            content += '\n';
+            const last = sentences.at(-1);
+            if (last) last.text += '\n';
+          }
+          if (link) {
+            links[String(content.length)] = link;
+            firstLink ??= link;
+          }
+          sectionStarted = true;
+        }
+        content += piece.text;
+        tokens += piece.tokens;
+        sentences.push(piece);
+      }
+    }
+    if (!sectionStarted && link) {
+      links[String(content.length)] ??= link;
+      firstLink ??= link;
+    }
+  }
+  if (content || chunks.length === 0) flush();
+  return chunks;
+}

@@ -1,0 +1,250 @@
+import { sql } from 'kysely';
+import type { DbExecutor } from '../db/database.ts';
+import type { Chunk } from './chunking.ts';
+import type { AccessType, CcPairStatus, Owner } from './documents.table.ts';
+
+export interface CcPairAccess {
+  id: number;
+  status: CcPairStatus;
+  access_type: AccessType;
+  is_system: boolean;
+  user_ids: string[];
+  group_ids: number[];
+}
+
+/** A CC pair with who may see its documents: users are its creator and its credential's owner. */
+export async function findCcPairAccess(db: DbExecutor, id: number | null): Promise<CcPairAccess | undefined> {
+  const row = await db
+    .selectFrom('cc_pairs as p')
+    .innerJoin('credentials as k', 'k.id', 'p.credential_id')
+    .innerJoin('connectors as c', 'c.id', 'p.connector_id')
+    .select([
+      'p.id',
+      'p.status',
+      'p.access_type',
+      'p.is_system',
+      'p.creator_id',
+      'k.user_id as credential_user_id',
+      sql<number[]>`array(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = p.id)`.as('group_ids'),
+    ])
+    .$call((q) =>
+      id === null
+        ? q.where('p.is_system', '=', true).where('c.source', '=', 'ingestion_api')
+        : q.where('p.id', '=', id),
+    )
+    .orderBy('p.id')
+    .limit(1)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const user_ids = [...new Set([row.creator_id, row.credential_user_id].filter((u): u is string => !!u))];
+  return {
+    id: row.id,
+    status: row.status,
+    access_type: row.access_type,
+    is_system: row.is_system,
+    user_ids,
+    group_ids: row.group_ids ?? [],
+  };
+}
+
+export function ccPairExists(db: DbExecutor, id: number) {
+  return db.selectFrom('cc_pairs').select('id').where('id', '=', id).executeTakeFirst();
+}
+
+/** The stored state that decides what an ingestion call does; locks the row for the transaction. */
+export function findDocumentState(db: DbExecutor, id: string) {
+  return db
+    .selectFrom('documents as d')
+    .select([
+      'd.content_hash',
+      'd.from_ingestion_api',
+      sql<number[]>`array(SELECT o.cc_pair_id FROM document_by_cc_pair o WHERE o.document_id = d.id)`.as(
+        'cc_pair_ids',
+      ),
+    ])
+    .where('d.id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export interface DocumentRow {
+  id: string;
+  semantic_id: string;
+  title: string;
+  link: string | null;
+  source: string;
+  from_ingestion_api: boolean;
+  metadata: Record<string, string | string[]>;
+  tags: string[];
+  primary_owners: Owner[];
+  secondary_owners: Owner[];
+  doc_updated_at: Date;
+  content_hash: string;
+  chunk_count: number;
+  is_public: boolean;
+  access_user_ids: string[];
+  access_group_ids: number[];
+}
+
+/** Inserts or replaces a document; `inserted` is false when a row with that id already existed. */
+export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<{ inserted: boolean }> {
+  const values = {
+    ...row,
+    metadata: JSON.stringify(row.metadata),
+    primary_owners: JSON.stringify(row.primary_owners),
+    secondary_owners: JSON.stringify(row.secondary_owners),
+  };
+  const { id: _id, ...update } = values;
+  const result = await db
+    .insertInto('documents')
+    .values(values)
+    .onConflict((oc) => oc.column('id').doUpdateSet({ ...update, time_updated: new Date() }))
+    .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
+    .executeTakeFirstOrThrow();
+  return { inserted: result.inserted };
+}
+
+export async function replaceChunks(db: DbExecutor, documentId: string, chunks: Chunk[], isNew: boolean) {
+  if (!isNew) await db.deleteFrom('chunks').where('document_id', '=', documentId).execute();
+  await db
+    .insertInto('chunks')
+    .values(
+      chunks.map((c) => ({
+        document_id: documentId,
+        chunk_id: c.chunk_id,
+        title: c.title,
+        content: c.content,
+        blurb: c.blurb,
+        link: c.link,
+        section_links: JSON.stringify(c.section_links),
+        token_count: c.token_count,
+      })),
+    )
+    .execute();
+}
+
+export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {
+  return db
+    .insertInto('document_by_cc_pair')
+    .values({ document_id: documentId, cc_pair_id: ccPairId })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+/**
+ * Recomputes document access from the owning CC pairs: public if any owner is public; otherwise the
+ * owners' creators and credential owners, and the groups linked to them.
+ */
+export function recomputeAccess(db: DbExecutor, documentIds: string[]) {
+  return sql`
+    UPDATE documents d SET
+      is_public = EXISTS (
+        SELECT 1 FROM document_by_cc_pair o JOIN cc_pairs p ON p.id = o.cc_pair_id
+        WHERE o.document_id = d.id AND p.access_type = 'public'),
+      access_user_ids = ARRAY(
+        SELECT DISTINCT v.u FROM document_by_cc_pair o
+        JOIN cc_pairs p ON p.id = o.cc_pair_id
+        JOIN credentials k ON k.id = p.credential_id
+        CROSS JOIN LATERAL (VALUES (p.creator_id), (k.user_id)) AS v(u)
+        WHERE o.document_id = d.id AND v.u IS NOT NULL),
+      access_group_ids = ARRAY(
+        SELECT DISTINCT g.group_id FROM document_by_cc_pair o
+        JOIN cc_pair_groups g ON g.cc_pair_id = o.cc_pair_id
+        WHERE o.document_id = d.id)
+    WHERE d.id = ANY(${documentIds}::text[])`.execute(db);
+}
+
+export function documentIdsOfCcPairs(db: DbExecutor, ccPairIds: number[]) {
+  if (!ccPairIds.length) return Promise.resolve([] as string[]);
+  return db
+    .selectFrom('document_by_cc_pair')
+    .select('document_id')
+    .distinct()
+    .where('cc_pair_id', 'in', ccPairIds)
+    .execute()
+    .then((rows) => rows.map((r) => r.document_id));
+}
+
+const minimalInfo = ['d.id as document_id', 'd.semantic_id', 'd.link'] as const;
+
+export function listIngestedDocuments(db: DbExecutor) {
+  return db
+    .selectFrom('documents as d')
+    .select(minimalInfo)
+    .where('d.from_ingestion_api', '=', true)
+    .orderBy('d.time_created')
+    .orderBy('d.id')
+    .execute();
+}
+
+export function listCcPairDocuments(db: DbExecutor, ccPairId: number) {
+  return db
+    .selectFrom('documents as d')
+    .innerJoin('document_by_cc_pair as o', 'o.document_id', 'd.id')
+    .select(minimalInfo)
+    .where('o.cc_pair_id', '=', ccPairId)
+    .orderBy('d.time_created')
+    .orderBy('d.id')
+    .execute();
+}
+
+export function forgetContentHash(db: DbExecutor, ids: string[]) {
+  return db.updateTable('documents').set({ content_hash: '' }).where('id', 'in', ids).execute();
+}
+
+export function findDocumentOrigin(db: DbExecutor, id: string) {
+  return db
+    .selectFrom('documents')
+    .select(['id', 'from_ingestion_api'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function deleteDocument(db: DbExecutor, id: string) {
+  return db.deleteFrom('documents').where('id', '=', id).executeTakeFirst();
+}
+
+/** Documents in id order after `afterId`, for rebuilding the index in batches. */
+export function listDocumentIdsAfter(db: DbExecutor, afterId: string | null, limit: number) {
+  return db
+    .selectFrom('documents')
+    .select('id')
+    .$call((q) => (afterId === null ? q : q.where('id', '>', afterId)))
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
+/** Everything an index stores about these documents, with their chunks and document set names. */
+export async function loadIndexedDocuments(db: DbExecutor, ids: string[]) {
+  if (!ids.length) return { documents: [], chunks: [] };
+  const documents = await db
+    .selectFrom('documents as d')
+    .select([
+      'd.id',
+      'd.semantic_id',
+      'd.source',
+      'd.doc_updated_at',
+      'd.tags',
+      'd.hidden',
+      'd.is_public',
+      'd.access_user_ids',
+      'd.access_group_ids',
+      sql<string[]>`array(
+        SELECT DISTINCT s.name FROM document_by_cc_pair o
+        JOIN document_set_cc_pairs l ON l.cc_pair_id = o.cc_pair_id
+        JOIN document_sets s ON s.id = l.document_set_id
+        WHERE o.document_id = d.id)`.as('document_sets'),
+    ])
+    .where('d.id', 'in', ids)
+    .execute();
+  const chunks = await db
+    .selectFrom('chunks')
+    .select(['document_id', 'chunk_id', 'title', 'content', 'blurb', 'link'])
+    .where('document_id', 'in', ids)
+    .orderBy('document_id')
+    .orderBy('chunk_id')
+    .execute();
+  return { documents, chunks };
+}

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { curatorProcedure, router } from '../trpc.ts';
+import {
+  CcPairIdInput,
+  DocMinimalInfo,
+  DocumentIdInput,
+  IngestDocumentInput,
+  IngestionResult,
+} from './documents.schemas.ts';
+import * as documentsService from './documents.service.ts';
+
+const tags = ['Document ingestion'];
+
+export const documentsRouter = router({
+  ingest: curatorProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/svc-api/ingestion',
+        tags,
+        summary: 'Ingest a document',
+        description:
+          'Creates the document, or replaces it in place when its id exists (unchanged content is not re-indexed). ' +
+          'An omitted id is derived from the content. `already_existed` is true when the id existed before the call.',
+      },
+    })
+    .input(IngestDocumentInput)
+    .output(IngestionResult)
+    .mutation(({ ctx, input }) => documentsService.ingestDocument({ ctx, input })),
+
+  listIngested: curatorProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/svc-api/ingestion',
+        tags,
+        summary: 'List documents ingested through this API',
+      },
+    })
+    .input(z.object({}))
+    .output(z.array(DocMinimalInfo))
+    .query(({ ctx }) => documentsService.listIngestedDocuments({ ctx })),
+
+  deleteIngested: curatorProcedure
+    .meta({
+      noContent: true,
+      openapi: {
+        method: 'DELETE',
+        path: '/svc-api/ingestion/{document_id}',
+        tags,
+        summary: 'Delete an ingested document',
+        description:
+          'Removes the document from the index and the database. Only documents ingested through this API.',
+      },
+    })
+    .input(DocumentIdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) =>
+      documentsService.deleteIngestedDocument({ ctx, documentId: input.document_id }),
+    ),
+
+  listCcPairDocuments: curatorProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/svc-api/connector-docs/{cc_pair_id}',
+        tags,
+        summary: 'List the documents of a CC pair',
+      },
+    })
+    .input(CcPairIdInput)
+    .output(z.array(DocMinimalInfo))
+    .query(({ ctx, input }) => documentsService.listCcPairDocuments({ ctx, ccPairId: input.cc_pair_id })),
+});

@@ -1,0 +1,87 @@
+import type { Db } from '../db/database.ts';
+import { parseQuery, toTsquery } from './query-parser.ts';
+import * as searchRepository from './search.repository.ts';
+import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
+
+/** Chunks ranked per arm of the candidate set (title matches, any matches). */
+export const DEFAULT_CANDIDATE_CAP = 1000;
+
+const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;
+
+/** Distinct words of a document, for typo correction. */
+export function vocabularyOf(document: IndexedDocument): string[] {
+  const words = new Set<string>();
+  for (const chunk of document.chunks) {
+    for (const text of [chunk.title, chunk.content]) {
+      for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+        if (VOCABULARY_WORD.test(word)) words.add(word);
+      }
+    }
+  }
+  return [...words];
+}
+
+/** Appends fallback hits after the ones already found, scored below them so the order stays by score. */
+function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): SearchHit[] {
+  const seen = new Set(hits.map((h) => `${h.document_id}\u0000${h.chunk_id}`));
+  const floor = hits.length ? Math.min(...hits.map((h) => h.score)) : Number.POSITIVE_INFINITY;
+  const added = more
+    .filter((h) => !seen.has(`${h.document_id}\u0000${h.chunk_id}`))
+    .map((h) => ({ ...h, score: Math.min(h.score * 0.5, floor * 0.99) }));
+  return [...hits, ...added].slice(0, limit);
+}
+
+/**
+ * The default index: Postgres full-text search over the `chunks` table itself (its tsvector column is
+ * maintained by the database in the same transaction as the document), so indexing only records the
+ * vocabulary used for typo correction.
+ */
+export function createPostgresSearchIndex(
+  db: Db,
+  options: { candidateCap?: number; fewResults?: number } = {},
+): SearchIndex {
+  const cap = options.candidateCap ?? DEFAULT_CANDIDATE_CAP;
+  const few = options.fewResults ?? 3;
+  return {
+    kind: 'postgres',
+    async indexDocuments(documents) {
+      const words = new Set(documents.flatMap(vocabularyOf));
+      await searchRepository.insertVocabulary(db, [...words].sort());
+    },
+    async deleteDocuments() {
+      // Chunks are deleted with their document rows; the vocabulary keeps the words (harmless).
+    },
+    async clear() {
+      await searchRepository.clearVocabulary(db);
+    },
+    async search({ query, filters, access, limit }: SearchRequest) {
+      const parsed = parseQuery(query);
+      const tsquery = toTsquery(parsed);
+      if (!tsquery) return searchRepository.recentChunks(db, { filters, access, limit });
+      const run = (text: string, titleText: string | null) =>
+        searchRepository.fullTextSearch(db, {
+          tsquery: text,
+          titleTsquery: titleText,
+          filters,
+          access,
+          limit,
+          cap,
+        });
+
+      let hits = await run(tsquery, toTsquery(parsed, { titleOnly: true }));
+      const threshold = Math.min(limit, few);
+      if (hits.length < threshold) {
+        const prefixed = toTsquery(parsed, { prefix: true });
+        if (prefixed && prefixed !== tsquery) hits = appendFallback(hits, await run(prefixed, null), limit);
+      }
+      if (hits.length < threshold) {
+        const corrections = await searchRepository.correctWords(db, parsed.positiveWords);
+        if (corrections.size) {
+          const corrected = toTsquery(parsed, { prefix: true, replace: corrections });
+          if (corrected) hits = appendFallback(hits, await run(corrected, null), limit);
+        }
+      }
+      return hits;
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * The document search index. Postgres (`documents`, `chunks`) is the source of truth: the service
+ * commits a document and its chunks first, then hands them to the index; `kas reindex` replays every
+ * document. Implementations: `postgres.ts` (full-text search over the `chunks` table itself),
+ * `meilisearch.ts`, and `hybrid.ts` (either of them fused with vector search).
+ *
+ * Every implementation enforces `access` and `filters` itself (in SQL or as engine filters), so a hit
+ * is always a chunk the caller may see. One contract suite (`search-index.contract.ts`) runs against all.
+ */
+export interface SearchIndex {
+  readonly kind: 'postgres' | 'meilisearch' | 'hybrid';
+  /** Makes the index current for these documents, replacing whatever it held for them. */
+  indexDocuments(documents: IndexedDocument[]): Promise<void>;
+  /** Removes the documents and all their chunks. Unknown ids are ignored. */
+  deleteDocuments(documentIds: string[]): Promise<void>;
+  /** Chunks matching the query, best first, at most `limit`. */
+  search(request: SearchRequest): Promise<SearchHit[]>;
+  /** Empties the index before a full rebuild. */
+  clear(): Promise<void>;
+}
+
+/** Who is searching: everything (admins), or what the user and their groups may see. */
+export type AccessScope = { all: true } | { all: false; user_id: string; group_ids: number[] };
+
+/** Filters in the form every index applies them; the service resolves API filters into this. */
+export interface IndexFilters {
+  source_types?: string[] | undefined;
+  /** Document set names; a document belongs to a set when one of its CC pairs does. */
+  document_sets?: string[] | undefined;
+  /** Only documents updated at or after this instant. */
+  time_cutoff?: Date | undefined;
+  /** Encoded tags (`encodeTag`); a document matches when it has any of them. */
+  tags?: string[] | undefined;
+  document_ids?: string[] | undefined;
+  include_hidden?: boolean | undefined;
+}
+
+export interface SearchRequest {
+  query: string;
+  filters: IndexFilters;
+  access: AccessScope;
+  limit: number;
+}
+
+export interface SearchHit {
+  document_id: string;
+  chunk_id: number;
+  /** Relevance; higher is better. Comparable only within one response. */
+  score: number;
+}
+
+export interface IndexedChunk {
+  chunk_id: number;
+  title: string;
+  content: string;
+  blurb: string;
+  link: string | null;
+}
+
+/** A document as every index sees it: document-level attributes denormalised next to its chunks. */
+export interface IndexedDocument {
+  document_id: string;
+  semantic_identifier: string;
+  source_type: string;
+  updated_at: Date;
+  tags: string[];
+  document_sets: string[];
+  hidden: boolean;
+  is_public: boolean;
+  access_user_ids: string[];
+  access_group_ids: number[];
+  chunks: IndexedChunk[];
+}
+
+const TAG_SEPARATOR = '\u001f';
+
+/** One string per metadata key/value pair, as stored in `documents.tags` and in engine attributes. */
+export function encodeTag(tag: { tag_key: string; tag_value: string }): string {
+  return `${tag.tag_key}${TAG_SEPARATOR}${tag.tag_value}`;
+}
+
+export function decodeTag(tag: string): { tag_key: string; tag_value: string } {
+  const at = tag.indexOf(TAG_SEPARATOR);
+  return { tag_key: tag.slice(0, at), tag_value: tag.slice(at + 1) };
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { IsoTimestamp } from '../documents/documents.schemas.ts';
+
+export const Tag = z
+  .object({ tag_key: z.string().min(1), tag_value: z.string() })
+  .meta({ id: 'Tag', description: 'A metadata key and one of its values' });
+export type Tag = z.infer<typeof Tag>;
+
+export const BaseFilters = z
+  .object({
+    source_type: z.array(z.string()).nullish().meta({ description: 'Only these source types' }),
+    document_set: z
+      .array(z.string())
+      .nullish()
+      .meta({ description: 'Only documents in these document sets (names)' }),
+    time_cutoff: IsoTimestamp.nullish().meta({ description: 'Only documents updated at or after this time' }),
+    tags: z.array(Tag).nullish().meta({ description: 'Only documents with any of these tags' }),
+  })
+  .meta({ id: 'BaseFilters' });
+export type BaseFilters = z.infer<typeof BaseFilters>;
+
+export const AdminSearchInput = z.object({
+  query: z.string().max(2000),
+  filters: BaseFilters,
+});
+export type AdminSearchInput = z.infer<typeof AdminSearchInput>;
+
+export const SearchDoc = z
+  .object({
+    document_id: z.string(),
+    chunk_ind: z.number().int().meta({ description: 'The best-matching chunk of the document' }),
+    semantic_identifier: z.string(),
+    link: z.string().nullable(),
+    blurb: z.string().meta({ description: 'Short excerpt of the best chunk' }),
+    source_type: z.string(),
+    score: z.number().meta({ description: 'Relevance; higher is better' }),
+    match_highlights: z.array(z.string()).meta({ description: 'Excerpts with matches wrapped in <hi></hi>' }),
+    updated_at: z.string().nullable(),
+    metadata: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+    boost: z.number().int(),
+    hidden: z.boolean(),
+  })
+  .meta({ id: 'SearchDoc' });
+export type SearchDoc = z.infer<typeof SearchDoc>;
+
+export const AdminSearchResponse = z
+  .object({ documents: z.array(SearchDoc) })
+  .meta({ id: 'AdminSearchResponse' });
+export type AdminSearchResponse = z.infer<typeof AdminSearchResponse>;

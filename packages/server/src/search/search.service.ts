@@ -1,0 +1,210 @@
+import type { Actor } from '../auth/roles.ts';
+import type { Db } from '../db/database.ts';
+import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
+import { AppError } from '../errors.ts';
+import { parseQuery } from './query-parser.ts';
+import * as searchRepository from './search.repository.ts';
+import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
+import { type AccessScope, encodeTag, type IndexFilters, type SearchIndex } from './search-index.ts';
+
+interface Deps {
+  db: Db;
+  search: SearchIndex;
+}
+
+/** Filters a caller (admin search, chat retrieval, an agent's scope) may put on a search. */
+export interface ChunkSearchFilters {
+  source_type?: string[] | null | undefined;
+  /** Document set names. Every named set must be visible to the actor (else 403). */
+  document_set?: string[] | null | undefined;
+  /** Document set ids (an agent's `document_set_ids`); combined with `document_set` as "in any of them". */
+  document_set_ids?: number[] | null | undefined;
+  /** Only documents updated at or after this time. */
+  time_cutoff?: Date | string | null | undefined;
+  tags?: { tag_key: string; tag_value: string }[] | null | undefined;
+  /** Only these documents (an agent's attached documents). */
+  document_ids?: string[] | null | undefined;
+  /** Include documents hidden by an admin (admin search does). */
+  include_hidden?: boolean | undefined;
+}
+
+/** One retrieved chunk, with what a citation needs. */
+export interface SearchChunk {
+  document_id: string;
+  chunk_id: number;
+  semantic_identifier: string;
+  title: string;
+  /** The link of this chunk's section (falls back to the document's first link). */
+  link: string | null;
+  source_type: string;
+  content: string;
+  blurb: string;
+  score: number;
+  /** ISO 8601 */
+  updated_at: string;
+  metadata: Record<string, string | string[]>;
+  /** Excerpts of `content` with the query's words wrapped in `<hi></hi>`. */
+  match_highlights: string[];
+  hidden: boolean;
+  boost: number;
+}
+
+/** What the actor may see: everything for admins, else public documents, their own and their groups'. */
+export async function accessScopeOf(ctx: { db: Db }, actor: Actor): Promise<AccessScope> {
+  if (actor.role === 'admin') return { all: true };
+  return {
+    all: false,
+    user_id: actor.user_id,
+    group_ids: await documentSetsRepository.groupIdsOfUser(ctx.db, actor.user_id),
+  };
+}
+
+async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilters): Promise<IndexFilters> {
+  const viewer =
+    actor.role === 'admin' ? ({ all: true } as const) : { all: false as const, user_id: actor.user_id };
+  let documentSets: string[] | undefined;
+  if (filters.document_set?.length || filters.document_set_ids?.length) {
+    const byName = await documentSetsRepository.findSetsByName(ctx.db, filters.document_set ?? [], viewer);
+    const byId = await documentSetsRepository.findSetsById(ctx.db, filters.document_set_ids ?? [], viewer);
+    const hidden = [...byName, ...byId].filter((s) => !s.visible);
+    if (hidden.length) {
+      throw new AppError(
+        'INSUFFICIENT_PERMISSIONS',
+        `You do not have access to document set ${hidden.map((s) => `"${s.name}"`).join(', ')}`,
+      );
+    }
+    // Unknown names or ids match nothing, so a filter on them alone finds nothing.
+    documentSets = [...new Set([...byName, ...byId].map((s) => s.name))];
+  }
+  const cutoff = filters.time_cutoff ? new Date(filters.time_cutoff) : undefined;
+  return {
+    source_types: filters.source_type?.length ? filters.source_type : undefined,
+    document_sets: documentSets,
+    time_cutoff: cutoff && !Number.isNaN(cutoff.getTime()) ? cutoff : undefined,
+    tags: filters.tags?.length ? filters.tags.map(encodeTag) : undefined,
+    document_ids: filters.document_ids?.length ? filters.document_ids : undefined,
+    include_hidden: filters.include_hidden,
+  };
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Up to three excerpts around the query's words, matches wrapped in `<hi></hi>`. */
+export function highlight(content: string, words: string[], max = 3): string[] {
+  if (!words.length || !content) return [];
+  // Match on a crude stem so that "clusters" also marks "cluster".
+  const stems = words.map((w) => (w.length > 5 ? w.slice(0, w.length - 2) : w));
+  const pattern = new RegExp(
+    `(?<![\\p{L}\\p{N}])(?:${stems.map(escapeRegExp).join('|')})[\\p{L}\\p{N}]*`,
+    'giu',
+  );
+  const excerpts: string[] = [];
+  let lastEnd = -1;
+  for (const match of content.matchAll(pattern)) {
+    if (match.index < lastEnd) continue;
+    const start = Math.max(0, match.index - 60);
+    const end = Math.min(content.length, match.index + match[0].length + 60);
+    const piece = content.slice(start, end).replace(pattern, (m) => `<hi>${m}</hi>`);
+    excerpts.push(
+      `${start > 0 ? '…' : ''}${piece.replace(/\s+/g, ' ').trim()}${end < content.length ? '…' : ''}`,
+    );
+    lastEnd = end;
+    if (excerpts.length >= max) break;
+  }
+  return excerpts;
+}
+
+/**
+ * Retrieval with the actor's access: chunks matching the query and filters, best first. Chat calls
+ * this for its search tool; admin search builds on it.
+ */
+export async function searchChunks({
+  ctx,
+  actor,
+  query,
+  filters = {},
+  limit = 25,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  query: string;
+  filters?: ChunkSearchFilters;
+  limit?: number;
+}): Promise<SearchChunk[]> {
+  const access = await accessScopeOf(ctx, actor);
+  const indexFilters = await resolveFilters(ctx, actor, filters);
+  if (indexFilters.document_sets?.length === 0) return [];
+  const hits = await ctx.search.search({ query, filters: indexFilters, access, limit });
+  const rows = await searchRepository.loadChunks(ctx.db, hits, access);
+  const byKey = new Map(rows.map((r) => [`${r.document_id}\u0000${r.chunk_id}`, r]));
+  const words = parseQuery(query).positiveWords;
+  const chunks: SearchChunk[] = [];
+  for (const hit of hits) {
+    const row = byKey.get(`${hit.document_id}\u0000${hit.chunk_id}`);
+    if (!row) continue;
+    chunks.push({
+      document_id: row.document_id,
+      chunk_id: row.chunk_id,
+      semantic_identifier: row.semantic_identifier,
+      title: row.title,
+      link: row.link ?? row.document_link,
+      source_type: row.source_type,
+      content: row.content,
+      blurb: row.blurb,
+      score: hit.score,
+      updated_at: new Date(row.updated_at).toISOString(),
+      metadata: row.metadata,
+      match_highlights: highlight(row.content, words),
+      hidden: row.hidden,
+      boost: row.boost,
+    });
+  }
+  return chunks;
+}
+
+/** Chunks retrieved per admin search; results are then one per document. */
+const ADMIN_SEARCH_CHUNKS = 100;
+const ADMIN_SEARCH_DOCUMENTS = 50;
+
+/** Admin search: one result per document (its best chunk), ordered by relevance; hidden documents included. */
+export async function adminSearch({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  input: AdminSearchInput;
+}): Promise<AdminSearchResponse> {
+  const chunks = await searchChunks({
+    ctx,
+    actor,
+    query: input.query,
+    filters: { ...input.filters, include_hidden: true },
+    limit: ADMIN_SEARCH_CHUNKS,
+  });
+  const documents: SearchDoc[] = [];
+  const seen = new Set<string>();
+  for (const chunk of chunks) {
+    if (seen.has(chunk.document_id)) continue;
+    seen.add(chunk.document_id);
+    documents.push({
+      document_id: chunk.document_id,
+      chunk_ind: chunk.chunk_id,
+      semantic_identifier: chunk.semantic_identifier,
+      link: chunk.link,
+      blurb: chunk.blurb,
+      source_type: chunk.source_type,
+      score: chunk.score,
+      match_highlights: chunk.match_highlights,
+      updated_at: chunk.updated_at,
+      metadata: chunk.metadata,
+      boost: chunk.boost,
+      hidden: chunk.hidden,
+    });
+    if (documents.length >= ADMIN_SEARCH_DOCUMENTS) break;
+  }
+  return { documents };
+}
