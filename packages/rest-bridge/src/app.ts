@@ -1,4 +1,4 @@
-import { type AppDeps, appRouter, createCaller, createInnerContext } from '@kas/server';
+import { type AppDeps, appRouter, createInnerContext } from '@kas/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createDocsRouter } from './docs.ts';
@@ -60,7 +60,6 @@ export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): expr
   const rest = createRestAdapter({
     router: appRouter,
     createContext: (req, res) => requestContext(deps, req, res),
-    createCaller,
     logger: deps.logger,
   });
   api.use(rest.handler);

@@ -78,7 +78,6 @@ export interface RestRoute {
 export function createRestAdapter(options: {
   router: AnyTRPCRouter;
   createContext(req: Request, res: Response): Context;
-  createCaller(ctx: Context): unknown;
   logger: Logger;
 }): { handler: express.Router; routes: RestRoute[] } {
   const handler = express.Router();
@@ -105,9 +104,15 @@ export function createRestAdapter(options: {
           input = isPlainObject(body) ? { ...body, ...pathParams } : body;
         }
         const ctx = options.createContext(req, res);
-        const caller = options.createCaller(ctx) as Record<string, any>;
-        const call = procedurePath.split('.').reduce<any>((node, key) => node[key], caller);
-        const result = await call(input);
+        // Invoked directly, as tRPC's own caller does, without building a caller proxy per request.
+        const result = await (procedure as unknown as (opts: object) => Promise<unknown>)({
+          path: procedurePath,
+          getRawInput: async () => input,
+          ctx,
+          type: procedure._def.type,
+          signal: ctx.signal,
+          batchIndex: 0,
+        });
         if (meta?.noContent) {
           res.status(204).end();
         } else {

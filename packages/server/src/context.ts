@@ -1,3 +1,4 @@
+import type { AuthCache } from './auth/auth-cache.ts';
 import type { Actor } from './auth/roles.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
@@ -12,6 +13,8 @@ export interface AppDeps {
   dbKind: 'pglite' | 'postgres';
   logger: Logger;
   rateLimiter: RateLimiter;
+  /** Embedded mode only (one process owns the database); null with a shared Postgres. */
+  authCache: AuthCache | null;
   /** The document search index (Postgres full-text, Meilisearch, or hybrid with vectors). */
   search: SearchIndex;
 }

@@ -1,4 +1,5 @@
 import * as apiKeysService from './api-keys/api-keys.service.ts';
+import { AuthCache } from './auth/auth-cache.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
@@ -35,6 +36,7 @@ export async function createRuntime(
       dbKind: database.kind,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
+      authCache: database.kind === 'pglite' ? new AuthCache() : null,
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
     };

@@ -74,17 +74,9 @@ export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const middleware = t.middleware;
 
-const errorLogging = t.middleware(async ({ ctx, next, path }) => {
-  const result = await next();
-  if (!result.ok) {
-    const body = toErrorBody(result.error);
-    if (body.status >= 500)
-      ctx.logger.error({ err: result.error.cause ?? result.error, path }, 'procedure failed');
-  }
-  return result;
-});
-
-export const publicProcedure = t.procedure.use(errorLogging);
+// Failures are logged where they leave the process (the REST adapter and the /api/trpc onError), so
+// procedures carry no logging middleware of their own.
+export const publicProcedure = t.procedure;
 
 function requireRole(minimum: Role) {
   return t.middleware(async ({ ctx, next }) => {
@@ -97,7 +89,8 @@ function requireRole(minimum: Role) {
     }
     const headers = await ctx.rateLimiter.consume(`key:${actor.api_key_id}`);
     for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-    return next({ ctx: { ...ctx, actor } });
+    // tRPC merges this into the context; spreading the whole context here would copy it again.
+    return next({ ctx: { actor } });
   });
 }
 

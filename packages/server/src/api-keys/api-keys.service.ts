@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { AuthCache } from '../auth/auth-cache.ts';
 import type { Actor, Role } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
@@ -9,6 +10,7 @@ import { displayApiKey, generateApiKey, hashApiKey, parseAuthorizationHeader } f
 
 interface Deps {
   db: Db;
+  authCache?: AuthCache | null;
 }
 
 function serviceAccountEmail(): string {
@@ -60,6 +62,7 @@ export async function regenerateApiKey({ ctx, id }: { ctx: Deps; id: number }): 
     hashed_key: hashApiKey(key),
     display: displayApiKey(key),
   });
+  ctx.authCache?.clear();
   if (!updated) throw notFound(id);
   return { ...(await getApiKey({ ctx, id })), api_key: key };
 }
@@ -78,6 +81,7 @@ export async function updateApiKey({
     if (name !== undefined) await apiKeysRepository.updateKeyName(trx, id, name);
     if (role !== undefined) await usersRepository.updateUser(trx, owner.user_id, { role });
   });
+  ctx.authCache?.clear();
   return getApiKey({ ctx, id });
 }
 
@@ -86,6 +90,7 @@ export async function deleteApiKey({ ctx, id }: { ctx: Deps; id: number }): Prom
   const owner = await apiKeysRepository.findUserIdOfKey(ctx.db, id);
   if (!owner) throw notFound(id);
   await usersRepository.deleteUser(ctx.db, owner.user_id);
+  ctx.authCache?.clear();
 }
 
 /**
@@ -101,8 +106,12 @@ export async function authenticate({
 }): Promise<Actor> {
   const key = parseAuthorizationHeader(authorization);
   if (!key) throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
-  const actor = await apiKeysRepository.findActorByHash(ctx.db, hashApiKey(key));
+  const hash = hashApiKey(key);
+  const cached = ctx.authCache?.get(hash);
+  if (cached) return cached;
+  const actor = await apiKeysRepository.findActorByHash(ctx.db, hash);
   if (!actor) throw new AppError('UNAUTHENTICATED', 'Invalid API key');
+  ctx.authCache?.set(hash, actor);
   return actor;
 }
 
@@ -124,6 +133,7 @@ export async function ensureBootstrapAdminKey({
     if (existing) {
       if (existing.role !== ('admin' satisfies Role)) {
         await usersRepository.updateUser(ctx.db, existing.user_id, { role: 'admin' });
+        ctx.authCache?.clear();
       }
       return { created: false };
     }

@@ -5,10 +5,12 @@ export function insertUser(db: DbExecutor, row: { email: string; role: Role; acc
   return db.insertInto('users').values(row).returning(['id', 'email', 'role']).executeTakeFirstOrThrow();
 }
 
+/** Callers must clear `ctx.authCache`: a role is part of the cached actor. */
 export function updateUser(db: DbExecutor, id: string, patch: { email?: string; role?: Role }) {
   return db.updateTable('users').set(patch).where('id', '=', id).executeTakeFirst();
 }
 
+/** Callers must clear `ctx.authCache`: the deleted user's keys may be cached. */
 export function deleteUser(db: DbExecutor, id: string) {
   return db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
 }

@@ -1,0 +1,25 @@
+import type { Actor } from './roles.ts';
+
+/**
+ * API key hash → actor, for the embedded database only. The data directory lock guarantees one
+ * process, and every change to keys or roles goes through this process and clears the cache, so a
+ * cached answer is never stale. With a shared Postgres (several processes) there is no cache: every
+ * request reads the database, so revocation holds at once across processes.
+ */
+export class AuthCache {
+  readonly #entries = new Map<string, Actor>();
+  static readonly MAX_ENTRIES = 10_000;
+
+  get(hash: string): Actor | undefined {
+    return this.#entries.get(hash);
+  }
+
+  set(hash: string, actor: Actor): void {
+    if (this.#entries.size >= AuthCache.MAX_ENTRIES) this.#entries.clear();
+    this.#entries.set(hash, actor);
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
