@@ -148,7 +148,13 @@ export async function deleteUserGroup({ ctx, id }: { ctx: Deps; id: number }): P
  * Makes a member a curator of the group or not. As in the reference, a basic user who becomes a curator
  * gets the curator role, and a curator who no longer curates any group goes back to basic.
  */
-export async function setCurator({ ctx, input }: { ctx: Deps; input: SetCuratorInput }): Promise<UserGroup> {
+export async function setCurator({
+  ctx,
+  input,
+}: {
+  ctx: Deps & { authCache?: { clear(): void } | null };
+  input: SetCuratorInput;
+}): Promise<UserGroup> {
   const { user_group_id: id, user_id: userId, is_curator: isCurator } = input;
   await ctx.db.transaction().execute(async (trx) => {
     if (!(await userGroupsRepository.findGroup(trx, id))) throw notFound(id);
@@ -166,5 +172,7 @@ export async function setCurator({ ctx, input }: { ctx: Deps; input: SetCuratorI
       if (curated.length === 0) await usersRepository.updateUser(trx, userId, { role: 'basic' });
     }
   });
+  // A role is part of the cached actor.
+  ctx.authCache?.clear();
   return getGroup(ctx.db, id);
 }
