@@ -2,6 +2,7 @@ import type { AuthCache } from './auth/auth-cache.ts';
 import type { Actor } from './auth/roles.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
+import type { SecretBox } from './crypto/secret-box.ts';
 import type { Logger } from './logger.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SearchIndex } from './search/search-index.ts';
@@ -15,6 +16,8 @@ export interface AppDeps {
   rateLimiter: RateLimiter;
   /** Embedded mode only (one process owns the database); null with a shared Postgres. */
   authCache: AuthCache | null;
+  /** Encrypts credentials and tokens at rest. */
+  secrets: SecretBox;
   /** The document search index (Postgres full-text, Meilisearch, or hybrid with vectors). */
   search: SearchIndex;
 }

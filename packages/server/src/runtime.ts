@@ -1,5 +1,6 @@
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
+import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
@@ -37,6 +38,7 @@ export async function createRuntime(
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
       authCache: database.kind === 'pglite' ? new AuthCache() : null,
+      secrets: createSecretBox(loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) })),
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
     };
