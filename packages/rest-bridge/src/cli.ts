@@ -10,6 +10,8 @@ import {
   loadConfig,
   migrateToLatest,
   type Role,
+  startWorker,
+  WORKER_TASKS,
 } from '@kas/server';
 import { startServer } from './server.ts';
 
@@ -17,6 +19,7 @@ const USAGE = `Usage: kas <command> [options]
 
 Commands:
   serve [--no-worker]                         Run the API (and the background worker unless --no-worker)
+  worker                                      Run only the background worker (scale-out, with DATABASE_URL)
   migrate                                     Apply database migrations and exit
   api-key create --role <basic|curator|admin> [--name <name>]
                                               Create an API key and print it
@@ -51,6 +54,20 @@ async function serve(args: string[]) {
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+async function worker() {
+  const config = loadConfig();
+  const logger = createLogger(config);
+  const runtime = await createRuntime(config, { logger });
+  const running = startWorker(runtime.deps, WORKER_TASKS);
+  const shutdown = async () => {
+    await running.stop();
+    await runtime.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
 }
 
 async function migrate() {
@@ -92,6 +109,8 @@ async function main(argv: string[]) {
   switch (command) {
     case 'serve':
       return serve(rest);
+    case 'worker':
+      return worker();
     case 'migrate':
       return migrate();
     case 'api-key':

@@ -1,6 +1,14 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Config, type CreateDbOptions, createRuntime, type Logger, type Runtime } from '@kas/server';
+import {
+  type Config,
+  type CreateDbOptions,
+  createRuntime,
+  type Logger,
+  type Runtime,
+  startWorker,
+  WORKER_TASKS,
+} from '@kas/server';
 import { createHttpApp, type HttpAppOptions } from './app.ts';
 
 export interface RunningServer {
@@ -16,6 +24,7 @@ export async function startServer(
   options: HttpAppOptions & { logger?: Logger; worker?: boolean; db?: CreateDbOptions } = {},
 ): Promise<RunningServer> {
   const runtime = await createRuntime(config, { logger: options.logger, db: options.db });
+  const worker = options.worker ? startWorker(runtime.deps, WORKER_TASKS) : undefined;
   const app = createHttpApp(runtime.deps, options);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -35,6 +44,7 @@ export async function startServer(
           server.close(() => resolve());
           server.closeAllConnections();
         });
+        await worker?.stop();
         await runtime.close();
       })();
       return closing;

@@ -23,5 +23,7 @@ export type { SearchIndex } from './search/search-index.ts';
 export * as searchService from './search/search.service.ts';
 export * as toolsService from './tools/tools.service.ts';
 export { type KasMeta, toErrorBody } from './trpc.ts';
+export { startWorker, type Worker, type WorkerTask } from './worker/worker.ts';
+export { WORKER_TASKS } from './worker/tasks.ts';
 export * as userGroupsRepository from './user-groups/user-groups.repository.ts';
 export * as userGroupsService from './user-groups/user-groups.service.ts';

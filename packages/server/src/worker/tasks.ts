@@ -1,0 +1,14 @@
+import { sql } from 'kysely';
+import type { WorkerTask } from './worker.ts';
+
+/** Expired per-key rate-limit windows (Postgres store) are deleted so the table stays small. */
+export const purgeExpiredRateLimits: WorkerTask = {
+  name: 'purge-expired-rate-limits',
+  intervalMs: 5 * 60_000,
+  async run(deps) {
+    await sql`DELETE FROM rate_limits WHERE expire IS NOT NULL AND expire < ${Date.now()}`.execute(deps.db);
+  },
+};
+
+/** Every background task of this process. Domains add theirs here. */
+export const WORKER_TASKS: WorkerTask[] = [purgeExpiredRateLimits];
