@@ -34,6 +34,9 @@ const ConfigSchema = z.object({
   KAS_LLM_BASE_URL: optionalUrl,
   KAS_LLM_API_KEY: optionalString,
   KAS_LLM_MODEL: optionalString,
+  KAS_LLM_CONTEXT_TOKENS: optionalString.pipe(
+    z.string().regex(/^\d+$/, 'must be a number of tokens').transform(Number).pipe(z.number().min(512)).optional(),
+  ),
   KAS_EMBEDDING_BASE_URL: optionalUrl,
   KAS_EMBEDDING_MODEL: optionalString,
   KAS_EMBEDDING_API_KEY: optionalString,

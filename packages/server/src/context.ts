@@ -3,6 +3,7 @@ import type { Actor } from './auth/roles.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db/database.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
+import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SearchIndex } from './search/search-index.ts';
@@ -14,6 +15,8 @@ export interface AppDeps {
   dbKind: 'pglite' | 'postgres';
   logger: Logger;
   rateLimiter: RateLimiter;
+  /** The chat model: a configured provider or the built-in answerer. */
+  llm: LlmProvider;
   /** Embedded mode only (one process owns the database); null with a shared Postgres. */
   authCache: AuthCache | null;
   /** Encrypts credentials and tokens at rest. */

@@ -1,4 +1,7 @@
 export * as apiKeysService from './api-keys/api-keys.service.ts';
+export * as chatService from './chat/chat.service.ts';
+export type { ChatStreamLine, SendMessageInput } from './chat/chat.schemas.ts';
+export * as filesService from './files/files.service.ts';
 export type { Actor, Role } from './auth/roles.ts';
 export * from './config.ts';
 export * from './context.ts';

@@ -1,8 +1,11 @@
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
+import { chatRouter } from './chat/chat.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
 import { healthRouter } from './health.router.ts';
 import { searchRouter } from './search/search.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
+import { projectsRouter } from './projects/projects.router.ts';
+import { tokenBudgetsRouter } from './token-budgets/token-budgets.router.ts';
 import { toolsRouter } from './tools/tools.router.ts';
 import { createCallerFactory, router } from './trpc.ts';
 import { userGroupsRouter } from './user-groups/user-groups.router.ts';
@@ -11,6 +14,9 @@ import { usersRouter } from './users/users.router.ts';
 export const appRouter = router({
   health: healthRouter,
   apiKeys: apiKeysRouter,
+  chat: chatRouter,
+  projects: projectsRouter,
+  tokenBudgets: tokenBudgetsRouter,
   documents: documentsRouter,
   search: searchRouter,
   personas: personasRouter,

@@ -94,6 +94,15 @@ function requireRole(minimum: Role) {
   });
 }
 
+/** Authenticates when a key is sent and runs without one: only for publicly shared reads. */
+export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  if (!ctx.authorization) return next({ ctx: { actor: null } });
+  const actor = ctx.actor ?? (await apiKeysService.authenticate({ ctx, authorization: ctx.authorization }));
+  const headers = await ctx.rateLimiter.consume(`key:${actor.api_key_id}`);
+  for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
+  return next({ ctx: { actor } });
+});
+
 /** Any valid API key. */
 export const basicProcedure = publicProcedure.use(requireRole('basic'));
 /** Curator or admin. */

@@ -1,4 +1,8 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { ChatMessagesTable, ChatSessionsTable } from '../chat/chat.table.ts';
+import type { UserFilesTable } from '../files/files.table.ts';
+import type { UserProjectsTable } from '../projects/projects.table.ts';
+import type { TokenBudgetsTable } from '../token-budgets/token-budgets.table.ts';
 import type { DocumentsTables } from '../documents/documents.table.ts';
 import type {
   PersonaDocumentSetsTable,
@@ -98,4 +102,9 @@ export interface Database extends DocumentsTables {
   persona_documents: PersonaDocumentsTable;
   persona_hierarchy_nodes: PersonaHierarchyNodesTable;
   persona_user_files: PersonaUserFilesTable;
+  user_projects: UserProjectsTable;
+  chat_sessions: ChatSessionsTable;
+  chat_messages: ChatMessagesTable;
+  user_files: UserFilesTable;
+  token_budgets: TokenBudgetsTable;
 }

@@ -1,0 +1,194 @@
+import { sql } from 'kysely';
+import type { DbExecutor } from '../db/database.ts';
+
+export type SessionRow = Awaited<ReturnType<typeof findSession>> & {};
+export type MessageRow = Awaited<ReturnType<typeof listMessages>>[number];
+
+export function insertSession(
+  db: DbExecutor,
+  row: { user_id: string; persona_id: number; description: string; project_id: number | null },
+) {
+  return db.insertInto('chat_sessions').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function findSession(db: DbExecutor, id: string) {
+  return db.selectFrom('chat_sessions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function updateSession(
+  db: DbExecutor,
+  id: string,
+  patch: {
+    description?: string;
+    shared_status?: 'private' | 'public';
+    deleted?: boolean;
+    current_alternate_model?: string | null;
+    current_temperature_override?: number | null;
+    touch?: boolean;
+  },
+) {
+  const { touch, ...columns } = patch;
+  return db
+    .updateTable('chat_sessions')
+    .set({ ...columns, ...(touch ? { time_updated: sql<Date>`now()` } : {}) })
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function deleteSession(db: DbExecutor, id: string) {
+  return db.deleteFrom('chat_sessions').where('id', '=', id).executeTakeFirst();
+}
+
+const FAILED_AFTER = sql`interval '5 minutes'`;
+
+export function listSessions(
+  db: DbExecutor,
+  filter: {
+    user_id: string;
+    before: string | undefined;
+    project_id: number | undefined;
+    only_non_project_chats: boolean;
+    include_failed_chats: boolean;
+    limit: number;
+  },
+) {
+  let query = db
+    .selectFrom('chat_sessions as s')
+    .selectAll('s')
+    .where('s.user_id', '=', filter.user_id)
+    .where('s.deleted', '=', false);
+  if (filter.before) query = query.where('s.time_created', '<', new Date(filter.before));
+  if (filter.project_id !== undefined) query = query.where('s.project_id', '=', filter.project_id);
+  else if (filter.only_non_project_chats) query = query.where('s.project_id', 'is', null);
+  if (!filter.include_failed_chats) {
+    // Failed: no answer ever succeeded, and one failed or none came within five minutes.
+    query = query.where(
+      sql<boolean>`exists (select 1 from chat_messages m where m.chat_session_id = s.id
+        and m.message_type = 'assistant' and m.error is null)
+      or (not exists (select 1 from chat_messages m where m.chat_session_id = s.id
+        and m.message_type = 'assistant' and m.error is not null)
+        and s.time_created > now() - ${FAILED_AFTER})`,
+    );
+  }
+  return query.orderBy('s.time_created', 'desc').orderBy('s.id').limit(filter.limit).execute();
+}
+
+function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** The user's live sessions whose name or any message matches, newest first. */
+export function searchSessions(
+  db: DbExecutor,
+  filter: { user_id: string; query: string | undefined; limit: number; offset: number },
+) {
+  let query = db
+    .selectFrom('chat_sessions as s')
+    .selectAll('s')
+    .where('s.user_id', '=', filter.user_id)
+    .where('s.deleted', '=', false);
+  const text = filter.query?.trim();
+  if (text) {
+    const like = likePattern(text);
+    query = query.where(
+      sql<boolean>`(to_tsvector('english', s.description) @@ plainto_tsquery('english', ${text})
+        or s.description ilike ${like}
+        or exists (select 1 from chat_messages m where m.chat_session_id = s.id and m.message_type <> 'system'
+          and (to_tsvector('english', m.message) @@ plainto_tsquery('english', ${text}) or m.message ilike ${like})))`,
+    );
+  }
+  return query
+    .orderBy('s.time_created', 'desc')
+    .orderBy('s.id')
+    .limit(filter.limit)
+    .offset(filter.offset)
+    .execute();
+}
+
+export function insertMessage(
+  db: DbExecutor,
+  row: {
+    chat_session_id: string;
+    parent_message_id: number | null;
+    message_type: 'system' | 'user' | 'assistant';
+    message: string;
+    token_count?: number;
+    files?: unknown[];
+    is_complete?: boolean;
+    model_name?: string | null;
+  },
+) {
+  const { files, ...rest } = row;
+  return db
+    .insertInto('chat_messages')
+    .values({ ...rest, files: JSON.stringify(files ?? []) })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function listMessages(db: DbExecutor, sessionId: string) {
+  return db
+    .selectFrom('chat_messages')
+    .selectAll()
+    .where('chat_session_id', '=', sessionId)
+    .orderBy('id')
+    .execute();
+}
+
+export function setLatestChild(db: DbExecutor, parentId: number, childId: number) {
+  return db
+    .updateTable('chat_messages')
+    .set({ latest_child_message_id: childId })
+    .where('id', '=', parentId)
+    .executeTakeFirst();
+}
+
+export function completeMessage(
+  db: DbExecutor,
+  id: number,
+  patch: {
+    message: string;
+    token_count: number;
+    citations: Record<string, string>;
+    context_docs: unknown[];
+    reasoning: string | null;
+    error: string | null;
+  },
+) {
+  return db
+    .updateTable('chat_messages')
+    .set({
+      ...patch,
+      citations: JSON.stringify(patch.citations),
+      context_docs: JSON.stringify(patch.context_docs),
+      is_complete: true,
+    })
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function findMessage(db: DbExecutor, id: number) {
+  return db.selectFrom('chat_messages').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Stop is a timestamp so that any process can see it and a stop before a turn never cancels a later one. */
+export function requestStop(db: DbExecutor, sessionId: string) {
+  return db
+    .updateTable('chat_sessions')
+    .set({ stop_requested_at: sql<Date>`now()` })
+    .where('id', '=', sessionId)
+    .executeTakeFirst();
+}
+
+export function findStopRequests(db: DbExecutor, sessionIds: string[]) {
+  return db
+    .selectFrom('chat_sessions')
+    .select(['id', 'stop_requested_at'])
+    .where('id', 'in', sessionIds)
+    .where('stop_requested_at', 'is not', null)
+    .execute();
+}
+
+export function findUserEmail(db: DbExecutor, userId: string) {
+  return db.selectFrom('users').select(['email']).where('id', '=', userId).executeTakeFirst();
+}

@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import { basicProcedure, optionalAuthProcedure, router } from '../trpc.ts';
+import {
+  ChatFullResponse,
+  ChatSessionDetail,
+  ChatSessionSummary,
+  CreateChatSessionInput,
+  CreateChatSessionResponse,
+  DeleteChatSessionInput,
+  GetChatSessionInput,
+  ListChatSessionsInput,
+  ListChatSessionsResponse,
+  RenameChatSessionInput,
+  RenameChatSessionResponse,
+  SearchChatsInput,
+  SearchChatsResponse,
+  SendMessageInput,
+  StopChatSessionInput,
+  StopChatSessionResponse,
+  UpdateSharingInput,
+} from './chat.schemas.ts';
+import * as chatService from './chat.service.ts';
+
+const tags = ['Chat'];
+
+export const chatRouter = router({
+  createSession: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/chat/create-chat-session',
+        tags,
+        summary: 'Create a chat session',
+        description: '403 naming the agent when the caller may not use it; 403 for another user’s project.',
+      },
+    })
+    .input(CreateChatSessionInput)
+    .output(CreateChatSessionResponse)
+    .mutation(({ ctx, input }) => chatService.createSession({ ctx, actor: ctx.actor, input })),
+
+  getSession: optionalAuthProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/chat/get-chat-session/{session_id}',
+        tags,
+        summary: 'Get a chat session with all its messages',
+        description: 'With `is_shared=true` a public session is readable without an API key.',
+        protect: false,
+      },
+    })
+    .input(GetChatSessionInput)
+    .output(ChatSessionDetail)
+    .query(({ ctx, input }) => chatService.getSession({ ctx, actor: ctx.actor, input })),
+
+  listSessions: basicProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/chat/get-user-chat-sessions',
+        tags,
+        summary: "List the caller's chat sessions",
+      },
+    })
+    .input(ListChatSessionsInput)
+    .output(ListChatSessionsResponse)
+    .query(({ ctx, input }) => chatService.listSessions({ ctx, actor: ctx.actor, input })),
+
+  deleteSession: basicProcedure
+    .meta({
+      noContent: true,
+      openapi: {
+        method: 'DELETE',
+        path: '/chat/delete-chat-session/{session_id}',
+        tags,
+        summary: 'Delete a chat session',
+        description:
+          'Soft or hard per `hard_delete`; when omitted the instance policy (KAS_HARD_DELETE_CHATS) decides.',
+      },
+    })
+    .input(DeleteChatSessionInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => chatService.deleteSession({ ctx, actor: ctx.actor, input })),
+
+  stopSession: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/chat/stop-chat-session/{chat_session_id}',
+        tags,
+        summary: 'Stop the generation of a session',
+        description: 'Works from any server process; the partial answer is saved.',
+      },
+    })
+    .input(StopChatSessionInput)
+    .output(StopChatSessionResponse)
+    .mutation(({ ctx, input }) =>
+      chatService.stopSession({ ctx, actor: ctx.actor, sessionId: input.chat_session_id }),
+    ),
+
+  updateSharing: basicProcedure
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/chat/chat-session/{session_id}',
+        tags,
+        summary: 'Share or unshare a chat session',
+      },
+    })
+    .input(UpdateSharingInput)
+    .output(ChatSessionSummary)
+    .mutation(({ ctx, input }) => chatService.updateSharing({ ctx, actor: ctx.actor, input })),
+
+  renameSession: basicProcedure
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/chat/rename-chat-session',
+        tags,
+        summary: 'Rename a chat session',
+        description: 'Without a name, one is generated from the first message.',
+      },
+    })
+    .input(RenameChatSessionInput)
+    .output(RenameChatSessionResponse)
+    .mutation(({ ctx, input }) => chatService.renameSession({ ctx, actor: ctx.actor, input })),
+
+  search: basicProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/chat/search',
+        tags,
+        summary: "Search the caller's chat history",
+        description:
+          'Text search over session names and messages, grouped by age. No query: the most recent sessions.',
+      },
+    })
+    .input(SearchChatsInput)
+    .output(SearchChatsResponse)
+    .query(({ ctx, input }) => chatService.searchSessions({ ctx, actor: ctx.actor, input })),
+
+  sendMessage: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/chat/send-chat-message',
+        tags,
+        summary: 'Send a chat message',
+        description:
+          'With `stream: true` (the default) the answer is an NDJSON stream (`text/event-stream`): an optional ' +
+          '`{chat_session_id}` line, `{user_message_id, reserved_assistant_message_id}`, `{placement, obj}` packets ' +
+          'and a final `stop` packet; errors after the first byte are a `{error, error_code, is_retryable}` line. ' +
+          'With `stream: false` the response is one `ChatFullResponse`.',
+      },
+    })
+    .input(SendMessageInput)
+    .output(ChatFullResponse)
+    .mutation(({ ctx, input }) => chatService.sendMessage({ ctx, actor: ctx.actor, input })),
+
+  /** The streaming turn for tRPC clients: yields the same lines as the NDJSON route. RPC-only. */
+  sendMessageStream: basicProcedure.input(SendMessageInput).mutation(async function* ({ ctx, input }) {
+    yield* chatService.streamMessage({ ctx, actor: ctx.actor, input });
+  }),
+});

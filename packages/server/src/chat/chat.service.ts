@@ -1,0 +1,11 @@
+export { type ChatRun, sendMessage, startChatTurn, streamMessage } from './service/send-message.ts';
+export {
+  createSession,
+  deleteSession,
+  getSession,
+  listSessions,
+  renameSession,
+  searchSessions,
+  stopSession,
+  updateSharing,
+} from './service/sessions.ts';

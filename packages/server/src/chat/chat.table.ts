@@ -1,0 +1,37 @@
+import type { ColumnType, Generated } from 'kysely';
+import type { CreatedAt } from '../db/schema.ts';
+
+type Json<T> = ColumnType<T, string | undefined, string>;
+
+export interface ChatSessionsTable {
+  id: Generated<string>;
+  user_id: string;
+  persona_id: Generated<number>;
+  project_id: number | null;
+  description: Generated<string>;
+  shared_status: Generated<'private' | 'public'>;
+  deleted: Generated<boolean>;
+  current_alternate_model: string | null;
+  current_temperature_override: number | null;
+  stop_requested_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  time_created: CreatedAt;
+  time_updated: CreatedAt;
+}
+
+export interface ChatMessagesTable {
+  id: Generated<number>;
+  chat_session_id: string;
+  parent_message_id: number | null;
+  latest_child_message_id: number | null;
+  message_type: 'system' | 'user' | 'assistant';
+  message: string;
+  token_count: Generated<number>;
+  citations: Json<Record<string, string>>;
+  context_docs: Json<unknown[]>;
+  files: Json<unknown[]>;
+  reasoning: string | null;
+  error: string | null;
+  is_complete: Generated<boolean>;
+  model_name: string | null;
+  time_sent: CreatedAt;
+}

@@ -1,0 +1,68 @@
+import type { Actor } from '../auth/roles.ts';
+import type { Db } from '../db/database.ts';
+import { contentWords } from '../llm/builtin.ts';
+import * as searchService from '../search/search.service.ts';
+import type { SearchIndex } from '../search/search-index.ts';
+import type { SearchDoc } from './chat.schemas.ts';
+
+export type RetrievedChunk = searchService.SearchChunk;
+export type RetrievalFilters = searchService.ChunkSearchFilters;
+
+export const MAX_CHUNKS = 25;
+
+/** Chunks for a query, through the document index, with the caller's access (403 for a hidden document set). */
+export async function retrieve(args: {
+  ctx: { db: Db; search: SearchIndex };
+  actor: Actor;
+  query: string;
+  filters: RetrievalFilters;
+  limit: number;
+}): Promise<RetrievedChunk[]> {
+  const strict = await searchService.searchChunks(args);
+  if (strict.length >= RELAXED_BELOW) return strict;
+  // A question written as a sentence rarely has every word in one chunk: also match any of its content words.
+  const words = [...new Set(contentWords(args.query))];
+  if (words.length < 2) return strict;
+  const relaxed = await searchService.searchChunks({ ...args, query: words.join(' or ') });
+  const seen = new Set(strict.map((c) => `${c.document_id}\u0000${c.chunk_id}`));
+  return [...strict, ...relaxed.filter((c) => !seen.has(`${c.document_id}\u0000${c.chunk_id}`))].slice(
+    0,
+    args.limit,
+  );
+}
+
+const RELAXED_BELOW = 5;
+
+/** Throws 403 naming the set when the caller may not search one of these document sets. */
+export async function assertDocumentSetsAccessible({
+  ctx,
+  actor,
+  names,
+}: {
+  ctx: { db: Db; search: SearchIndex };
+  actor: Actor;
+  names: string[];
+}): Promise<void> {
+  // A search limited to nothing but these sets resolves (and checks) them without touching the index.
+  await searchService.searchChunks({ ctx, actor, query: '', filters: { document_set: names }, limit: 0 });
+}
+
+export function toSearchDoc(chunk: RetrievedChunk): SearchDoc {
+  return {
+    document_id: chunk.document_id,
+    chunk_ind: chunk.chunk_id,
+    semantic_identifier: chunk.semantic_identifier,
+    link: chunk.link,
+    blurb: chunk.blurb,
+    source_type: chunk.source_type,
+    boost: chunk.boost,
+    hidden: chunk.hidden,
+    metadata: chunk.metadata,
+    score: chunk.score,
+    match_highlights: chunk.match_highlights,
+    updated_at: chunk.updated_at,
+    primary_owners: null,
+    secondary_owners: null,
+    is_internet: false,
+  };
+}

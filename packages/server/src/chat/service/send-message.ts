@@ -1,0 +1,302 @@
+import type { Actor } from '../../auth/roles.ts';
+import { AppError, type ErrorCode } from '../../errors.ts';
+import * as filesService from '../../files/files.service.ts';
+import * as projectsService from '../../projects/projects.service.ts';
+import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
+import type { MessageRow, SessionRow } from '../chat.repository.ts';
+import * as chatRepository from '../chat.repository.ts';
+import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
+import { loadPersona } from '../persona.ts';
+import { tokens } from '../prompt.ts';
+import { assertDocumentSetsAccessible } from '../retrieval.ts';
+import { Channel } from './channel.ts';
+import { type ChatDeps, createSessionRow, ownedSession } from './sessions.ts';
+import { runTurn, type TurnPlan } from './turn.ts';
+
+export const PLACEHOLDER_ANSWER = 'Response was terminated prior to completion, try regenerating.';
+
+/** A turn whose rows exist and whose generation runs on its own, whoever reads the lines. */
+export interface ChatRun {
+  sessionId: string;
+  userMessageId: number | null;
+  assistantMessageId: number;
+  lines: AsyncIterable<ChatStreamLine>;
+  /** Settles when the model first answers; rejects when it failed before saying anything. */
+  started: Promise<void>;
+  done: Promise<void>;
+}
+
+function mainlineTail(messages: MessageRow[], root: MessageRow): MessageRow {
+  const byId = new Map(messages.map((m) => [m.id, m]));
+  let node = root;
+  for (let i = 0; i < messages.length && node.latest_child_message_id !== null; i++) {
+    const child = byId.get(node.latest_child_message_id);
+    if (!child) break;
+    node = child;
+  }
+  return node;
+}
+
+function ancestors(messages: MessageRow[], from: MessageRow): MessageRow[] {
+  const byId = new Map(messages.map((m) => [m.id, m]));
+  const path: MessageRow[] = [];
+  let node: MessageRow | undefined = from;
+  while (node) {
+    path.unshift(node);
+    node = node.parent_message_id === null ? undefined : byId.get(node.parent_message_id);
+  }
+  return path;
+}
+
+/**
+ * Everything that can fail with an ordinary HTTP error happens here, before the first byte: validation,
+ * access to the session, agent, project, files and document sets, and token budgets. Then the user row and
+ * the reserved assistant row are written and the generation starts, detached from the caller.
+ */
+export async function startChatTurn({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: SendMessageInput;
+}): Promise<ChatRun> {
+  if (input.chat_session_id && input.chat_session_info)
+    throw new AppError('BAD_REQUEST', 'Give either chat_session_id or chat_session_info, not both');
+  const override = input.llm_override ?? {};
+  if (override.model_provider && override.model_provider !== ctx.llm.name)
+    throw new AppError(
+      'INVALID_INPUT',
+      `Model provider "${override.model_provider}" is not configured; this instance uses "${ctx.llm.name}"`,
+    );
+  const filters = input.internal_search_filters ?? {};
+  await tokenBudgetsService.assertWithinBudget({ ctx, actor });
+
+  let session: SessionRow;
+  let created = false;
+  if (input.chat_session_id) {
+    session = await ownedSession(ctx, actor, input.chat_session_id);
+  } else {
+    const info = input.chat_session_info ?? { persona_id: 0 };
+    session = await createSessionRow(ctx, actor, {
+      persona_id: info.persona_id,
+      description: info.description ?? null,
+      project_id: info.project_id ?? null,
+    });
+    created = true;
+  }
+  const persona = await loadPersona({ ctx, actor, personaId: session.persona_id });
+  if (filters.document_set?.length)
+    await assertDocumentSetsAccessible({ ctx, actor, names: filters.document_set });
+  const project =
+    session.project_id !== null
+      ? await projectsService.getOwnedProject({ ctx, actor, projectId: session.project_id })
+      : null;
+  const newFiles = await filesService.loadOwnedFiles({ ctx, actor, descriptors: input.file_descriptors });
+
+  const model = override.model_name ?? persona.llm_model_version_override ?? ctx.llm.defaultModel;
+  const temperature = override.temperature ?? undefined;
+
+  const tree = await ctx.db.transaction().execute(async (trx) => {
+    const messages = await chatRepository.listMessages(trx, session.id);
+    let root = messages.find((m) => m.message_type === 'system' && m.parent_message_id === null);
+    if (!root) {
+      root = await chatRepository.insertMessage(trx, {
+        chat_session_id: session.id,
+        parent_message_id: null,
+        message_type: 'system',
+        message: '',
+      });
+      messages.push(root);
+    }
+    let parent: MessageRow;
+    if (input.parent_message_id === null) parent = root;
+    else if (input.parent_message_id === -1) parent = mainlineTail(messages, root);
+    else {
+      const found = messages.find((m) => m.id === input.parent_message_id);
+      if (!found)
+        throw new AppError(
+          'INVALID_INPUT',
+          `parent_message_id ${input.parent_message_id} is not a message of chat session ${session.id}`,
+        );
+      parent = found;
+    }
+    let userMessage: MessageRow;
+    let userCreated = false;
+    if (parent.message_type === 'user') {
+      // Regenerating: the answer to an existing question; the new text, if any, is ignored.
+      userMessage = parent;
+    } else {
+      if (!input.message.trim()) throw new AppError('INVALID_INPUT', 'message must not be empty');
+      userMessage = await chatRepository.insertMessage(trx, {
+        chat_session_id: session.id,
+        parent_message_id: parent.id,
+        message_type: 'user',
+        message: input.message,
+        token_count: tokens(input.message),
+        files: newFiles.map((f) => f.descriptor),
+      });
+      userCreated = true;
+      await chatRepository.setLatestChild(trx, parent.id, userMessage.id);
+      messages.push(userMessage);
+    }
+    const assistant = await chatRepository.insertMessage(trx, {
+      chat_session_id: session.id,
+      parent_message_id: userMessage.id,
+      message_type: 'assistant',
+      message: PLACEHOLDER_ANSWER,
+      is_complete: false,
+      model_name: model,
+    });
+    await chatRepository.setLatestChild(trx, userMessage.id, assistant.id);
+    await chatRepository.updateSession(trx, session.id, {
+      touch: true,
+      ...(session.description ? {} : { description: userMessage.message.slice(0, 80) }),
+      ...(override.model_name ? { current_alternate_model: override.model_name } : {}),
+      ...(override.temperature !== undefined && override.temperature !== null
+        ? { current_temperature_override: override.temperature }
+        : {}),
+    });
+    const history = ancestors(messages, userMessage).slice(0, -1);
+    return { userMessage, userCreated, assistant, history };
+  });
+
+  const files = tree.userCreated
+    ? newFiles
+    : await filesService.loadOwnedFiles({
+        ctx,
+        actor,
+        descriptors: tree.userMessage.files as SendMessageInput['file_descriptors'],
+      });
+
+  const plan: TurnPlan = {
+    sessionId: session.id,
+    actor,
+    persona,
+    projectInstructions: project?.instructions ?? '',
+    userMessageId: tree.userMessage.id,
+    assistantMessageId: tree.assistant.id,
+    startedAt: new Date(tree.assistant.time_sent),
+    question: tree.userMessage.message,
+    history: tree.history
+      .filter((m) => m.message_type !== 'system' && m.error === null && m.message.trim())
+      .map((m) => ({ role: m.message_type as 'user' | 'assistant', content: m.message })),
+    files: files.map((f) => ({ name: f.descriptor.name ?? f.descriptor.id, text: f.text })),
+    additionalContext: input.additional_context ?? null,
+    filters,
+    includeCitations: input.include_citations,
+    deepResearch: input.deep_research,
+    model,
+    temperature,
+  };
+
+  const channel = new Channel<ChatStreamLine>();
+  if (created) channel.push({ chat_session_id: session.id });
+  channel.push({
+    user_message_id: tree.userCreated ? tree.userMessage.id : null,
+    reserved_assistant_message_id: tree.assistant.id,
+  });
+  let markStarted!: () => void;
+  let failStart!: (error: unknown) => void;
+  const started = new Promise<void>((resolve, reject) => {
+    markStarted = resolve;
+    failStart = reject;
+  });
+  started.catch(() => {});
+  const done = runTurn({ ctx, plan, channel, onStarted: () => markStarted(), onFailedBeforeStart: failStart })
+    .catch((error) => ctx.logger.error({ err: error }, 'chat turn crashed'))
+    .finally(() => {
+      markStarted();
+      channel.close();
+    });
+  return {
+    sessionId: session.id,
+    userMessageId: tree.userCreated ? tree.userMessage.id : null,
+    assistantMessageId: tree.assistant.id,
+    lines: channel,
+    started,
+    done,
+  };
+}
+
+/** The stream of one turn: the lines of DESIGN.md, for the NDJSON route and the tRPC procedure alike. */
+export async function* streamMessage({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: SendMessageInput;
+}): AsyncGenerator<ChatStreamLine> {
+  const run = await startChatTurn({ ctx, actor, input });
+  await run.started;
+  yield* run.lines;
+}
+
+/** `stream: false`: the same turn, aggregated into one `ChatFullResponse`. */
+export async function sendMessage({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: SendMessageInput;
+}): Promise<ChatFullResponse> {
+  const run = await startChatTurn({ ctx, actor, input });
+  await run.started;
+  let answer = '';
+  let topDocuments: SearchDoc[] = [];
+  let reasoning: string | null = null;
+  const citationInfo: ChatFullResponse['citation_info'] = [];
+  const toolCalls: ChatFullResponse['tool_calls'] = [];
+  let error: { error: string; error_code: string } | null = null;
+  for await (const line of run.lines) {
+    if ('error' in line) error = line;
+    if (!('obj' in line)) continue;
+    const obj = line.obj;
+    if (obj.type === 'message_delta') answer += obj.content;
+    else if (obj.type === 'message_start') topDocuments = obj.final_documents ?? [];
+    else if (obj.type === 'citation_info') citationInfo.push(obj);
+    else if (obj.type === 'reasoning_delta') reasoning = (reasoning ?? '') + obj.reasoning;
+    else if (obj.type === 'search_tool_queries_delta')
+      toolCalls.push({
+        tool_name: 'internal_search',
+        tool_arguments: { queries: obj.queries },
+        search_docs: [],
+      });
+    else if (obj.type === 'search_tool_documents_delta' && toolCalls.length)
+      toolCalls.at(-1)!.search_docs = obj.documents;
+  }
+  if (error) {
+    const code = (error.error_code in ERROR_CODES ? error.error_code : 'INTERNAL_ERROR') as ErrorCode;
+    throw new AppError(code, error.error);
+  }
+  const citations = Object.fromEntries(citationInfo.map((c) => [String(c.citation_number), c.document_id]));
+  return {
+    answer,
+    answer_citationless: answer.replace(/ ?\[\[\d+\]\]\([^)]*\)/g, ''),
+    chat_message_id: run.assistantMessageId,
+    message_id: run.assistantMessageId,
+    user_message_id: run.userMessageId,
+    chat_session_id: run.sessionId,
+    context_docs: { top_documents: topDocuments },
+    top_documents: topDocuments,
+    citations,
+    citation_info: citationInfo,
+    pre_answer_reasoning: reasoning,
+    tool_calls: toolCalls,
+    error_msg: null,
+  };
+}
+
+const ERROR_CODES: Record<string, true> = {
+  LLM_PROVIDER_ERROR: true,
+  INSUFFICIENT_PERMISSIONS: true,
+  RATE_LIMITED: true,
+  INVALID_INPUT: true,
+  BAD_REQUEST: true,
+  INTERNAL_ERROR: true,
+};

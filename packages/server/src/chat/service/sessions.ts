@@ -1,0 +1,313 @@
+import type { Actor } from '../../auth/roles.ts';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/database.ts';
+import { AppError } from '../../errors.ts';
+import type { LlmProvider } from '../../llm/llm.types.ts';
+import * as projectsService from '../../projects/projects.service.ts';
+import type { SearchIndex } from '../../search/search-index.ts';
+import type { MessageRow, SessionRow } from '../chat.repository.ts';
+import * as chatRepository from '../chat.repository.ts';
+import type {
+  ChatMessageDetail,
+  ChatSessionDetail,
+  ChatSessionSummary,
+  CreateChatSessionInput,
+  ListChatSessionsInput,
+  SearchChatsInput,
+  SearchChatsResponse,
+  SearchDoc,
+  SharedStatus,
+} from '../chat.schemas.ts';
+import { loadPersona, personaName } from '../persona.ts';
+import { stopRegistryFor } from './stop-registry.ts';
+
+export interface ChatDeps {
+  db: Db;
+  config: Config;
+  llm: LlmProvider;
+  search: SearchIndex;
+  logger: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void };
+}
+
+const iso = (d: Date | string) => new Date(d).toISOString();
+
+export function toSummary(row: SessionRow): ChatSessionSummary {
+  return {
+    id: row.id,
+    name: row.description,
+    persona_id: row.persona_id,
+    project_id: row.project_id,
+    time_created: iso(row.time_created),
+    time_updated: iso(row.time_updated),
+    shared_status: row.shared_status,
+    current_alternate_model: row.current_alternate_model,
+    current_temperature_override: row.current_temperature_override,
+  };
+}
+
+export function toMessageDetail(row: MessageRow): ChatMessageDetail {
+  return {
+    chat_session_id: row.chat_session_id,
+    message_id: row.id,
+    parent_message: row.parent_message_id,
+    latest_child_message: row.latest_child_message_id,
+    message: row.message,
+    message_type: row.message_type,
+    time_sent: iso(row.time_sent),
+    citations: row.citations,
+    context_docs: row.context_docs as SearchDoc[],
+    files: row.files as ChatMessageDetail['files'],
+    error: row.error,
+    model_name: row.model_name,
+  };
+}
+
+/** A session the caller owns: 404 when unknown (or deleted, unless allowed), 403 when someone else's. */
+export async function ownedSession(
+  ctx: { db: Db },
+  actor: Actor,
+  sessionId: string,
+  options: { includeDeleted?: boolean } = {},
+): Promise<SessionRow> {
+  const session = await chatRepository.findSession(ctx.db, sessionId);
+  if (!session) throw new AppError('SESSION_NOT_FOUND', `Chat session ${sessionId} not found`);
+  if (session.user_id !== actor.user_id)
+    throw new AppError('INSUFFICIENT_PERMISSIONS', 'Access denied: the chat session belongs to another user');
+  if (session.deleted && !options.includeDeleted)
+    throw new AppError('SESSION_NOT_FOUND', `Chat session ${sessionId} has been deleted`);
+  return session;
+}
+
+export async function createSession({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: CreateChatSessionInput;
+}): Promise<{ chat_session_id: string }> {
+  const session = await createSessionRow(ctx, actor, {
+    persona_id: input.persona_id,
+    description: input.description ?? null,
+    project_id: input.project_id ?? null,
+  });
+  return { chat_session_id: session.id };
+}
+
+export async function createSessionRow(
+  ctx: ChatDeps,
+  actor: Actor,
+  info: { persona_id: number; description: string | null; project_id: number | null },
+): Promise<SessionRow> {
+  await loadPersona({ ctx, actor, personaId: info.persona_id });
+  if (info.project_id !== null)
+    await projectsService.getOwnedProject({ ctx, actor, projectId: info.project_id });
+  return chatRepository.insertSession(ctx.db, {
+    user_id: actor.user_id,
+    persona_id: info.persona_id,
+    description: info.description ?? '',
+    project_id: info.project_id,
+  });
+}
+
+export async function getSession({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor | null;
+  input: { session_id: string; is_shared: boolean; include_deleted: boolean };
+}): Promise<ChatSessionDetail> {
+  let session: SessionRow;
+  if (input.is_shared) {
+    const found = await chatRepository.findSession(ctx.db, input.session_id);
+    if (!found) throw new AppError('SESSION_NOT_FOUND', `Chat session ${input.session_id} not found`);
+    const owner = actor?.user_id === found.user_id;
+    if (found.shared_status !== 'public')
+      throw new AppError('INSUFFICIENT_PERMISSIONS', 'Chat session is not shared');
+    if (found.deleted && !(owner && input.include_deleted))
+      throw new AppError('SESSION_NOT_FOUND', `Chat session ${input.session_id} has been deleted`);
+    session = found;
+  } else {
+    if (!actor)
+      throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
+    session = await ownedSession(ctx, actor, input.session_id, { includeDeleted: input.include_deleted });
+  }
+  const messages = await chatRepository.listMessages(ctx.db, session.id);
+  return {
+    chat_session_id: session.id,
+    description: session.description,
+    persona_id: session.persona_id,
+    persona_name: await personaName({ ctx, personaId: session.persona_id }),
+    project_id: session.project_id,
+    messages: messages.map(toMessageDetail),
+    time_created: iso(session.time_created),
+    time_updated: iso(session.time_updated),
+    shared_status: session.shared_status,
+    current_alternate_model: session.current_alternate_model,
+    current_temperature_override: session.current_temperature_override,
+    deleted: session.deleted,
+  };
+}
+
+export async function listSessions({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: ListChatSessionsInput;
+}): Promise<{ sessions: ChatSessionSummary[]; has_more: boolean }> {
+  const rows = await chatRepository.listSessions(ctx.db, {
+    user_id: actor.user_id,
+    before: input.before,
+    project_id: input.project_id,
+    only_non_project_chats: input.only_non_project_chats,
+    include_failed_chats: input.include_failed_chats,
+    limit: input.page_size + 1,
+  });
+  return { sessions: rows.slice(0, input.page_size).map(toSummary), has_more: rows.length > input.page_size };
+}
+
+export async function deleteSession({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: { session_id: string; hard_delete?: boolean | undefined };
+}): Promise<void> {
+  const hard = input.hard_delete ?? ctx.config.KAS_HARD_DELETE_CHATS;
+  const session = await ownedSession(ctx, actor, input.session_id, { includeDeleted: hard });
+  if (hard) await chatRepository.deleteSession(ctx.db, session.id);
+  else await chatRepository.updateSession(ctx.db, session.id, { deleted: true });
+  stopRegistryFor(ctx.db).stopLocal(session.id);
+}
+
+export async function updateSharing({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: { session_id: string; sharing_status: SharedStatus };
+}): Promise<ChatSessionSummary> {
+  const session = await ownedSession(ctx, actor, input.session_id);
+  await chatRepository.updateSession(ctx.db, session.id, { shared_status: input.sharing_status });
+  return toSummary({ ...session, shared_status: input.sharing_status });
+}
+
+export async function renameSession({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: { chat_session_id: string; name?: string | null | undefined };
+}): Promise<{ new_name: string }> {
+  const session = await ownedSession(ctx, actor, input.chat_session_id);
+  let name = input.name ?? null;
+  if (!name) {
+    const first = (await chatRepository.listMessages(ctx.db, session.id)).find(
+      (m) => m.message_type === 'user',
+    );
+    name = first ? await generateName(ctx, first.message) : 'New chat';
+  }
+  await chatRepository.updateSession(ctx.db, session.id, { description: name });
+  return { new_name: name };
+}
+
+async function generateName(ctx: ChatDeps, question: string): Promise<string> {
+  const fallback = question.split(/\s+/).slice(0, 6).join(' ').slice(0, 80) || 'New chat';
+  try {
+    let text = '';
+    for await (const event of ctx.llm.stream({
+      purpose: 'name',
+      question,
+      max_output_tokens: 20,
+      messages: [
+        {
+          role: 'system',
+          content:
+            'Give a title of at most five words for a chat that starts with the message below. Reply with the title only.',
+        },
+        { role: 'user', content: question },
+      ],
+    })) {
+      if (event.type === 'text') text += event.text;
+    }
+    return (
+      text
+        .trim()
+        .replace(/^["']|["']$/g, '')
+        .slice(0, 80) || fallback
+    );
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'naming a chat session failed');
+    return fallback;
+  }
+}
+
+export async function stopSession({
+  ctx,
+  actor,
+  sessionId,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  sessionId: string;
+}): Promise<{ message: string }> {
+  const session = await ownedSession(ctx, actor, sessionId);
+  await chatRepository.requestStop(ctx.db, session.id);
+  stopRegistryFor(ctx.db).stopLocal(session.id);
+  return { message: 'Chat session stopped' };
+}
+
+const DAY = 24 * 60 * 60 * 1000;
+
+function groupTitle(created: Date, now: Date): SearchChatsResponse['groups'][number]['title'] {
+  const startOfToday = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
+  const t = created.getTime();
+  if (t >= startOfToday) return 'Today';
+  if (t >= startOfToday - DAY) return 'Yesterday';
+  if (t >= startOfToday - 6 * DAY) return 'This Week';
+  if (t >= startOfToday - 29 * DAY) return 'This Month';
+  return 'Older';
+}
+
+export async function searchSessions({
+  ctx,
+  actor,
+  input,
+  now = new Date(),
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: SearchChatsInput;
+  now?: Date;
+}): Promise<SearchChatsResponse> {
+  const rows = await chatRepository.searchSessions(ctx.db, {
+    user_id: actor.user_id,
+    query: input.query,
+    limit: input.page_size + 1,
+    offset: (input.page - 1) * input.page_size,
+  });
+  const hasMore = rows.length > input.page_size;
+  const groups: SearchChatsResponse['groups'] = [];
+  for (const row of rows.slice(0, input.page_size)) {
+    const title = groupTitle(new Date(row.time_created), now);
+    let group = groups.find((g) => g.title === title);
+    if (!group) {
+      group = { title, chats: [] };
+      groups.push(group);
+    }
+    group.chats.push(toSummary(row));
+  }
+  return { groups, has_more: hasMore, next_page: hasMore ? input.page + 1 : null };
+}

@@ -1,0 +1,77 @@
+import type { Db } from '../../db/database.ts';
+import * as chatRepository from '../chat.repository.ts';
+
+interface ActiveRun {
+  sessionId: string;
+  /** Database time the turn began; a stop requested before it belongs to an earlier turn. */
+  startedAt: Date;
+  controller: AbortController;
+}
+
+const POLL_MS = 50;
+
+/**
+ * The generations running in this process. A stop is a timestamp on the session row, so it reaches the
+ * process that generates wherever it was requested; one poll every 50 ms covers all active runs. A stop
+ * requested in this process also aborts at once.
+ */
+export class StopRegistry {
+  private readonly runs = new Set<ActiveRun>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling = false;
+
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
+
+  register(sessionId: string, startedAt: Date): { signal: AbortSignal; release(): void } {
+    const run: ActiveRun = { sessionId, startedAt, controller: new AbortController() };
+    this.runs.add(run);
+    this.timer ??= setInterval(() => void this.poll(), POLL_MS).unref();
+    return {
+      signal: run.controller.signal,
+      release: () => {
+        this.runs.delete(run);
+        if (this.runs.size === 0 && this.timer) {
+          clearInterval(this.timer);
+          this.timer = undefined;
+        }
+      },
+    };
+  }
+
+  stopLocal(sessionId: string): void {
+    for (const run of this.runs) if (run.sessionId === sessionId) run.controller.abort();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || this.runs.size === 0) return;
+    this.polling = true;
+    try {
+      const ids = [...new Set([...this.runs].map((r) => r.sessionId))];
+      const rows = await chatRepository.findStopRequests(this.db, ids);
+      const requested = new Map(rows.map((r) => [r.id, r.stop_requested_at]));
+      for (const run of this.runs) {
+        const at = requested.get(run.sessionId);
+        if (at && new Date(at).getTime() >= run.startedAt.getTime()) run.controller.abort();
+      }
+    } catch {
+      // A closed or busy database: try again on the next tick.
+    } finally {
+      this.polling = false;
+    }
+  }
+}
+
+const registries = new WeakMap<Db, StopRegistry>();
+
+export function stopRegistryFor(db: Db): StopRegistry {
+  let registry = registries.get(db);
+  if (!registry) {
+    registry = new StopRegistry(db);
+    registries.set(db, registry);
+  }
+  return registry;
+}

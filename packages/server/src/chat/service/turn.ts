@@ -1,0 +1,390 @@
+import type { Actor } from '../../auth/roles.ts';
+import { AppError, INTERNAL_ERROR_DETAIL } from '../../errors.ts';
+import {
+  type LlmMessage,
+  LlmProviderError,
+  type LlmRequest,
+  type LlmSource,
+  type LlmToolCall,
+} from '../../llm/llm.types.ts';
+import * as chatRepository from '../chat.repository.ts';
+import type { ChatStreamLine, PacketObj, SearchDoc, SearchFilters } from '../chat.schemas.ts';
+import { type CitableDocument, CitationProcessor } from '../citations.ts';
+import type { ChatPersona } from '../persona.ts';
+import {
+  type AttachedText,
+  buildMessages,
+  SEARCH_TOOL_DESCRIPTION,
+  searchResultJson,
+  tokens,
+} from '../prompt.ts';
+import {
+  MAX_CHUNKS,
+  type RetrievalFilters,
+  type RetrievedChunk,
+  retrieve,
+  toSearchDoc,
+} from '../retrieval.ts';
+import type { Channel } from './channel.ts';
+import type { ChatDeps } from './sessions.ts';
+import { stopRegistryFor } from './stop-registry.ts';
+
+export interface TurnPlan {
+  sessionId: string;
+  actor: Actor;
+  persona: ChatPersona;
+  projectInstructions: string;
+  userMessageId: number;
+  assistantMessageId: number;
+  startedAt: Date;
+  question: string;
+  history: Array<{ role: 'user' | 'assistant'; content: string }>;
+  files: AttachedText[];
+  additionalContext: string | null;
+  filters: SearchFilters;
+  includeCitations: boolean;
+  deepResearch: boolean;
+  model: string;
+  temperature: number | undefined;
+}
+
+const MAX_CYCLES = 4;
+const STOPPED_SUFFIX = ' ... \n\nGeneration was stopped by the user.';
+const STOPPED_EMPTY = 'The generation was stopped by the user.';
+
+const SEARCH_TOOL = {
+  name: 'internal_search',
+  description: SEARCH_TOOL_DESCRIPTION,
+  parameters: {
+    type: 'object',
+    properties: {
+      queries: { type: 'array', items: { type: 'string' }, description: 'One or more search queries' },
+    },
+    required: ['queries'],
+  },
+};
+
+class Stopped extends Error {}
+
+interface DocEntry {
+  number: number;
+  doc: SearchDoc;
+  chunks: RetrievedChunk[];
+}
+
+/**
+ * One assistant answer: the agent loop (or deep research), streaming packets into the channel and saving
+ * the message at the end, whether it completed, was stopped or failed. It never depends on a reader.
+ */
+export async function runTurn({
+  ctx,
+  plan,
+  channel,
+  onStarted,
+  onFailedBeforeStart,
+}: {
+  ctx: ChatDeps;
+  plan: TurnPlan;
+  channel: Channel<ChatStreamLine>;
+  onStarted(): void;
+  onFailedBeforeStart(error: AppError): void;
+}): Promise<void> {
+  const stop = stopRegistryFor(ctx.db).register(plan.sessionId, plan.startedAt);
+  const began = performance.now();
+  let turn = 0;
+  let started = false;
+  let searched = false;
+  let answerStarted = false;
+  let reasoning = '';
+  let reasoningOpen = false;
+  const docs = new Map<string, DocEntry>();
+  const byNumber = new Map<number, CitableDocument>();
+  const sources: LlmSource[] = [];
+  const toolMessages: LlmMessage[] = [];
+  const processor = new CitationProcessor(byNumber, plan.includeCitations);
+  let answer = '';
+
+  const packet = (obj: PacketObj) =>
+    channel.push({ placement: { turn_index: turn, tab_index: 0, sub_turn_index: null }, obj });
+  const markStarted = () => {
+    if (!started) {
+      started = true;
+      onStarted();
+    }
+  };
+  const checkStop = () => {
+    if (stop.signal.aborted) throw new Stopped();
+  };
+  const closeReasoning = () => {
+    if (!reasoningOpen) return;
+    packet({ type: 'reasoning_done' });
+    reasoningOpen = false;
+    turn++;
+  };
+  const reason = (text: string) => {
+    if (!reasoningOpen) {
+      packet({ type: 'reasoning_start' });
+      reasoningOpen = true;
+    }
+    reasoning += text;
+    packet({ type: 'reasoning_delta', reasoning: text });
+  };
+  const allDocs = () => [...docs.values()].sort((a, b) => a.number - b.number).map((d) => d.doc);
+  const emitAnswer = (out: {
+    text: string;
+    cited: Array<{ citation_number: number; document_id: string }>;
+  }) => {
+    if (out.text) {
+      answer += out.text;
+      packet({ type: 'message_delta', content: out.text });
+    }
+    for (const c of out.cited) packet({ type: 'citation_info', ...c });
+  };
+  const onText = (text: string) => {
+    closeReasoning();
+    if (!answerStarted) {
+      answerStarted = true;
+      packet({
+        type: 'message_start',
+        final_documents: docs.size ? allDocs() : null,
+        pre_answer_processing_seconds: Math.round(performance.now() - began) / 1000,
+      });
+    }
+    emitAnswer(processor.push(text));
+  };
+
+  const search = async (queries: string[]): Promise<string> => {
+    closeReasoning();
+    searched = true;
+    packet({ type: 'search_tool_start', is_internet_search: false });
+    packet({ type: 'search_tool_queries_delta', queries });
+    const filters = retrievalFilters(plan);
+    const results = await Promise.all(
+      queries.map((query) => retrieve({ ctx, actor: plan.actor, query, filters, limit: MAX_CHUNKS })),
+    );
+    checkStop();
+    const merged = new Map<string, RetrievedChunk>();
+    for (const chunk of results.flat()) {
+      const key = `${chunk.document_id}\u0000${chunk.chunk_id}`;
+      const seen = merged.get(key);
+      if (!seen || (chunk.score ?? 0) > (seen.score ?? 0)) merged.set(key, chunk);
+    }
+    const chunks = [...merged.values()].sort((a, b) => (b.score ?? 0) - (a.score ?? 0)).slice(0, MAX_CHUNKS);
+    const found: DocEntry[] = [];
+    for (const chunk of chunks) {
+      let entry = docs.get(chunk.document_id);
+      if (!entry) {
+        entry = { number: docs.size + 1, doc: toSearchDoc(chunk), chunks: [] };
+        docs.set(chunk.document_id, entry);
+        byNumber.set(entry.number, { document_id: chunk.document_id, link: chunk.link });
+      }
+      if (!entry.chunks.some((c) => c.chunk_id === chunk.chunk_id)) entry.chunks.push(chunk);
+      if (!found.includes(entry)) found.push(entry);
+    }
+    packet({ type: 'search_tool_documents_delta', documents: found.map((e) => e.doc) });
+    packet({ type: 'section_end' });
+    turn++;
+    const view = found.map((e) => ({
+      number: e.number,
+      title: e.doc.semantic_identifier,
+      link: e.doc.link,
+      updated_at: e.doc.updated_at,
+      source_type: e.doc.source_type,
+      content: e.chunks
+        .sort((a, b) => a.chunk_id - b.chunk_id)
+        .map((c) => c.content)
+        .join('\n'),
+    }));
+    for (const v of view) {
+      const existing = sources.findIndex((s) => s.citation_number === v.number);
+      const source = { citation_number: v.number, title: v.title, content: v.content };
+      if (existing === -1) sources.push(source);
+      else sources[existing] = source;
+    }
+    sources.sort((a, b) => (a.citation_number ?? 0) - (b.citation_number ?? 0));
+    return searchResultJson(view, Math.floor(ctx.llm.contextWindow / 2));
+  };
+
+  const request = (extra: Partial<LlmRequest>): LlmRequest => ({
+    messages: buildMessages({
+      persona: plan.persona,
+      projectInstructions: plan.projectInstructions,
+      history: plan.history,
+      question: plan.question,
+      files: plan.files,
+      additionalContext: plan.additionalContext,
+      toolMessages,
+      searched,
+      now: new Date(),
+      contextWindow: ctx.llm.contextWindow,
+    }),
+    model: plan.model,
+    ...(plan.temperature !== undefined ? { temperature: plan.temperature } : {}),
+    signal: stop.signal,
+    purpose: 'answer',
+    question: plan.question,
+    sources: [
+      ...sources,
+      ...plan.files.map((f) => ({ citation_number: null, title: f.name, content: f.text })),
+    ],
+    ...extra,
+  });
+
+  const callModel = async (req: LlmRequest, onEvent: { text(t: string): void }): Promise<LlmToolCall[]> => {
+    const calls: LlmToolCall[] = [];
+    for await (const event of ctx.llm.stream(req)) {
+      markStarted();
+      checkStop();
+      if (event.type === 'text') onEvent.text(event.text);
+      else if (event.type === 'reasoning') reason(event.text);
+      else calls.push(event.call);
+    }
+    markStarted();
+    checkStop();
+    return calls;
+  };
+
+  try {
+    if (plan.deepResearch) {
+      await deepResearch();
+    } else {
+      for (let cycle = 0; cycle < MAX_CYCLES; cycle++) {
+        const last = cycle === MAX_CYCLES - 1;
+        const tools = plan.persona.search_enabled && !last ? [SEARCH_TOOL] : undefined;
+        const calls = await callModel(request({ tools, tool_choice: last ? 'none' : 'auto' }), {
+          text: onText,
+        });
+        if (!calls.length) break;
+        toolMessages.push({ role: 'assistant', content: '', tool_calls: calls });
+        for (const call of calls) {
+          const content =
+            call.name === SEARCH_TOOL.name
+              ? await search(queriesOf(call, plan.question))
+              : JSON.stringify({ error: `Unknown tool ${call.name}` });
+          toolMessages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content });
+        }
+      }
+    }
+    closeReasoning();
+    emitAnswer(processor.flush());
+    if (!answerStarted) onText('');
+    await save({ message: answer, error: null });
+    packet({ type: 'stop', stop_reason: null });
+  } catch (error) {
+    if (stop.signal.aborted) {
+      emitAnswer(processor.flush());
+      await save({ message: answer ? answer + STOPPED_SUFFIX : STOPPED_EMPTY, error: null });
+      packet({ type: 'stop', stop_reason: 'user_cancelled' });
+    } else {
+      const failure = describe(error);
+      if (failure.code === 'INTERNAL_ERROR') ctx.logger.error({ err: error }, 'chat generation failed');
+      await save({ message: answer, error: failure.detail }).catch((e) =>
+        ctx.logger.error({ err: e }, 'saving a failed answer failed'),
+      );
+      if (!started) onFailedBeforeStart(new AppError(failure.code, failure.detail, { cause: error }));
+      channel.push({ error: failure.detail, error_code: failure.code, is_retryable: failure.retryable });
+    }
+  } finally {
+    stop.release();
+  }
+
+  async function save(result: { message: string; error: string | null }) {
+    await chatRepository.completeMessage(ctx.db, plan.assistantMessageId, {
+      message: result.message,
+      token_count: tokens(result.message),
+      citations: Object.fromEntries([...processor.cited].map(([n, id]) => [String(n), id])),
+      context_docs: allDocs(),
+      reasoning: reasoning || null,
+      error: result.error,
+    });
+  }
+
+  async function deepResearch() {
+    reason('Planning the research.\n');
+    let planText = '';
+    await callModel(
+      request({
+        purpose: 'plan',
+        tools: undefined,
+        messages: [
+          {
+            role: 'system',
+            content:
+              'Break the user question into at most three focused sub-questions that together answer it. ' +
+              'Reply with one sub-question per line and nothing else.',
+          },
+          { role: 'user', content: plan.question },
+        ],
+      }),
+      { text: (t) => (planText += t) },
+    );
+    const subQuestions = planText
+      .split('\n')
+      .map((line) => line.replace(/^\s*(?:[-*•]|\d+[.)])\s*/, '').trim())
+      .filter(Boolean)
+      .slice(0, 4);
+    if (!subQuestions.length) subQuestions.push(plan.question);
+    reason(`Plan:\n${subQuestions.map((q, i) => `${i + 1}. ${q}`).join('\n')}\n`);
+    closeReasoning();
+    for (const [i, q] of subQuestions.entries()) {
+      checkStop();
+      reason(`Researching ${i + 1}/${subQuestions.length}: ${q}\n`);
+      closeReasoning();
+      const call: LlmToolCall = {
+        id: `research_${i + 1}`,
+        name: SEARCH_TOOL.name,
+        arguments: JSON.stringify({ queries: [q] }),
+      };
+      const content = await search([q]);
+      toolMessages.push({ role: 'assistant', content: '', tool_calls: [call] });
+      toolMessages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content });
+    }
+    reason(`Writing a report from ${docs.size} document${docs.size === 1 ? '' : 's'}.\n`);
+    closeReasoning();
+    await callModel(request({ tool_choice: 'none' }), { text: onText });
+  }
+}
+
+function queriesOf(call: LlmToolCall, fallback: string): string[] {
+  try {
+    const args = JSON.parse(call.arguments || '{}') as { queries?: unknown; query?: unknown };
+    const queries = Array.isArray(args.queries)
+      ? args.queries
+      : typeof args.query === 'string'
+        ? [args.query]
+        : [];
+    const clean = queries.filter((q): q is string => typeof q === 'string' && q.trim() !== '').slice(0, 5);
+    return clean.length ? clean : [fallback];
+  } catch {
+    return [fallback];
+  }
+}
+
+function retrievalFilters(plan: TurnPlan): RetrievalFilters {
+  const f = plan.filters;
+  const cutoff = f.time_cutoff ? new Date(f.time_cutoff) : null;
+  const floor = plan.persona.search_start_date;
+  const start = cutoff && floor ? new Date(Math.max(cutoff.getTime(), floor.getTime())) : (cutoff ?? floor);
+  // The caller's document sets replace the agent's (they were checked before the turn began).
+  const ownSets = !!f.document_set?.length;
+  return {
+    source_type: f.source_type ?? null,
+    document_set: ownSets ? f.document_set : null,
+    document_set_ids: ownSets ? null : plan.persona.document_set_ids,
+    time_cutoff: start,
+    tags: f.tags ?? null,
+    document_ids: plan.persona.document_ids,
+  };
+}
+
+function describe(error: unknown): { code: AppError['error_code']; detail: string; retryable: boolean } {
+  if (error instanceof LlmProviderError)
+    return {
+      code: 'LLM_PROVIDER_ERROR',
+      detail: `The model provider failed${error.status ? ` (HTTP ${error.status})` : ''}: ${error.message}`,
+      retryable: error.retryable,
+    };
+  if (error instanceof AppError)
+    return { code: error.error_code, detail: error.detail, retryable: error.status >= 500 };
+  return { code: 'INTERNAL_ERROR', detail: INTERNAL_ERROR_DETAIL, retryable: true };
+}

@@ -1,0 +1,29 @@
+import type { DbExecutor } from '../db/database.ts';
+
+export function insertFile(
+  db: DbExecutor,
+  row: {
+    user_id: string;
+    name: string;
+    content_type: string;
+    file_type: string;
+    size_bytes: number;
+    text_content: string;
+    token_count: number;
+  },
+) {
+  return db
+    .insertInto('user_files')
+    .values(row)
+    .returning(['id', 'name', 'file_type'])
+    .executeTakeFirstOrThrow();
+}
+
+export function findFiles(db: DbExecutor, ids: string[]) {
+  if (!ids.length) return Promise.resolve([]);
+  return db
+    .selectFrom('user_files')
+    .select(['id', 'user_id', 'name', 'file_type', 'text_content'])
+    .where('id', 'in', ids)
+    .execute();
+}

@@ -1,0 +1,14 @@
+import type { Generated } from 'kysely';
+import type { CreatedAt } from '../db/schema.ts';
+
+export interface UserFilesTable {
+  id: Generated<string>;
+  user_id: string;
+  name: string;
+  content_type: string;
+  file_type: string;
+  size_bytes: number;
+  text_content: string;
+  token_count: Generated<number>;
+  created_at: CreatedAt;
+}

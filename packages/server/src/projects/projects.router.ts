@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { basicProcedure, router } from '../trpc.ts';
+import { CreateProjectInput, ProjectIdInput, UpdateProjectInput, UserProject } from './projects.schemas.ts';
+import * as projectsService from './projects.service.ts';
+
+const tags = ['Projects'];
+
+export const projectsRouter = router({
+  list: basicProcedure
+    .meta({ openapi: { method: 'GET', path: '/user/projects', tags, summary: "List the caller's projects" } })
+    .input(z.object({}))
+    .output(z.array(UserProject))
+    .query(({ ctx }) => projectsService.listProjects({ ctx, actor: ctx.actor })),
+
+  create: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/user/projects',
+        tags,
+        summary: 'Create a project',
+        description: 'A folder of chats; its instructions join the prompt of every chat in it.',
+      },
+    })
+    .input(CreateProjectInput)
+    .output(UserProject)
+    .mutation(({ ctx, input }) => projectsService.createProject({ ctx, actor: ctx.actor, input })),
+
+  update: basicProcedure
+    .meta({
+      openapi: { method: 'PATCH', path: '/user/projects/{project_id}', tags, summary: 'Update a project' },
+    })
+    .input(UpdateProjectInput)
+    .output(UserProject)
+    .mutation(({ ctx, input }) => projectsService.updateProject({ ctx, actor: ctx.actor, input })),
+
+  delete: basicProcedure
+    .meta({
+      noContent: true,
+      openapi: {
+        method: 'DELETE',
+        path: '/user/projects/{project_id}',
+        tags,
+        summary: 'Delete a project',
+        description: 'Its chats are kept and become ordinary chats.',
+      },
+    })
+    .input(ProjectIdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) =>
+      projectsService.deleteProject({ ctx, actor: ctx.actor, projectId: input.project_id }),
+    ),
+});

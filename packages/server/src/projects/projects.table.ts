@@ -1,0 +1,12 @@
+import type { Generated } from 'kysely';
+import type { CreatedAt } from '../db/schema.ts';
+
+export interface UserProjectsTable {
+  id: Generated<number>;
+  user_id: string;
+  name: string;
+  description: Generated<string>;
+  instructions: Generated<string>;
+  created_at: CreatedAt;
+  updated_at: CreatedAt;
+}

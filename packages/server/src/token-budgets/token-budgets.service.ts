@@ -1,0 +1,93 @@
+import type { Actor } from '../auth/roles.ts';
+import type { Db } from '../db/database.ts';
+import { AppError } from '../errors.ts';
+import * as tokenBudgetsRepository from './token-budgets.repository.ts';
+import type { TokenBudget, TokenBudgetArgs } from './token-budgets.schemas.ts';
+
+type Ctx = { db: Db };
+const HOUR = 3_600_000;
+
+function notFound(id: number) {
+  return new AppError('NOT_FOUND', `Token budget ${id} not found`);
+}
+
+export async function listBudgets({
+  ctx,
+  scope,
+  groupId,
+}: {
+  ctx: Ctx;
+  scope?: TokenBudget['scope'];
+  groupId?: number;
+}): Promise<TokenBudget[]> {
+  return tokenBudgetsRepository.listBudgets(ctx.db, { scope, group_id: groupId });
+}
+
+export async function createBudget({
+  ctx,
+  scope,
+  groupId = null,
+  input,
+}: {
+  ctx: Ctx;
+  scope: TokenBudget['scope'];
+  groupId?: number | null;
+  input: TokenBudgetArgs;
+}): Promise<TokenBudget> {
+  if (groupId !== null) {
+    const exists = await tokenBudgetsRepository.groupExists(ctx.db, groupId);
+    if (!exists) throw new AppError('USER_GROUP_NOT_FOUND', `User group ${groupId} not found`);
+  }
+  const { id } = await tokenBudgetsRepository.insertBudget(ctx.db, { scope, group_id: groupId, ...input });
+  return (await tokenBudgetsRepository.findBudget(ctx.db, id))!;
+}
+
+export async function updateBudget({
+  ctx,
+  id,
+  input,
+}: {
+  ctx: Ctx;
+  id: number;
+  input: TokenBudgetArgs;
+}): Promise<TokenBudget> {
+  const result = await tokenBudgetsRepository.updateBudget(ctx.db, id, input);
+  if (!result.numUpdatedRows) throw notFound(id);
+  return (await tokenBudgetsRepository.findBudget(ctx.db, id))!;
+}
+
+export async function deleteBudget({ ctx, id }: { ctx: Ctx; id: number }): Promise<void> {
+  const result = await tokenBudgetsRepository.deleteBudget(ctx.db, id);
+  if (!result.numDeletedRows) throw notFound(id);
+}
+
+const SCOPE_TEXT = { global: 'organization', user: 'user', user_group: "user's group" } as const;
+
+/**
+ * 429 before any generation when a budget binding the caller is used up: the tokens of all chat messages in
+ * the budget's period reach `token_budget` thousand. `Retry-After` is when the oldest counted message leaves
+ * the window.
+ */
+export async function assertWithinBudget({ ctx, actor }: { ctx: Ctx; actor: Actor }): Promise<void> {
+  const budgets = await tokenBudgetsRepository.budgetsFor(ctx.db, actor.user_id);
+  const now = Date.now();
+  for (const budget of budgets) {
+    const since = new Date(now - budget.period_hours * HOUR);
+    const scope =
+      budget.scope === 'global'
+        ? ({ kind: 'global' } as const)
+        : budget.scope === 'user'
+          ? ({ kind: 'user', user_id: actor.user_id } as const)
+          : ({ kind: 'user_group', group_id: budget.group_id! } as const);
+    const usage = await tokenBudgetsRepository.usageSince(ctx.db, scope, since);
+    if (usage.used >= budget.token_budget * 1000) {
+      const oldest = usage.oldest ? new Date(usage.oldest).getTime() : now;
+      const retryAfter = Math.max(1, Math.ceil((oldest + budget.period_hours * HOUR - now) / 1000));
+      throw new AppError(
+        'RATE_LIMITED',
+        `Token budget exceeded for ${SCOPE_TEXT[budget.scope]}: ${usage.used} of ${budget.token_budget * 1000} tokens used in ${budget.period_hours} h. Try again later.`,
+        { headers: { 'Retry-After': String(retryAfter) } },
+      );
+    }
+  }
+}
