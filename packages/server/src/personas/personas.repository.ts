@@ -283,6 +283,14 @@ export function markDeleted(db: DbExecutor, id: number) {
     .executeTakeFirst();
 }
 
+export function markUndeleted(db: DbExecutor, id: number) {
+  return db
+    .updateTable('personas')
+    .set({ deleted: false, updated_at: new Date() })
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
 export function setDisplayPriority(db: DbExecutor, id: number, displayPriority: number) {
   return db
     .updateTable('personas')

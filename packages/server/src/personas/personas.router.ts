@@ -156,6 +156,20 @@ export const personasRouter = router({
     .output(z.void())
     .mutation(({ ctx, input }) => personasService.deletePersona({ ctx, id: input.persona_id })),
 
+  undelete: adminProcedure
+    .meta({
+      openapi: {
+        method: 'PATCH',
+        path: '/admin/persona/{persona_id}/undelete',
+        tags,
+        summary: 'Restore a deleted agent',
+        description: 'Admin only. An agent that is not deleted → 400.',
+      },
+    })
+    .input(PersonaIdInput)
+    .output(PersonaSnapshot)
+    .mutation(({ ctx, input }) => personasService.undeletePersona({ ctx, id: input.persona_id })),
+
   adminList: curatorProcedure
     .meta({
       openapi: {

@@ -387,6 +387,23 @@ export async function deletePersona({ ctx, id }: { ctx: Deps; id: number }): Pro
   });
 }
 
+/** Restores a soft-deleted agent (admin only; the router enforces the role). */
+export async function undeletePersona({
+  ctx,
+  id,
+}: {
+  ctx: { db: Db };
+  id: number;
+}): Promise<PersonaSnapshot> {
+  await ctx.db.transaction().execute(async (trx) => {
+    const row = await personasRepository.findPersona(trx, id);
+    if (!row) throw notFound(id);
+    if (!row.deleted) throw new AppError('INVALID_INPUT', `Agent (persona) ${id} is not deleted`);
+    await personasRepository.markUndeleted(trx, id);
+  });
+  return toPersonaSnapshot(await fullSnapshot(ctx.db, id));
+}
+
 async function listPage(ctx: Deps, input: ListPersonasInput) {
   const filter: personasRepository.ListFilter = {
     viewer: viewerOf(ctx.actor),

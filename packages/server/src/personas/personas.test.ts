@@ -332,6 +332,19 @@ describe('agents (personas)', () => {
       status: 404,
     });
 
+    expect(await errorOf(t.caller(alice.key).personas.undelete({ persona_id: created.id }))).toMatchObject({
+      status: 403,
+    });
+    const restored = await t.caller(t.adminKey).personas.undelete({ persona_id: created.id });
+    expect(restored).toMatchObject({ id: created.id, deleted: false, document_ids: ['d1'] });
+    expect(await visibleIds(bob.key)).toContain(created.id);
+    expect(await errorOf(t.caller(t.adminKey).personas.undelete({ persona_id: created.id }))).toMatchObject({
+      status: 400,
+    });
+    expect(await errorOf(t.caller(t.adminKey).personas.undelete({ persona_id: 123_456 }))).toMatchObject({
+      status: 404,
+    });
+
     const other = await t.caller(alice.key).personas.create(agent());
     await t.caller(t.adminKey).personas.delete({ persona_id: other.id });
     expect(await visibleIds(alice.key)).not.toContain(other.id);
