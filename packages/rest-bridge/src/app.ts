@@ -3,6 +3,7 @@ import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
+import { registerChatRoutes } from './chat-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
@@ -56,6 +57,7 @@ export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): expr
       },
     }),
   );
+  registerChatRoutes(api, deps);
   options.customRoutes?.(api, deps);
   const rest = createRestAdapter({
     router: appRouter,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BaseFilters, SearchDoc as BaseSearchDoc } from '../search/search.schemas.ts';
 
 export const ChatSessionId = z.uuid().meta({ description: 'Chat session id (UUID)' });
 const IsoDate = z.string().meta({ description: 'ISO 8601 timestamp' });
@@ -6,25 +7,12 @@ export const SharedStatus = z.enum(['private', 'public']).meta({ id: 'ChatSessio
 export type SharedStatus = z.infer<typeof SharedStatus>;
 export const MessageType = z.enum(['system', 'user', 'assistant']);
 
-export const SearchDoc = z
-  .object({
-    document_id: z.string(),
-    chunk_ind: z.number().int(),
-    semantic_identifier: z.string(),
-    link: z.string().nullable(),
-    blurb: z.string(),
-    source_type: z.string(),
-    boost: z.number(),
-    hidden: z.boolean(),
-    metadata: z.record(z.string(), z.unknown()),
-    score: z.number().nullable(),
-    match_highlights: z.array(z.string()),
-    updated_at: z.string().nullable(),
-    primary_owners: z.array(z.string()).nullable(),
-    secondary_owners: z.array(z.string()).nullable(),
-    is_internet: z.boolean(),
-  })
-  .meta({ id: 'SearchDoc' });
+/** A retrieved document as chat reports it: the admin-search shape plus the reference's chat fields. */
+export const SearchDoc = BaseSearchDoc.extend({
+  primary_owners: z.array(z.string()).nullable(),
+  secondary_owners: z.array(z.string()).nullable(),
+  is_internet: z.boolean(),
+}).meta({ id: 'ChatSearchDoc' });
 export type SearchDoc = z.infer<typeof SearchDoc>;
 
 export const FileDescriptor = z
@@ -157,17 +145,7 @@ export const LlmOverride = z
   })
   .meta({ id: 'LlmOverride' });
 
-export const SearchFilters = z
-  .object({
-    source_type: z.array(z.string()).nullable().optional(),
-    document_set: z.array(z.string()).nullable().optional(),
-    time_cutoff: z.iso.datetime({ offset: true, local: true }).nullable().optional(),
-    tags: z
-      .array(z.object({ tag_key: z.string(), tag_value: z.string() }))
-      .nullable()
-      .optional(),
-  })
-  .meta({ id: 'BaseFilters' });
+export const SearchFilters = BaseFilters;
 export type SearchFilters = z.infer<typeof SearchFilters>;
 
 export const SendMessageInput = z

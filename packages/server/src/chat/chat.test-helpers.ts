@@ -1,6 +1,7 @@
+import type { z } from 'zod';
 import type { ChatStreamLine, SendMessageInput } from './chat.schemas.ts';
 
-type Input = Partial<SendMessageInput> & { message: string };
+type Input = z.input<typeof SendMessageInput>;
 type Caller = {
   chat: { sendMessageStream(input: Input): Promise<AsyncIterable<ChatStreamLine>> };
 };
