@@ -269,6 +269,18 @@ describe.each(['pglite', 'postgres'] as const)('agents over HTTP on %s', (db) =>
       expect((await res.json()).error_code).toBe('VALIDATION_ERROR');
     }
     expect((await s.request('GET', '/api/persona/abc', { key: bob.key })).status).toBe(422);
+    // Beyond the 32-bit id columns: invalid input, never a database error.
+    expect((await s.request('GET', '/api/persona/99999999999', { key: bob.key })).status).toBe(422);
+    const huge = await s.request('POST', '/api/persona', {
+      key: bob.key,
+      body: agentBody({ tool_ids: [2 ** 40] }),
+    });
+    expect(huge.status).toBe(422);
+    const reorder = await s.request('PATCH', '/api/admin/agents/display-priorities', {
+      key: s.adminKey,
+      body: { display_priority_map: { '9999999999': 1 } },
+    });
+    expect(reorder.status).toBe(404);
   });
 
   it('serves labels, tools, reordering and the listed/featured flags at their paths', async () => {

@@ -5,7 +5,16 @@ import { MinimalUserSnapshot } from '../users/users.schemas.ts';
 /** The built-in default agent: what a chat session gets when `persona_id` is omitted. */
 export const DEFAULT_PERSONA_ID = 0;
 
-export const PersonaId = z.number().int().nonnegative().meta({ description: 'Id of the agent' });
+const INT32_MAX = 2_147_483_647;
+/** Ids and priorities are 32-bit columns: larger numbers are invalid input, not a database error. */
+const Int32 = z
+  .number()
+  .int()
+  .min(-INT32_MAX - 1)
+  .max(INT32_MAX);
+const Id = z.number().int().min(0).max(INT32_MAX);
+
+export const PersonaId = Id.meta({ description: 'Id of the agent' });
 
 export const StarterMessage = z
   .object({
@@ -66,7 +75,7 @@ const snapshotFields = {
   users: z.array(MinimalUserSnapshot).meta({ description: 'Users the agent is shared with' }),
   groups: z.array(z.number().int()).meta({ description: 'Groups the agent is shared with' }),
   document_ids: z.array(z.string()),
-  hierarchy_node_ids: z.array(z.number().int()),
+  hierarchy_node_ids: z.array(Id),
   user_file_ids: z.array(z.string()),
 };
 
@@ -97,18 +106,18 @@ const upsertFields = {
   datetime_aware: z.boolean(),
   replace_base_system_prompt: z.boolean(),
   is_public: z.boolean(),
-  document_set_ids: z.array(z.number().int()),
-  tool_ids: z.array(z.number().int()),
+  document_set_ids: z.array(Id),
+  tool_ids: z.array(Id),
   llm_model_provider_override: z.string().nullable(),
   llm_model_version_override: z.string().nullable(),
   starter_messages: z.array(StarterMessage).nullable(),
   users: z.array(z.uuid()),
-  groups: z.array(z.number().int()),
+  groups: z.array(Id),
   search_start_date: IsoDateTime.nullable(),
-  label_ids: z.array(z.number().int()).nullable(),
+  label_ids: z.array(Id).nullable(),
   is_featured: z.boolean(),
-  display_priority: z.number().int().nullable(),
-  hierarchy_node_ids: z.array(z.number().int()),
+  display_priority: Int32.nullable(),
+  hierarchy_node_ids: z.array(Id),
   document_ids: z.array(z.string()),
   user_file_ids: z.array(z.string()),
 };
@@ -138,7 +147,7 @@ export type UpdatePersonaInput = z.infer<typeof UpdatePersonaInput>;
 export const PersonaIdInput = z.object({ persona_id: PersonaId });
 
 export const ListPersonasInput = z.object({
-  page_num: z.number().int().min(0).default(0).meta({ description: 'Page, from 0' }),
+  page_num: z.number().int().min(0).max(INT32_MAX).default(0).meta({ description: 'Page, from 0' }),
   page_size: z.number().int().min(1).max(1000).default(10),
   include_deleted: z.boolean().default(false),
   get_editable: z.boolean().default(false).meta({ description: 'Only agents the caller can edit' }),
@@ -158,7 +167,7 @@ export type PersonaPage = z.infer<typeof PersonaPage>;
 
 export const DisplayPrioritiesInput = z.object({
   display_priority_map: z
-    .record(z.string().regex(/^\d+$/, 'keys are agent ids'), z.number().int())
+    .record(z.string().regex(/^\d{1,10}$/, 'keys are agent ids'), Int32)
     .meta({ description: 'Agent id → display priority (lower first)' }),
 });
 export type DisplayPrioritiesInput = z.infer<typeof DisplayPrioritiesInput>;
@@ -169,7 +178,7 @@ export const SetPublicInput = z.object({ persona_id: PersonaId, is_public: z.boo
 
 const LabelName = z.string().trim().min(1).max(255);
 export const CreateLabelInput = z.object({ name: LabelName });
-export const LabelId = z.number().int().positive();
+export const LabelId = Id;
 export const UpdateLabelInput = z.object({ label_id: LabelId, label_name: LabelName });
 export const LabelIdInput = z.object({ label_id: LabelId });
 

@@ -456,7 +456,8 @@ export async function setDisplayPriorities({
   const entries = Object.entries(input.display_priority_map).map(([id, priority]) => [Number(id), priority]);
   const ids = entries.map(([id]) => id!);
   await ctx.db.transaction().execute(async (trx) => {
-    const rows = (await personasRepository.findPersonasForUpdate(trx, ids)).filter((r) => !r.deleted);
+    const lookup = ids.filter((id) => id <= 2_147_483_647);
+    const rows = (await personasRepository.findPersonasForUpdate(trx, lookup)).filter((r) => !r.deleted);
     const missing = missingIds(
       ids,
       rows.map((r) => r.id),

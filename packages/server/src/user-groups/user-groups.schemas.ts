@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import { UserSnapshot } from '../users/users.schemas.ts';
 
-export const UserGroupId = z.number().int().nonnegative().meta({ description: 'Id of the user group' });
+export const UserGroupId = z
+  .number()
+  .int()
+  .min(0)
+  .max(2_147_483_647)
+  .meta({ description: 'Id of the user group' });
 
 export const UserGroup = z
   .object({
