@@ -63,11 +63,11 @@ export function listSessions(
   if (!filter.include_failed_chats) {
     // Failed: no answer ever succeeded, and one failed or none came within five minutes.
     query = query.where(
-      sql<boolean>`exists (select 1 from chat_messages m where m.chat_session_id = s.id
+      sql<boolean>`(exists (select 1 from chat_messages m where m.chat_session_id = s.id
         and m.message_type = 'assistant' and m.error is null)
       or (not exists (select 1 from chat_messages m where m.chat_session_id = s.id
         and m.message_type = 'assistant' and m.error is not null)
-        and s.time_created > now() - ${FAILED_AFTER})`,
+        and s.time_created > now() - ${FAILED_AFTER}))`,
     );
   }
   return query.orderBy('s.time_created', 'desc').orderBy('s.id').limit(filter.limit).execute();
