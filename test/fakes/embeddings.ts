@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export const FAKE_EMBEDDING_DIMENSIONS = 64;
+export const FAKE_EMBEDDING_DIMENSIONS = 1024;
 
 /**
  * Deterministic hashing embedder: each word (crudely stemmed to its first 5 letters) adds ±1 to one

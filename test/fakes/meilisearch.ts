@@ -54,10 +54,18 @@ type Filter = (doc: Doc) => boolean;
 
 function tokenizeFilter(text: string): string[] {
   const tokens: string[] = [];
-  const re = /\s*("(?:[^"\\]|\\.)*"|\(|\)|\[|\]|,|>=|<=|!=|=|>|<|[^\s()[\],=<>!]+)/gy;
-  for (let m = re.exec(text); m; m = re.exec(text)) tokens.push(m[1]!);
-  if (text.slice(re.lastIndex).trim())
-    throw new MeiliError(400, 'invalid_search_filter', `Unexpected "${text}"`);
+  const re = /\s*("(?:[^"\\]|\\.)*"|\(|\)|\[|\]|,|>=|<=|!=|=|>|<|[^\s()[\],=<>!]+)/y;
+  let at = 0;
+  for (;;) {
+    re.lastIndex = at;
+    const m = re.exec(text);
+    if (!m) break;
+    tokens.push(m[1]!);
+    at = re.lastIndex;
+  }
+  if (text.slice(at).trim()) {
+    throw new MeiliError(400, 'invalid_search_filter', `Unexpected "${text.slice(at)}" in filter`);
+  }
   return tokens;
 }
 

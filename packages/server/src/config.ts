@@ -21,6 +21,10 @@ const ConfigSchema = z.object({
   ),
   MEILI_URL: optionalUrl,
   MEILI_API_KEY: optionalString,
+  MEILI_INDEX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,400}$/, 'must be a Meilisearch index uid')
+    .default('kas_chunks'),
   KAS_BOOTSTRAP_ADMIN_KEY: optionalString.pipe(
     z.string().regex(API_KEY_PATTERN, 'must be svck- followed by 43 base64url characters').optional(),
   ),

@@ -1,5 +1,6 @@
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
+import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
 import { healthRouter } from './health.router.ts';
 import { searchRouter } from './search/search.router.ts';
@@ -18,6 +19,7 @@ export const appRouter = router({
   projects: projectsRouter,
   tokenBudgets: tokenBudgetsRouter,
   documents: documentsRouter,
+  documentSets: documentSetsRouter,
   search: searchRouter,
   personas: personasRouter,
   tools: toolsRouter,

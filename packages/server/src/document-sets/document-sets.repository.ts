@@ -69,6 +69,15 @@ export function findSet(db: DbExecutor, id: number) {
     .executeTakeFirst();
 }
 
+export function findSetOwner(db: DbExecutor, id: number) {
+  return db
+    .selectFrom('document_sets')
+    .select(['id', 'owner_id'])
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
 export function findSetByName(db: DbExecutor, name: string) {
   return db.selectFrom('document_sets').select('id').where('name', '=', name).executeTakeFirst();
 }

@@ -47,6 +47,66 @@ export async function findCcPairAccess(db: DbExecutor, id: number | null): Promi
   };
 }
 
+/** A connector, its credential and their CC pair (the connectors domain builds its endpoints on this). */
+export async function insertCcPair(
+  db: DbExecutor,
+  row: {
+    name: string;
+    source: string;
+    input_type: 'poll' | 'event' | 'load_state' | 'slim_retrieval';
+    connector_specific_config: Record<string, unknown>;
+    access_type: AccessType;
+    status: CcPairStatus;
+    creator_id: string | null;
+  },
+): Promise<{ cc_pair_id: number; connector_id: number; credential_id: number }> {
+  const connector = await db
+    .insertInto('connectors')
+    .values({
+      name: row.name,
+      source: row.source,
+      input_type: row.input_type,
+      connector_specific_config: JSON.stringify(row.connector_specific_config),
+      refresh_freq: null,
+      prune_freq: null,
+      indexing_start: null,
+      access_type: row.access_type,
+      creator_id: row.creator_id,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const credential = await db
+    .insertInto('credentials')
+    .values({ name: row.name, source: row.source, user_id: row.creator_id })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const pair = await db
+    .insertInto('cc_pairs')
+    .values({
+      name: row.name,
+      connector_id: connector.id,
+      credential_id: credential.id,
+      status: row.status,
+      access_type: row.access_type,
+      creator_id: row.creator_id,
+      last_successful_index_time: null,
+      last_pruned: null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { cc_pair_id: pair.id, connector_id: connector.id, credential_id: credential.id };
+}
+
+export async function setCcPairGroups(db: DbExecutor, ccPairId: number, groupIds: number[]) {
+  await db.deleteFrom('cc_pair_groups').where('cc_pair_id', '=', ccPairId).execute();
+  if (groupIds.length) {
+    await db
+      .insertInto('cc_pair_groups')
+      .values(groupIds.map((group_id) => ({ cc_pair_id: ccPairId, group_id })))
+      .execute();
+  }
+}
+
 export function ccPairExists(db: DbExecutor, id: number) {
   return db.selectFrom('cc_pairs').select('id').where('id', '=', id).executeTakeFirst();
 }

@@ -11,7 +11,7 @@ import type {
   IngestedDocument,
   IngestionResult,
 } from './documents.schemas.ts';
-import type { Owner } from './documents.table.ts';
+import type { AccessType, Owner } from './documents.table.ts';
 
 interface Deps {
   db: Db;
@@ -129,6 +129,38 @@ export async function ingestDocument({
   });
   if (outcome.changed) await syncIndex({ ctx, documentIds: [id] });
   return { document_id: id, already_existed: outcome.existed };
+}
+
+/**
+ * Creates a connector, credential and CC pair in one go. No endpoint yet (the connectors issue adds
+ * them); ingestion into private pairs and the tests use it.
+ */
+export async function createCcPair({
+  ctx,
+  input,
+}: {
+  ctx: Deps;
+  input: {
+    name: string;
+    source?: string;
+    access_type: AccessType;
+    creator_id?: string | null;
+    group_ids?: number[];
+  };
+}): Promise<{ cc_pair_id: number; connector_id: number; credential_id: number }> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const created = await documentsRepository.insertCcPair(trx, {
+      name: input.name,
+      source: input.source ?? 'file',
+      input_type: 'load_state',
+      connector_specific_config: {},
+      access_type: input.access_type,
+      status: 'active',
+      creator_id: input.creator_id ?? null,
+    });
+    await documentsRepository.setCcPairGroups(trx, created.cc_pair_id, input.group_ids ?? []);
+    return created;
+  });
 }
 
 export async function listIngestedDocuments({ ctx }: { ctx: Deps }): Promise<DocMinimalInfo[]> {

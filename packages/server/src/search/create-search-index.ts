@@ -1,10 +1,30 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
+import { createOpenAiEmbedder } from './embeddings.ts';
+import { createHybridIndex } from './hybrid.ts';
+import { createMeilisearchIndex } from './meilisearch.ts';
 import { createPostgresSearchIndex } from './postgres.ts';
 import type { SearchIndex } from './search-index.ts';
 
 /** Postgres full-text search by default; Meilisearch with MEILI_URL; fused with vectors with KAS_EMBEDDING_BASE_URL. */
-export function createSearchIndex(_config: Config, db: Db, _logger: Logger): SearchIndex {
-  return createPostgresSearchIndex(db);
+export function createSearchIndex(config: Config, db: Db, logger: Logger): SearchIndex {
+  const keyword = config.MEILI_URL
+    ? createMeilisearchIndex({
+        host: config.MEILI_URL,
+        apiKey: config.MEILI_API_KEY,
+        indexUid: config.MEILI_INDEX,
+      })
+    : createPostgresSearchIndex(db);
+  if (!config.KAS_EMBEDDING_BASE_URL) return keyword;
+  logger.debug({ keyword: keyword.kind }, 'hybrid search with embeddings');
+  return createHybridIndex({
+    keyword,
+    db,
+    embedder: createOpenAiEmbedder({
+      baseUrl: config.KAS_EMBEDDING_BASE_URL,
+      model: config.KAS_EMBEDDING_MODEL,
+      apiKey: config.KAS_EMBEDDING_API_KEY,
+    }),
+  });
 }

@@ -1,0 +1,94 @@
+import type { Db } from '../db/database.ts';
+import type { Embedder } from './embeddings.ts';
+import { parseQuery } from './query-parser.ts';
+import * as searchRepository from './search.repository.ts';
+import type { SearchHit, SearchIndex } from './search-index.ts';
+
+/** The reciprocal rank fusion constant (the usual 60). */
+const RRF_K = 60;
+
+/** Fuses ranked lists: each hit scores the sum of 1 / (k + rank) over the lists it appears in. */
+export function reciprocalRankFusion(lists: SearchHit[][], limit: number, k = RRF_K): SearchHit[] {
+  const fused = new Map<string, SearchHit>();
+  for (const list of lists) {
+    list.forEach((hit, rank) => {
+      const key = `${hit.document_id}\u0000${hit.chunk_id}`;
+      const current = fused.get(key);
+      const add = 1 / (k + rank + 1);
+      if (current) current.score += add;
+      else fused.set(key, { document_id: hit.document_id, chunk_id: hit.chunk_id, score: add });
+    });
+  }
+  return [...fused.values()]
+    .sort(
+      (a, b) => b.score - a.score || a.document_id.localeCompare(b.document_id) || a.chunk_id - b.chunk_id,
+    )
+    .slice(0, limit);
+}
+
+/**
+ * Keyword search (Postgres or Meilisearch) fused with vector search over chunk embeddings stored in
+ * Postgres (pgvector where available). Embeddings are computed after commit, outside any transaction.
+ */
+export function createHybridIndex(options: {
+  keyword: SearchIndex;
+  db: Db;
+  embedder: Embedder;
+  /** Vector hits below this cosine similarity are noise, not matches. */
+  minSimilarity?: number;
+}): SearchIndex {
+  const { keyword, db, embedder } = options;
+  const minSimilarity = options.minSimilarity ?? 0.35;
+
+  async function embedMissing(documentIds: string[]) {
+    for (let i = 0; i < documentIds.length; i += 200) {
+      const chunks = await searchRepository.chunksWithoutEmbedding(db, documentIds.slice(i, i + 200));
+      for (let j = 0; j < chunks.length; j += 64) {
+        const batch = chunks.slice(j, j + 64);
+        const vectors = await embedder.embed(batch.map((c) => `${c.title}\n${c.content}`));
+        await searchRepository.upsertEmbeddings(
+          db,
+          batch.map((c, n) => ({ document_id: c.document_id, chunk_id: c.chunk_id, embedding: vectors[n]! })),
+        );
+      }
+    }
+  }
+
+  return {
+    kind: 'hybrid',
+    async indexDocuments(documents) {
+      await keyword.indexDocuments(documents);
+      await embedMissing(documents.map((d) => d.document_id));
+    },
+    async deleteDocuments(documentIds) {
+      await keyword.deleteDocuments(documentIds);
+      if (documentIds.length) await searchRepository.deleteEmbeddings(db, documentIds);
+    },
+    async clear() {
+      await keyword.clear();
+      await searchRepository.clearEmbeddings(db);
+    },
+    async search(request) {
+      // Phrases, exclusions and `or` are exact constraints that vectors cannot honour: keywords only.
+      const parsed = parseQuery(request.query);
+      const exact = parsed.groups.some((g) => g.length > 1 || g.some((o) => o.phrase || o.negated));
+      if (!parsed.positiveWords.length || exact) return keyword.search(request);
+      const depth = Math.max(request.limit, 50);
+      const [keywordHits, vectorHits] = await Promise.all([
+        keyword.search({ ...request, limit: depth }),
+        embedder.embed([request.query]).then(([embedding]) =>
+          searchRepository.vectorSearch(db, {
+            embedding: embedding!,
+            filters: request.filters,
+            access: request.access,
+            limit: depth,
+          }),
+        ),
+      ]);
+      return reciprocalRankFusion(
+        [keywordHits, vectorHits.filter((h) => h.score >= minSimilarity)],
+        request.limit,
+      );
+    },
+  };
+}

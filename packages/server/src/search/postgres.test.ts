@@ -1,0 +1,3 @@
+import { searchIndexContract } from './search-index.contract.ts';
+
+searchIndexContract('Postgres full-text search', () => ({}));

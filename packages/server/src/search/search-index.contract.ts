@@ -1,0 +1,239 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from '../auth/roles.ts';
+import type { IngestedDocument } from '../documents/documents.schemas.ts';
+import * as documentsService from '../documents/documents.service.ts';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import * as searchService from './search.service.ts';
+
+type Doc = Omit<IngestedDocument, 'doc_updated_at' | 'metadata'> & {
+  doc_updated_at?: string;
+  metadata?: Record<string, string | string[]>;
+};
+
+const fixtures = {
+  kube: {
+    id: 'pub-kube',
+    semantic_identifier: 'Kubernetes runbook',
+    sections: [
+      { text: 'Restart the ingress controller when pods crash.', link: 'https://wiki/kube#restart' },
+      { text: 'Check the node pool before scaling.', link: 'https://wiki/kube#scale' },
+    ],
+    source: 'confluence',
+    metadata: { team: 'platform', env: ['prod', 'staging'] },
+    doc_updated_at: '2024-06-01T00:00:00Z',
+  },
+  ingressTitle: {
+    id: 'pub-ingress-title',
+    semantic_identifier: 'Ingress guide',
+    sections: [{ text: 'Notes about networking, load balancers and ingress.' }],
+    doc_updated_at: '2024-05-01T00:00:00Z',
+  },
+  fox: {
+    id: 'pub-fox',
+    semantic_identifier: 'Animals',
+    sections: [{ text: 'The quick brown fox jumps over the lazy dog.' }],
+    source: 'web',
+    doc_updated_at: '2024-01-01T00:00:00Z',
+  },
+  fox2: {
+    id: 'pub-fox2',
+    semantic_identifier: 'More animals',
+    sections: [{ text: 'A brown dog sleeps. A quick cat runs.' }],
+    source: 'web',
+    doc_updated_at: '2024-02-01T00:00:00Z',
+  },
+  payroll: {
+    id: 'pub-payroll',
+    semantic_identifier: 'Payroll calendar',
+    sections: [{ text: 'Salaries are paid on the last business day. Expense reports close on the fifth.' }],
+    metadata: { team: 'finance' },
+    doc_updated_at: '2023-01-01T00:00:00Z',
+  },
+  secret: {
+    id: 'priv-user',
+    semantic_identifier: 'Secret merger plan',
+    sections: [{ text: 'Project falcon acquires a competitor. Ingress of cash expected.' }],
+    doc_updated_at: '2024-07-01T00:00:00Z',
+  },
+  groupDoc: {
+    id: 'priv-group',
+    semantic_identifier: 'Group roadmap',
+    sections: [{ text: 'Falcon roadmap for the platform group.' }],
+    doc_updated_at: '2024-07-02T00:00:00Z',
+  },
+} satisfies Record<string, Doc>;
+
+/**
+ * The behaviour every SearchIndex implementation must have, exercised through the services the API
+ * uses. `env` selects the implementation (see `create-search-index.ts`).
+ */
+export function searchIndexContract(
+  name: string,
+  env: () => Promise<Record<string, string>> | Record<string, string>,
+) {
+  describe(`search index contract: ${name}`, () => {
+    let t: TestRuntime;
+    let admin: Actor;
+    let userA: Actor;
+    let userB: Actor;
+    let userC: Actor;
+
+    const actorOf = (k: { user_id: string; api_key_id: number }, role: Actor['role'] = 'basic'): Actor => ({
+      user_id: k.user_id,
+      api_key_id: k.api_key_id,
+      role,
+    });
+    const ingest = (document: Doc, cc_pair_id?: number) =>
+      documentsService.ingestDocument({
+        ctx: t.deps,
+        input: {
+          document: {
+            ...document,
+            doc_updated_at: document.doc_updated_at ? new Date(document.doc_updated_at) : undefined,
+          },
+          cc_pair_id,
+        },
+      });
+    const ids = async (actor: Actor, query: string, filters: searchService.ChunkSearchFilters = {}) => {
+      const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query, filters, limit: 50 });
+      return [...new Set(chunks.map((c) => c.document_id))];
+    };
+
+    beforeAll(async () => {
+      t = await createTestRuntime(await env());
+      const a = await t.createKey('basic', 'user a');
+      const b = await t.createKey('basic', 'user b');
+      const c = await t.createKey('basic', 'user c');
+      const adminKey = await t.createKey('admin', 'search admin');
+      [userA, userB, userC, admin] = [actorOf(a), actorOf(b), actorOf(c), actorOf(adminKey, 'admin')];
+
+      const group = await t.deps.db
+        .insertInto('user_groups')
+        .values({ name: 'platform' })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await t.deps.db
+        .insertInto('user_group_members')
+        .values({ group_id: group.id, user_id: c.user_id })
+        .execute();
+
+      const privateUser = await documentsService.createCcPair({
+        ctx: t.deps,
+        input: { name: 'a private drive', access_type: 'private', creator_id: a.user_id },
+      });
+      const privateGroup = await documentsService.createCcPair({
+        ctx: t.deps,
+        input: { name: 'group wiki', access_type: 'private', group_ids: [group.id] },
+      });
+      const finance = await documentsService.createCcPair({
+        ctx: t.deps,
+        input: { name: 'finance share', access_type: 'public' },
+      });
+      for (const key of ['kube', 'ingressTitle', 'fox', 'fox2'] as const) await ingest(fixtures[key]);
+      await ingest(fixtures.payroll, finance.cc_pair_id);
+      await ingest(fixtures.secret, privateUser.cc_pair_id);
+      await ingest(fixtures.groupDoc, privateGroup.cc_pair_id);
+      await t.caller(t.adminKey).documentSets.create({ name: 'Finance', cc_pair_ids: [finance.cc_pair_id] });
+      await t.caller(t.adminKey).documentSets.create({ name: 'Hidden set', is_public: false });
+    });
+    afterAll(async () => {
+      await t?.close();
+    });
+
+    it('finds by keyword and ranks a title match first', async () => {
+      const found = await ids(admin, 'ingress');
+      expect(found[0]).toBe('pub-ingress-title');
+      expect(found).toContain('pub-kube');
+    });
+
+    it('returns chunks with their section link, blurb, metadata and highlights', async () => {
+      const [chunk] = await searchService.searchChunks({
+        ctx: t.deps,
+        actor: admin,
+        query: 'node pool',
+        limit: 5,
+      });
+      expect(chunk).toMatchObject({
+        document_id: 'pub-kube',
+        semantic_identifier: 'Kubernetes runbook',
+        source_type: 'confluence',
+        link: 'https://wiki/kube#restart',
+        metadata: { team: 'platform', env: ['prod', 'staging'] },
+        updated_at: '2024-06-01T00:00:00.000Z',
+      });
+      expect(chunk!.score).toBeGreaterThan(0);
+      expect(chunk!.blurb).toContain('Restart the ingress controller');
+      expect(chunk!.match_highlights.join(' ')).toContain('<hi>node</hi>');
+    });
+
+    it('understands web-search syntax: phrases, exclusions and or', async () => {
+      expect(await ids(admin, 'quick brown')).toEqual(expect.arrayContaining(['pub-fox', 'pub-fox2']));
+      expect(await ids(admin, '"quick brown"')).toEqual(['pub-fox']);
+      expect(await ids(admin, 'brown -cat')).toEqual(['pub-fox']);
+      expect((await ids(admin, 'salaries or kubernetes')).sort()).toEqual(['pub-kube', 'pub-payroll']);
+    });
+
+    it('matches prefixes and tolerates typos', async () => {
+      expect(await ids(admin, 'kubern')).toContain('pub-kube');
+      expect(await ids(admin, 'kubernetas')).toContain('pub-kube');
+      expect(await ids(admin, 'salaryes')).toContain('pub-payroll');
+    });
+
+    it('applies source, document set, time and tag filters', async () => {
+      expect(await ids(admin, 'ingress', { source_type: ['confluence'] })).toEqual(['pub-kube']);
+      expect(await ids(admin, 'salaries', { document_set: ['Finance'] })).toEqual(['pub-payroll']);
+      expect(await ids(admin, 'ingress', { document_set: ['Finance'] })).toEqual([]);
+      expect(await ids(admin, 'ingress', { document_set: ['No such set'] })).toEqual([]);
+      const recent = await ids(admin, 'ingress', { time_cutoff: '2024-05-15T00:00:00Z' });
+      expect(recent.sort()).toEqual(['priv-user', 'pub-kube']);
+      expect(await ids(admin, 'ingress', { tags: [{ tag_key: 'env', tag_value: 'staging' }] })).toEqual([
+        'pub-kube',
+      ]);
+      expect(await ids(admin, '', { tags: [{ tag_key: 'team', tag_value: 'finance' }] })).toEqual([
+        'pub-payroll',
+      ]);
+      expect(await ids(admin, 'brown', { document_ids: ['pub-fox2'] })).toEqual(['pub-fox2']);
+    });
+
+    it('never shows a private document to a user without access', async () => {
+      for (const query of ['falcon', 'ingress', 'secret merger', '', 'falcon or roadmap', 'falcn']) {
+        const seen = await ids(userB, query);
+        expect(seen).not.toContain('priv-user');
+        expect(seen).not.toContain('priv-group');
+      }
+      expect(await ids(userA, 'falcon')).toEqual(['priv-user']);
+      expect(await ids(userC, 'falcon')).toEqual(['priv-group']);
+      expect((await ids(admin, 'falcon')).sort()).toEqual(['priv-group', 'priv-user']);
+      expect(await ids(userB, 'ingress')).toEqual(expect.arrayContaining(['pub-kube', 'pub-ingress-title']));
+    });
+
+    it('refuses a document set the user cannot see', async () => {
+      await expect(ids(userB, 'x', { document_set: ['Hidden set'] })).rejects.toMatchObject({ status: 403 });
+    });
+
+    it('lists the most recent documents for an empty query', async () => {
+      const recent = await ids(userB, '');
+      expect(recent[0]).toBe('pub-kube');
+      expect(recent).toHaveLength(5);
+    });
+
+    it('re-indexes an updated document and forgets the old text', async () => {
+      await ingest({ ...fixtures.fox, sections: [{ text: 'A slow green turtle swims.' }] });
+      expect(await ids(admin, 'turtle')).toEqual(['pub-fox']);
+      expect(await ids(admin, '"quick brown"')).toEqual([]);
+    });
+
+    it('removes deleted documents', async () => {
+      await documentsService.deleteIngestedDocument({ ctx: t.deps, documentId: 'pub-fox2' });
+      expect(await ids(admin, 'cat')).toEqual([]);
+    });
+
+    it('is rebuilt from Postgres by reindex', async () => {
+      const { documents } = await documentsService.reindexAll({ ctx: t.deps, batchSize: 2 });
+      expect(documents).toBe(6);
+      expect(await ids(admin, 'turtle')).toEqual(['pub-fox']);
+      expect(await ids(userB, 'falcon')).toEqual([]);
+      expect(await ids(userA, 'falcon')).toEqual(['priv-user']);
+    });
+  });
+}
