@@ -1,0 +1,112 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
+import { ndjson } from './chat-helpers.ts';
+
+const CLI = join(import.meta.dirname, '../../packages/rest-bridge/src/cli.ts');
+const ADMIN_KEY = `svck-${'M'.repeat(43)}`;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, 'serve', '--no-worker'], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', KAS_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`kas exited: ${stderr}`);
+    try {
+      if ((await fetch(`${url}/api/health`)).ok) return { url, child };
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`kas did not start: ${stderr}`);
+}
+
+describe('stopping a stream from another server process (shared Postgres)', () => {
+  let db: TestDatabase;
+  let fake: FakeLlmServer;
+  let a: { url: string; child: ChildProcess };
+  let b: { url: string; child: ChildProcess };
+
+  beforeAll(async () => {
+    db = await createTestDatabase('postgres');
+    fake = await startFakeOpenAi();
+    const env = {
+      ...db.env,
+      KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
+      KAS_LLM_PROVIDER: 'openai',
+      KAS_LLM_BASE_URL: fake.baseURL,
+      KAS_RATE_LIMIT_PER_MINUTE: '0',
+    };
+    a = await startProcess(env);
+    b = await startProcess(env);
+  }, 60_000);
+  afterAll(async () => {
+    for (const p of [a, b]) if (p) p.child.kill('SIGTERM');
+    await Promise.all(
+      [a, b]
+        .filter(Boolean)
+        .map((p) => new Promise((r) => (p.child.exitCode !== null ? r(null) : p.child.once('exit', r)))),
+    );
+    await fake?.close();
+    await db?.drop();
+  });
+
+  it('ends the stream on process A with user_cancelled within 200 ms of a stop sent to process B', async () => {
+    const keyRes = await fetch(`${a.url}/api/admin/api-key`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ role: 'basic' }),
+    });
+    const key = (await keyRes.json()).api_key as string;
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    fake.enqueue({ tokens: Array.from({ length: 300 }, (_, i) => `t${i} `), delayMs: 20 });
+    const res = await fetch(`${a.url}/api/chat/send-chat-message`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ message: 'Talk for a long time', chat_session_info: {} }),
+    });
+    let sessionId = '';
+    let deltas = 0;
+    let stopSentAt = 0;
+    let last: Record<string, any> = {};
+    for await (const line of ndjson(res)) {
+      last = line;
+      if (line.chat_session_id) sessionId = line.chat_session_id;
+      if (line.obj?.type === 'message_delta' && ++deltas === 3) {
+        stopSentAt = performance.now();
+        const stop = await fetch(`${b.url}/api/chat/stop-chat-session/${sessionId}`, {
+          method: 'POST',
+          headers,
+        });
+        expect(await stop.json()).toEqual({ message: 'Chat session stopped' });
+      }
+    }
+    const elapsed = performance.now() - stopSentAt;
+    expect(last).toMatchObject({ obj: { type: 'stop', stop_reason: 'user_cancelled' } });
+    expect(elapsed).toBeLessThan(200);
+    const session = await (
+      await fetch(`${b.url}/api/chat/get-chat-session/${sessionId}`, { headers })
+    ).json();
+    const saved: string = session.messages.at(-1).message;
+    expect(saved.startsWith('t0 t1 t2 ')).toBe(true);
+    expect(saved).toContain('Generation was stopped by the user.');
+  });
+});
