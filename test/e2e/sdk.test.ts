@@ -33,6 +33,13 @@ describe('SDK', () => {
     expect(stdout).toContain('OK');
   });
 
+  it('runs the agents example: create, share with a group, list as member and outsider', async () => {
+    const { stdout } = await run(process.execPath, [join(root, 'examples/agents.ts')], {
+      env: { ...process.env, KAS_URL: s.url, KAS_API_KEY: s.adminKey },
+    });
+    expect(stdout).toContain('OK');
+  });
+
   it('the example exits non-zero when something is wrong', async () => {
     const basic = await s.createKey('basic');
     const failure = await run(process.execPath, [join(root, 'examples/api-keys.ts')], {

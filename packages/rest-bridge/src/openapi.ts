@@ -74,7 +74,11 @@ export function buildOpenApiDocument(): OpenAPIObject {
   }
   doc.paths = paths;
   doc.servers = [{ url: '/' }];
-  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, ErrorBody } };
+  // The generator's own error shapes ({message, code, issues}) are replaced by ErrorBody above.
+  const schemas = Object.fromEntries(
+    Object.entries(doc.components?.schemas ?? {}).filter(([name]) => !name.startsWith('error.')),
+  );
+  doc.components = { ...doc.components, schemas: { ...schemas, ErrorBody } };
   delete doc.components?.responses;
   return doc;
 }

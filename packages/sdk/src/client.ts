@@ -1,5 +1,6 @@
-import createClient, { type Client } from 'openapi-fetch';
-import { ApiError } from './errors.ts';
+import createClient from 'openapi-fetch';
+import { type KasRestClient, unwrap } from './client-core.ts';
+import { agentsApi, groupsApi } from './domains/agents.ts';
 import type { components, paths } from './generated/openapi.ts';
 import { createTrpcClient, type KasTrpcClient, toApiError } from './trpc.ts';
 
@@ -18,18 +19,6 @@ export type ApiKeyDescriptor = components['schemas']['ApiKeyDescriptor'];
 /** A key role. */
 export type Role = components['schemas']['Role'];
 
-/** The REST client typed from the OpenAPI document: `rest.GET('/api/admin/api-key')`. */
-export type KasRestClient = Client<paths>;
-
-/** Unwraps an openapi-fetch result, throwing ApiError on a non-2xx answer. */
-export async function unwrap<T>(
-  promise: Promise<{ data?: T; error?: unknown; response: Response }>,
-): Promise<T> {
-  const { data, error, response } = await promise;
-  if (!response.ok) throw ApiError.fromBody(response.status, error);
-  return data as T;
-}
-
 /** The kas client: typed tRPC and REST clients plus helpers per domain. */
 export interface KasClient {
   /** The typed tRPC client (superjson over `/api/trpc`). Errors are TRPCClientError; see {@link KasClient.call}. */
@@ -46,6 +35,10 @@ export interface KasClient {
     update(apiKeyId: number, input: { name?: string | null; role?: Role }): Promise<ApiKeyDescriptor>;
     delete(apiKeyId: number): Promise<void>;
   };
+  /** Agents (personas), labels and tools. */
+  agents: ReturnType<typeof agentsApi>;
+  /** User groups and users. */
+  groups: ReturnType<typeof groupsApi>;
 }
 
 /**
@@ -95,5 +88,7 @@ export function createKasClient(options: KasClientOptions): KasClient {
         );
       },
     },
+    agents: agentsApi(rest),
+    groups: groupsApi(rest),
   };
 }

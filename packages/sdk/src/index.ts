@@ -3,10 +3,11 @@ export {
   createKasClient,
   type KasClient,
   type KasClientOptions,
-  type KasRestClient,
   type Role,
-  unwrap,
 } from './client.ts';
+export { type KasRestClient, unwrap } from './client-core.ts';
+export type { AgentListQuery, PersonaInput } from './domains/agents.ts';
 export { ApiError } from './errors.ts';
 export type { components, paths } from './generated/openapi.ts';
 export type { KasTrpcClient } from './trpc.ts';
+export type { QueryParams, RequestBody, ResponseBody } from './types.ts';
