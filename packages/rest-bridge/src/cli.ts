@@ -7,6 +7,7 @@ import {
   createLogger,
   createRuntime,
   DataDirLockedError,
+  documentsService,
   loadConfig,
   migrateToLatest,
   type Role,
@@ -21,6 +22,7 @@ Commands:
   serve [--no-worker]                         Run the API (and the background worker unless --no-worker)
   worker                                      Run only the background worker (scale-out, with DATABASE_URL)
   migrate                                     Apply database migrations and exit
+  reindex                                     Rebuild the search index from the database
   api-key create --role <basic|curator|admin> [--name <name>]
                                               Create an API key and print it
 
@@ -81,6 +83,26 @@ async function migrate() {
   }
 }
 
+async function reindex() {
+  const config = loadConfig();
+  const runtime = await createRuntime(config, {
+    logger: createLogger({ KAS_LOG_LEVEL: 'warn' }),
+    skipBootstrap: true,
+  });
+  try {
+    const started = Date.now();
+    const { documents } = await documentsService.reindexAll({
+      ctx: runtime.deps,
+      onProgress: (n) => process.stderr.write(`\rreindexed ${n} documents`),
+    });
+    process.stdout.write(
+      `\nReindexed ${documents} documents into ${runtime.deps.search.kind} in ${Date.now() - started} ms.\n`,
+    );
+  } finally {
+    await runtime.close();
+  }
+}
+
 async function createKey(args: string[]) {
   const { values } = parseArgs({
     args,
@@ -113,6 +135,8 @@ async function main(argv: string[]) {
       return worker();
     case 'migrate':
       return migrate();
+    case 'reindex':
+      return reindex();
     case 'api-key':
       if (rest[0] === 'create') return createKey(rest.slice(1));
       return fail(USAGE, 2);
