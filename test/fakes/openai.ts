@@ -24,7 +24,8 @@ export interface FakeLlmServer {
   /** Replies for the next requests; when none is queued, `fallback` answers. */
   enqueue(...replies: ScriptedReply[]): void;
   fallback: (body: Record<string, any>) => ScriptedReply;
-  /** Time the first content token of the latest stream was written (performance.now()). */
+  /** When each request arrived and when each stream's first content token was written (performance.now()). */
+  requestAt: number[];
   firstTokenAt: number[];
   close(): Promise<void>;
 }
@@ -55,6 +56,7 @@ export async function startFake(
     fallback: (() => ({
       tokens: ['Hello', ' from', ' the', ' fake', ' model.'],
     })) as FakeLlmServer['fallback'],
+    requestAt: [] as number[],
     firstTokenAt: [] as number[],
   } as FakeLlmServer;
   const server: Server = createServer(async (req, res) => {
@@ -62,6 +64,7 @@ export async function startFake(
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
       return;
     }
+    fake.requestAt.push(performance.now());
     const body = await readJson(req);
     fake.requests.push(body);
     const reply = queue.shift() ?? fake.fallback(body);

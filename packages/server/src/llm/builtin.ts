@@ -84,11 +84,19 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   });
   const best = Math.max(0, ...candidates.map((c) => c.score));
   if (best <= 0) return NOTHING_RELEVANT;
-  const chosen = candidates
-    .filter((c) => c.score >= best * 0.5)
-    .sort((a, b) => b.score - a.score || a.order - b.order)
-    .slice(0, MAX_SENTENCES)
-    .sort((a, b) => a.order - b.order);
+  const ranked = candidates
+    .map((c, i) => ({ c, terms: termSets[i]! }))
+    .filter((x) => x.c.score > 0)
+    .sort((a, b) => b.c.score - a.c.score || a.c.order - b.c.order);
+  const picked = ranked.filter((x) => x.c.score >= best * 0.5).slice(0, MAX_SENTENCES);
+  // A question with several parts: also take the best sentence for each word no chosen sentence covers yet.
+  for (const term of terms) {
+    if (picked.length >= MAX_SENTENCES) break;
+    if (picked.some((x) => x.terms.has(term))) continue;
+    const cover = ranked.find((x) => x.terms.has(term) && x.c.score >= best * 0.25);
+    if (cover && !picked.includes(cover)) picked.push(cover);
+  }
+  const chosen = picked.map((x) => x.c).sort((a, b) => a.order - b.order);
   return chosen
     .map((c) => {
       const text = /[.!?]$/.test(c.text) ? c.text : `${c.text}.`;
