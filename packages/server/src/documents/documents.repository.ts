@@ -10,40 +10,57 @@ export interface CcPairAccess {
   is_system: boolean;
   user_ids: string[];
   group_ids: number[];
+  document_sets: string[];
 }
 
-/** A CC pair with who may see its documents: users are its creator and its credential's owner. */
+/** The system ingestion CC pair never changes once seeded: looked up once per database. */
+const systemPairIds = new WeakMap<object, Promise<number | undefined>>();
+
+function systemIngestionPairId(db: DbExecutor): Promise<number | undefined> {
+  let id = systemPairIds.get(db);
+  if (!id) {
+    id = db
+      .selectFrom('cc_pairs as p')
+      .innerJoin('connectors as c', 'c.id', 'p.connector_id')
+      .select('p.id')
+      .where('p.is_system', '=', true)
+      .where('c.source', '=', 'ingestion_api')
+      .orderBy('p.id')
+      .executeTakeFirst()
+      .then((row) => row?.id);
+    id.then((v) => v === undefined && systemPairIds.delete(db)).catch(() => systemPairIds.delete(db));
+    systemPairIds.set(db, id);
+  }
+  return id;
+}
+
+/**
+ * A CC pair with who may see its documents (users: its creator and its credential's owner; groups
+ * linked to it) and the document sets it belongs to. `null` is the system ingestion pair.
+ */
 export async function findCcPairAccess(db: DbExecutor, id: number | null): Promise<CcPairAccess | undefined> {
-  const row = await db
-    .selectFrom('cc_pairs as p')
-    .innerJoin('credentials as k', 'k.id', 'p.credential_id')
-    .innerJoin('connectors as c', 'c.id', 'p.connector_id')
-    .select([
-      'p.id',
-      'p.status',
-      'p.access_type',
-      'p.is_system',
-      'p.creator_id',
-      'k.user_id as credential_user_id',
-      sql<number[]>`array(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = p.id)`.as('group_ids'),
-    ])
-    .$call((q) =>
-      id === null
-        ? q.where('p.is_system', '=', true).where('c.source', '=', 'ingestion_api')
-        : q.where('p.id', '=', id),
-    )
-    .orderBy('p.id')
-    .limit(1)
-    .executeTakeFirst();
+  const pairId = id ?? (await systemIngestionPairId(db));
+  if (pairId === undefined) return undefined;
+  const result = await sql<{
+    id: number;
+    status: CcPairStatus;
+    access_type: AccessType;
+    is_system: boolean;
+    user_ids: (string | null)[];
+    group_ids: number[];
+    document_sets: string[];
+  }>`
+    SELECT p.id, p.status, p.access_type, p.is_system,
+      ARRAY[p.creator_id, (SELECT k.user_id FROM credentials k WHERE k.id = p.credential_id)]::text[] AS user_ids,
+      ARRAY(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = p.id) AS group_ids,
+      ARRAY(SELECT s.name FROM document_set_cc_pairs l JOIN document_sets s ON s.id = l.document_set_id
+            WHERE l.cc_pair_id = p.id) AS document_sets
+    FROM cc_pairs p WHERE p.id = ${pairId}`.execute(db);
+  const row = result.rows[0];
   if (!row) return undefined;
-  const user_ids = [...new Set([row.creator_id, row.credential_user_id].filter((u): u is string => !!u))];
   return {
-    id: row.id,
-    status: row.status,
-    access_type: row.access_type,
-    is_system: row.is_system,
-    user_ids,
-    group_ids: row.group_ids ?? [],
+    ...row,
+    user_ids: [...new Set(row.user_ids.filter((u): u is string => !!u))],
   };
 }
 
@@ -164,23 +181,46 @@ export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<
   return { inserted: result.inserted };
 }
 
+function chunkRows(documentId: string, chunks: Chunk[]) {
+  return chunks.map((c) => ({
+    document_id: documentId,
+    chunk_id: c.chunk_id,
+    title: c.title,
+    content: c.content,
+    blurb: c.blurb,
+    link: c.link,
+    section_links: JSON.stringify(c.section_links),
+    token_count: c.token_count,
+  }));
+}
+
+/**
+ * A new document, its chunks and its owner in one statement (so atomically, without a transaction
+ * round trip). Fails with a unique violation if the id exists meanwhile.
+ */
+export async function insertNewDocument(db: DbExecutor, row: DocumentRow, chunks: Chunk[], ccPairId: number) {
+  const values = {
+    ...row,
+    metadata: JSON.stringify(row.metadata),
+    primary_owners: JSON.stringify(row.primary_owners),
+    secondary_owners: JSON.stringify(row.secondary_owners),
+  };
+  await db
+    .with('doc', (qb) => qb.insertInto('documents').values(values).returning('id'))
+    .with('owner', (qb) =>
+      qb
+        .insertInto('document_by_cc_pair')
+        .values({ document_id: row.id, cc_pair_id: ccPairId })
+        .returning('cc_pair_id'),
+    )
+    .insertInto('chunks')
+    .values(chunkRows(row.id, chunks))
+    .execute();
+}
+
 export async function replaceChunks(db: DbExecutor, documentId: string, chunks: Chunk[], isNew: boolean) {
   if (!isNew) await db.deleteFrom('chunks').where('document_id', '=', documentId).execute();
-  await db
-    .insertInto('chunks')
-    .values(
-      chunks.map((c) => ({
-        document_id: documentId,
-        chunk_id: c.chunk_id,
-        title: c.title,
-        content: c.content,
-        blurb: c.blurb,
-        link: c.link,
-        section_links: JSON.stringify(c.section_links),
-        token_count: c.token_count,
-      })),
-    )
-    .execute();
+  await db.insertInto('chunks').values(chunkRows(documentId, chunks)).execute();
 }
 
 export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { encodeTag, type IndexedDocument, type SearchIndex } from '../search/search-index.ts';
-import { chunkDocument } from './chunking.ts';
+import { type Chunk, chunkDocument } from './chunking.ts';
 import * as documentsRepository from './documents.repository.ts';
 import type {
   DocMinimalInfo,
@@ -53,6 +53,43 @@ function ownersOf(owners: IngestedDocument['primary_owners']): Owner[] {
   ) as Owner[];
 }
 
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string })?.code === '23505';
+}
+
+/** Writes a document and its chunks atomically; reports whether it existed and whether anything changed. */
+async function writeDocument(
+  db: Db,
+  row: documentsRepository.DocumentRow,
+  chunks: Chunk[],
+  ccPairId: number,
+): Promise<{ existed: boolean; changed: boolean }> {
+  // The common case of bulk ingestion, a new id, is one statement.
+  if (!(await documentsRepository.findDocumentState(db, row.id))) {
+    try {
+      await documentsRepository.insertNewDocument(db, row, chunks, ccPairId);
+      return { existed: false, changed: true };
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      // Created concurrently: continue as an update.
+    }
+  }
+  return db.transaction().execute(async (trx) => {
+    const state = await documentsRepository.findDocumentState(trx, row.id);
+    if (state && state.content_hash === row.content_hash) {
+      if (state.cc_pair_ids.includes(ccPairId)) return { existed: true, changed: false };
+      await documentsRepository.addOwner(trx, row.id, ccPairId);
+      await documentsRepository.recomputeAccess(trx, [row.id]);
+      return { existed: true, changed: true };
+    }
+    const { inserted } = await documentsRepository.upsertDocument(trx, row);
+    await documentsRepository.replaceChunks(trx, row.id, chunks, inserted);
+    await documentsRepository.addOwner(trx, row.id, ccPairId);
+    if (!inserted) await documentsRepository.recomputeAccess(trx, [row.id]);
+    return { existed: !inserted, changed: true };
+  });
+}
+
 /**
  * Posts a document: created, replaced in place, or left alone when its content hash is unchanged.
  * The document and all its chunks are written in one transaction; the index is updated after commit.
@@ -94,40 +131,58 @@ export async function ingestDocument({
     ]),
   );
 
-  const outcome = await ctx.db.transaction().execute(async (trx) => {
-    const state = await documentsRepository.findDocumentState(trx, id);
-    if (state && state.content_hash === content_hash) {
-      if (state.cc_pair_ids.includes(pair.id)) return { existed: true, changed: false };
-      await documentsRepository.addOwner(trx, id, pair.id);
-      await documentsRepository.recomputeAccess(trx, [id]);
-      return { existed: true, changed: true };
-    }
-    const chunks = chunkDocument({ title, sections: document.sections });
-    const { inserted } = await documentsRepository.upsertDocument(trx, {
-      id,
-      semantic_id: document.semantic_identifier,
-      title,
-      link: document.sections.find((s) => s.link)?.link ?? null,
-      source,
-      from_ingestion_api: true,
-      metadata,
-      tags: tagsOf(metadata),
-      primary_owners,
-      secondary_owners,
-      doc_updated_at: document.doc_updated_at ?? new Date(),
-      content_hash,
-      chunk_count: chunks.length,
-      // A new document is owned by this pair alone; otherwise access is recomputed from all owners below.
-      is_public: pair.access_type === 'public',
-      access_user_ids: pair.user_ids,
-      access_group_ids: pair.group_ids,
-    });
-    await documentsRepository.replaceChunks(trx, id, chunks, inserted);
-    await documentsRepository.addOwner(trx, id, pair.id);
-    if (!inserted) await documentsRepository.recomputeAccess(trx, [id]);
-    return { existed: !inserted, changed: true };
-  });
-  if (outcome.changed) await syncIndex({ ctx, documentIds: [id] });
+  const chunks = chunkDocument({ title, sections: document.sections });
+  const tags = tagsOf(metadata);
+  const doc_updated_at = document.doc_updated_at ?? new Date();
+  const row: documentsRepository.DocumentRow = {
+    id,
+    semantic_id: document.semantic_identifier,
+    title,
+    link: document.sections.find((s) => s.link)?.link ?? null,
+    source,
+    from_ingestion_api: true,
+    metadata,
+    tags,
+    primary_owners,
+    secondary_owners,
+    doc_updated_at,
+    content_hash,
+    chunk_count: chunks.length,
+    // A new document is owned by this pair alone; otherwise access is recomputed from all owners.
+    is_public: pair.access_type === 'public',
+    access_user_ids: pair.user_ids,
+    access_group_ids: pair.group_ids,
+  };
+  const outcome = await writeDocument(ctx.db, row, chunks, pair.id);
+  if (!outcome.changed) return { document_id: id, already_existed: true };
+  if (outcome.existed) {
+    await syncIndex({ ctx, documentIds: [id] });
+  } else {
+    // A new document is owned by this pair alone: everything the index needs is already in memory.
+    await writeIndex(ctx, [id], () =>
+      ctx.search.indexDocuments([
+        {
+          document_id: id,
+          semantic_identifier: document.semantic_identifier,
+          source_type: source,
+          updated_at: doc_updated_at,
+          tags,
+          document_sets: pair.document_sets,
+          hidden: false,
+          is_public: pair.access_type === 'public',
+          access_user_ids: pair.user_ids,
+          access_group_ids: pair.group_ids,
+          chunks: chunks.map(({ chunk_id, title, content, blurb, link }) => ({
+            chunk_id,
+            title,
+            content,
+            blurb,
+            link,
+          })),
+        },
+      ]),
+    );
+  }
   return { document_id: id, already_existed: outcome.existed };
 }
 
@@ -224,9 +279,16 @@ export async function syncIndex({ ctx, documentIds }: { ctx: Deps; documentIds: 
   const documents = await loadIndexedDocuments(ctx, documentIds);
   const present = new Set(documents.map((d) => d.document_id));
   const gone = documentIds.filter((id) => !present.has(id));
-  try {
+  await writeIndex(ctx, documentIds, async () => {
     if (documents.length) await ctx.search.indexDocuments(documents);
     if (gone.length) await ctx.search.deleteDocuments(gone);
+  });
+}
+
+/** Runs an index write; on failure the documents are marked so that re-posting them indexes again. */
+async function writeIndex(ctx: Deps, documentIds: string[], write: () => Promise<void>): Promise<void> {
+  try {
+    await write();
   } catch (error) {
     ctx.logger.error({ err: error, documents: documentIds.length }, 'search index update failed');
     // A retry of the same content must not be skipped by the unchanged-hash check.

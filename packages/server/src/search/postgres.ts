@@ -42,16 +42,22 @@ export function createPostgresSearchIndex(
 ): SearchIndex {
   const cap = options.candidateCap ?? DEFAULT_CANDIDATE_CAP;
   const few = options.fewResults ?? 3;
+  // Words this process knows are stored: most of a new document's words are, so most inserts are skipped.
+  const known = new Set<string>();
   return {
     kind: 'postgres',
     async indexDocuments(documents) {
-      const words = new Set(documents.flatMap(vocabularyOf));
-      await searchRepository.insertVocabulary(db, [...words].sort());
+      const words = [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
+      if (!words.length) return;
+      await searchRepository.insertVocabulary(db, words);
+      if (known.size + words.length > 200_000) known.clear();
+      for (const word of words) known.add(word);
     },
     async deleteDocuments() {
       // Chunks are deleted with their document rows; the vocabulary keeps the words (harmless).
     },
     async clear() {
+      known.clear();
       await searchRepository.clearVocabulary(db);
     },
     async search({ query, filters, access, limit }: SearchRequest) {

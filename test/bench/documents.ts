@@ -1,0 +1,318 @@
+/**
+ * Documents benchmark.
+ *   1. Ingestion throughput over HTTP: one request per ~300-word document, 8 concurrent clients, kas in
+ *      its own process, on the embedded database and on real Postgres (targets ≥ 300 and ≥ 1,000 docs/s).
+ *   2. Admin search latency: 1,000 queries (rare, mid-frequency and very common terms) over HTTP on an
+ *      index of 100k chunks inserted directly with SQL (targets p50 ≤ 15 ms, p99 ≤ 60 ms), against the
+ *      same ranking SQL issued directly (target: ours ≤ 1.5× bare SQL).
+ * Sizes: BENCH_INGEST_DOCS (default 3000), BENCH_SEARCH_CHUNKS (100000), BENCH_SEARCH_QUERIES (1000).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from '@kas/rest-bridge';
+import { configFrom } from '@kas/server';
+import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
+import { sql } from 'kysely';
+import { startPostgres } from '../harness/postgres.ts';
+
+const root = join(import.meta.dirname, '../..');
+const INGEST_DOCS = Number(process.env.BENCH_INGEST_DOCS ?? 3000);
+const CLIENTS = 8;
+const SEARCH_CHUNKS = Number(process.env.BENCH_SEARCH_CHUNKS ?? 100_000);
+const SEARCH_QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
+const ADMIN_KEY = `svck-${'D'.repeat(43)}`;
+const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function rng(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'sa', 'tor', 'vi', 'nel', 'du', 'bra', 'pe', 'quon', 'zi', 'fal', 'gor', 'hem'];
+/** A vocabulary of 20k word-like terms; drawn with a Zipf distribution, so the first ones are in most texts. */
+const VOCABULARY = Array.from({ length: 20_000 }, (_, i) => {
+  let word = '';
+  for (let n = i + 7; word.length < 6 || n > 0; n = Math.floor(n / SYLLABLES.length)) {
+    word += SYLLABLES[n % SYLLABLES.length];
+    if (word.length > 14) break;
+  }
+  return word;
+});
+const ZIPF = (() => {
+  const weights = VOCABULARY.map((_, i) => 1 / (i + 1) ** 1.07);
+  const total = weights.reduce((a, b) => a + b, 0);
+  let sum = 0;
+  return weights.map((w) => (sum += w / total));
+})();
+function zipfWord(random: () => number): string {
+  const r = random();
+  let lo = 0;
+  let hi = ZIPF.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ZIPF[mid]! < r) lo = mid + 1;
+    else hi = mid;
+  }
+  return VOCABULARY[lo]!;
+}
+function text(random: () => number, words: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) out.push(zipfWord(random) + (i % 12 === 11 ? '.' : ''));
+  return out.join(' ');
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2));
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function spawnKas(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
+        KAS_RATE_LIMIT_PER_MINUTE: '0',
+        KAS_LOG_LEVEL: 'warn',
+        ...env,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/api/health`)).ok) break;
+    } catch {}
+    if (i > 600) throw new Error('kas did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    },
+  };
+}
+
+async function ingest(url: string, count: number, label: string) {
+  const random = rng(42);
+  const bodies = Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      document: {
+        id: `bench-${label}-${i}`,
+        semantic_identifier: `Benchmark document ${i}`,
+        sections: [{ text: text(random, 300), link: `https://bench/${i}` }],
+        metadata: { batch: label },
+      },
+    }),
+  );
+  const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+  // Warm up the process (JIT, first transaction) before timing.
+  for (let i = 0; i < 20; i++) {
+    await fetch(`${url}/api/svc-api/ingestion`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ document: { id: `warmup-${i}`, semantic_identifier: 'w', sections: [{ text: 'warm up' }] } }),
+    });
+  }
+  let next = 0;
+  let failures = 0;
+  const latencies: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      for (let i = next++; i < count; i = next++) {
+        const t0 = performance.now();
+        const res = await fetch(`${url}/api/svc-api/ingestion`, { method: 'POST', headers, body: bodies[i] });
+        await res.text();
+        latencies.push(performance.now() - t0);
+        if (res.status !== 200) failures++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    database: label,
+    documents: count,
+    failures,
+    docs_per_s: Math.round(count / seconds),
+    p50_ms: percentile(latencies, 50),
+    p99_ms: percentile(latencies, 99),
+  };
+}
+
+async function benchIngestion() {
+  const results = [];
+  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-docs-'));
+  const embedded = await spawnKas({ KAS_DATA_DIR: dataDir });
+  try {
+    results.push(await ingest(embedded.url, INGEST_DOCS, 'embedded'));
+  } finally {
+    await embedded.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  const postgres = await startPostgres();
+  try {
+    const server = await spawnKas({ DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY });
+    try {
+      results.push(await ingest(server.url, INGEST_DOCS, 'postgres'));
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await postgres.stop();
+  }
+  return results;
+}
+
+async function benchSearch(database: 'embedded' | 'postgres') {
+  const postgres = database === 'postgres' ? await startPostgres() : undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-search-'));
+  const config = configFrom({
+    PORT: '0',
+    KAS_DATA_DIR: dataDir,
+    KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
+    KAS_RATE_LIMIT_PER_MINUTE: '0',
+    KAS_LOG_LEVEL: 'warn',
+    ...(postgres ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY } : {}),
+  });
+  const running = await startServer(config, { worker: false });
+  const db = running.runtime.deps.db;
+  try {
+    const random = rng(7);
+    const loadStarted = performance.now();
+    const BATCH = 500;
+    for (let start = 0; start < SEARCH_CHUNKS; start += BATCH) {
+      const n = Math.min(BATCH, SEARCH_CHUNKS - start);
+      const ids = Array.from({ length: n }, (_, i) => `chunk-doc-${start + i}`);
+      const titles = ids.map(() => text(random, 4));
+      const contents = ids.map(() => text(random, 150));
+      await db.transaction().execute(async (trx) => {
+        await sql`
+          INSERT INTO documents (id, semantic_id, title, link, source, from_ingestion_api, doc_updated_at,
+            content_hash, chunk_count, is_public, access_user_ids, access_group_ids, tags)
+          SELECT id, title, title, NULL, 'file', true, now() - (random() * interval '900 days'), '', 1, true,
+            '{}', '{}', '{}'
+          FROM unnest(${ids}::text[], ${titles}::text[]) AS t(id, title)`.execute(trx);
+        await sql`
+          INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+          SELECT id, 0, title, content, left(content, 200), NULL, 200
+          FROM unnest(${ids}::text[], ${titles}::text[], ${contents}::text[]) AS t(id, title, content)`.execute(trx);
+      });
+    }
+    await sql`ANALYZE`.execute(db);
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+
+    // Rare (ranks 5k-20k), mid-frequency (200-2k) and very common (0-20) terms, some as two-word queries.
+    const qrandom = rng(99);
+    const pick = (lo: number, hi: number) => VOCABULARY[lo + Math.floor(qrandom() * (hi - lo))]!;
+    const kinds = ['rare', 'mid', 'common'] as const;
+    const queries = Array.from({ length: SEARCH_QUERIES }, (_, i) => {
+      const kind = kinds[i % 3]!;
+      const term = () => (kind === 'rare' ? pick(5000, 20000) : kind === 'mid' ? pick(200, 2000) : pick(0, 20));
+      return { kind, query: i % 5 === 4 ? `${term()} ${term()}` : term() };
+    });
+    const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+    const httpSearch = async (query: string) => {
+      const res = await fetch(`${running.url}/api/admin/search`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ query, filters: {} }),
+      });
+      const body = (await res.json()) as { documents: unknown[] };
+      if (res.status !== 200) throw new Error(`search failed: ${res.status}`);
+      return body.documents.length;
+    };
+    // The ranking statement our Postgres index issues (capped candidates, title arm), issued directly.
+    const bareSql = async (query: string) => {
+      const parsed = parseQuery(query);
+      const tsquery = toTsquery(parsed)!;
+      const title = toTsquery(parsed, { titleOnly: true })!;
+      const result = await sql`
+        SELECT DISTINCT ON (score, document_id, chunk_id) document_id, chunk_id, score FROM (
+          SELECT c.document_id, c.chunk_id,
+            ts_rank('{0.1, 0.2, 0.4, 1.0}'::float4[], c.search_vector, to_tsquery('english', ${tsquery}), 1)::float8 AS score
+          FROM (
+            (SELECT c.document_id, c.chunk_id, c.search_vector FROM chunks c JOIN documents d ON d.id = c.document_id
+             WHERE c.search_vector @@ to_tsquery('english', ${title}) AND NOT d.hidden LIMIT 1000)
+            UNION ALL
+            (SELECT c.document_id, c.chunk_id, c.search_vector FROM chunks c JOIN documents d ON d.id = c.document_id
+             WHERE c.search_vector @@ to_tsquery('english', ${tsquery}) AND NOT d.hidden LIMIT 1000)
+          ) c
+        ) ranked ORDER BY score DESC, document_id, chunk_id LIMIT 100`.execute(db);
+      return result.rows.length;
+    };
+    // Naive full ranking of every match, for reference: what capping avoids.
+    const naiveSql = async (query: string) => {
+      const result = await sql`
+        SELECT c.document_id, ts_rank(c.search_vector, websearch_to_tsquery('english', ${query})) AS score
+        FROM chunks c WHERE c.search_vector @@ websearch_to_tsquery('english', ${query})
+        ORDER BY score DESC LIMIT 100`.execute(db);
+      return result.rows.length;
+    };
+
+    const measure = async (run: (q: string) => Promise<number>, subset = queries) => {
+      for (const q of subset.slice(0, 30)) await run(q.query);
+      const byKind: Record<string, number[]> = { all: [], rare: [], mid: [], common: [] };
+      for (const q of subset) {
+        const t0 = performance.now();
+        await run(q.query);
+        const ms = performance.now() - t0;
+        byKind.all!.push(ms);
+        byKind[q.kind]!.push(ms);
+      }
+      return Object.fromEntries(
+        Object.entries(byKind).map(([k, v]) => [k, { p50: percentile(v, 50), p99: percentile(v, 99) }]),
+      );
+    };
+    const ours = await measure(httpSearch);
+    const bare = await measure(bareSql);
+    const naive = await measure(naiveSql, queries.slice(0, 150));
+    return { database, chunks: SEARCH_CHUNKS, load_seconds: Math.round(loadSeconds), ours_http: ours, bare_sql: bare, naive_full_rank_sql_150q: naive };
+  } finally {
+    await running.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    await postgres?.stop();
+  }
+}
+
+export async function benchDocuments() {
+  const ingestion = await benchIngestion();
+  const search = [await benchSearch('embedded'), await benchSearch('postgres')];
+  return { ingestion, search };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const only = process.argv[2];
+  if (only === 'search') {
+    for (const kind of ['embedded', 'postgres'] as const) console.log(JSON.stringify(await benchSearch(kind), null, 2));
+  } else if (only === 'ingest') {
+    console.log(JSON.stringify(await benchIngestion(), null, 2));
+  } else {
+    console.log(JSON.stringify(await benchDocuments(), null, 2));
+  }
+}
