@@ -40,6 +40,20 @@ describe('SDK', () => {
     expect(stdout).toContain('OK');
   });
 
+  it('runs the documents example: ingest a folder of Markdown, update, search with filters, delete', async () => {
+    const { stdout } = await run(process.execPath, [join(root, 'examples/documents.ts')], {
+      env: { ...process.env, KAS_URL: s.url, KAS_API_KEY: s.adminKey },
+    });
+    expect(stdout).toContain('OK');
+  });
+
+  it('runs the chat example: streamed (REST and tRPC) and whole cited answers', async () => {
+    const { stdout } = await run(process.execPath, [join(root, 'examples/chat.ts')], {
+      env: { ...process.env, KAS_URL: s.url, KAS_API_KEY: s.adminKey },
+    });
+    expect(stdout).toContain('OK');
+  });
+
   it('the example exits non-zero when something is wrong', async () => {
     const basic = await s.createKey('basic');
     const failure = await run(process.execPath, [join(root, 'examples/api-keys.ts')], {

@@ -1,6 +1,7 @@
 import { appRouter, type KasMeta } from '@kas/server';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
+import { createSchema } from 'zod-openapi';
 
 const ERROR_STATUSES: Record<string, string> = {
   '401': 'Missing or invalid API key',
@@ -46,6 +47,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
     if (meta?.openapi) metaByRoute.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta);
   }
   const paths: Record<string, any> = {};
+  const extraSchemas: Record<string, SchemaObject> = {};
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries(item as Record<string, any>)) {
       if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
@@ -56,6 +58,21 @@ export function buildOpenApiDocument(): OpenAPIObject {
         responses['204'] = { description: 'No Content' };
       } else {
         responses['200'] = operation.responses['200'];
+      }
+      if (meta?.streamLine) {
+        // The NDJSON answer of a hand-written streaming route: each line is one value of this schema.
+        const line = createSchema(meta.streamLine, { io: 'output' });
+        Object.assign(extraSchemas, line.components);
+        responses['200'] = {
+          ...responses['200'],
+          content: {
+            ...responses['200']?.content,
+            'text/event-stream': {
+              schema: line.schema,
+              description: 'NDJSON: one JSON value of this schema per line',
+            },
+          },
+        };
       }
       for (const [status, description] of Object.entries(ERROR_STATUSES)) {
         if (!protect && (status === '401' || status === '403')) continue;
@@ -78,7 +95,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
   const schemas = Object.fromEntries(
     Object.entries(doc.components?.schemas ?? {}).filter(([name]) => !name.startsWith('error.')),
   );
-  doc.components = { ...doc.components, schemas: { ...schemas, ErrorBody } };
+  doc.components = { ...doc.components, schemas: { ...extraSchemas, ...schemas, ErrorBody } };
   delete doc.components?.responses;
   return doc;
 }

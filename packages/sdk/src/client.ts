@@ -1,6 +1,8 @@
 import createClient from 'openapi-fetch';
 import { type KasRestClient, unwrap } from './client-core.ts';
 import { agentsApi, groupsApi } from './domains/agents.ts';
+import { chatApi } from './domains/chat.ts';
+import { documentsApi } from './domains/documents.ts';
 import type { components, paths } from './generated/openapi.ts';
 import { createTrpcClient, type KasTrpcClient, toApiError } from './trpc.ts';
 
@@ -39,6 +41,10 @@ export interface KasClient {
   agents: ReturnType<typeof agentsApi>;
   /** User groups and users. */
   groups: ReturnType<typeof groupsApi>;
+  /** Document ingestion, document sets and admin search. */
+  documents: ReturnType<typeof documentsApi>;
+  /** Chat: sessions, `stream()` and `send()`, sharing, history search, projects, uploads. */
+  chat: ReturnType<typeof chatApi>;
 }
 
 /**
@@ -90,5 +96,7 @@ export function createKasClient(options: KasClientOptions): KasClient {
     },
     agents: agentsApi(rest),
     groups: groupsApi(rest),
+    documents: documentsApi(rest),
+    chat: chatApi(rest, trpc, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
   };
 }

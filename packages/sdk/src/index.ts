@@ -7,6 +7,17 @@ export {
 } from './client.ts';
 export { type KasRestClient, unwrap } from './client-core.ts';
 export type { AgentListQuery, PersonaInput } from './domains/agents.ts';
+export {
+  type ChatPacket,
+  type ChatStreamError,
+  type ChatStreamLine,
+  collectAnswer,
+  isPacket,
+  type PacketObj,
+  type SendMessageInput,
+  type UploadFile,
+} from './domains/chat.ts';
+export type { IngestedDocument, SearchFilters } from './domains/documents.ts';
 export { ApiError } from './errors.ts';
 export type { components, paths } from './generated/openapi.ts';
 export type { KasTrpcClient } from './trpc.ts';

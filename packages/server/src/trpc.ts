@@ -1,7 +1,7 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { ZodError } from 'zod';
+import { ZodError, type ZodType } from 'zod';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { type Role, roleAtLeast } from './auth/roles.ts';
 import type { Context } from './context.ts';
@@ -9,7 +9,11 @@ import { AppError, type ErrorCode, INTERNAL_ERROR_DETAIL } from './errors.ts';
 import { formatZodError } from './validation.ts';
 
 /** Procedure meta: the OpenAPI route, plus `noContent` for endpoints that answer 204 with no body. */
-export type KasMeta = OpenApiMeta<{ noContent?: boolean }>;
+export type KasMeta = OpenApiMeta<{
+  noContent?: boolean;
+  /** The schema of one line of an NDJSON (`text/event-stream`) answer the route can give instead. */
+  streamLine?: ZodType;
+}>;
 
 /** The error body of both transports, derived from whatever was thrown. */
 export function toErrorBody(error: unknown): {

@@ -863,6 +863,108 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        ChatStreamLine: {
+            chat_session_id: string;
+        } | {
+            user_message_id: number | null;
+            reserved_assistant_message_id: number;
+        } | {
+            placement: {
+                turn_index: number;
+                tab_index: number;
+                sub_turn_index: number | null;
+            };
+            obj: {
+                /** @constant */
+                type: "message_start";
+                final_documents: components["schemas"]["ChatSearchDoc"][] | null;
+                pre_answer_processing_seconds: number;
+            } | {
+                /** @constant */
+                type: "message_delta";
+                content: string;
+            } | {
+                /** @constant */
+                type: "citation_info";
+                citation_number: number;
+                document_id: string;
+            } | {
+                /** @constant */
+                type: "search_tool_start";
+                is_internet_search: boolean;
+            } | {
+                /** @constant */
+                type: "search_tool_queries_delta";
+                queries: string[];
+            } | {
+                /** @constant */
+                type: "search_tool_documents_delta";
+                documents: components["schemas"]["ChatSearchDoc"][];
+            } | {
+                /** @constant */
+                type: "section_end";
+            } | {
+                /** @constant */
+                type: "reasoning_start";
+            } | {
+                /** @constant */
+                type: "reasoning_delta";
+                reasoning: string;
+            } | {
+                /** @constant */
+                type: "reasoning_done";
+            } | {
+                /** @constant */
+                type: "custom_tool_start";
+                tool_name: string;
+                tool_id: number | null;
+            } | {
+                /** @constant */
+                type: "custom_tool_args";
+                tool_name: string;
+                tool_args: {
+                    [key: string]: unknown;
+                };
+            } | {
+                /** @constant */
+                type: "custom_tool_delta";
+                tool_name: string;
+                tool_id: number | null;
+                response_type: string;
+                data: unknown;
+            } | {
+                /** @constant */
+                type: "stop";
+                stop_reason: "user_cancelled" | null;
+            };
+        } | {
+            error: string;
+            error_code: string;
+            is_retryable: boolean;
+        };
+        ChatSearchDoc: {
+            document_id: string;
+            /** @description The best-matching chunk of the document */
+            chunk_ind: number;
+            semantic_identifier: string;
+            link: string | null;
+            /** @description Short excerpt of the best chunk */
+            blurb: string;
+            source_type: string;
+            /** @description Relevance; higher is better */
+            score: number;
+            /** @description Excerpts with matches wrapped in <hi></hi> */
+            match_highlights: string[];
+            updated_at: string | null;
+            metadata: {
+                [key: string]: string | string[];
+            };
+            boost: number;
+            hidden: boolean;
+            primary_owners: string[] | null;
+            secondary_owners: string[] | null;
+            is_internet: boolean;
+        };
         /** @enum {string} */
         Role: "basic" | "curator" | "admin";
         /** @enum {string} */
@@ -981,29 +1083,6 @@ export interface components {
             files: components["schemas"]["FileDescriptorOutput"][];
             error: string | null;
             model_name: string | null;
-        };
-        ChatSearchDoc: {
-            document_id: string;
-            /** @description The best-matching chunk of the document */
-            chunk_ind: number;
-            semantic_identifier: string;
-            link: string | null;
-            /** @description Short excerpt of the best chunk */
-            blurb: string;
-            source_type: string;
-            /** @description Relevance; higher is better */
-            score: number;
-            /** @description Excerpts with matches wrapped in <hi></hi> */
-            match_highlights: string[];
-            updated_at: string | null;
-            metadata: {
-                [key: string]: string | string[];
-            };
-            boost: number;
-            hidden: boolean;
-            primary_owners: string[] | null;
-            secondary_owners: string[] | null;
-            is_internet: boolean;
         };
         ChatSessionList: {
             sessions: components["schemas"]["ChatSessionSummary"][];
@@ -2514,6 +2593,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatFullResponse"];
+                    /** @description NDJSON: one JSON value of this schema per line */
+                    "text/event-stream": components["schemas"]["ChatStreamLine"];
                 };
             };
             /** @description Invalid input */

@@ -4,6 +4,7 @@ import {
   ChatFullResponse,
   ChatSessionDetail,
   ChatSessionSummary,
+  ChatStreamLine,
   CreateChatSessionInput,
   CreateChatSessionResponse,
   DeleteChatSessionInput,
@@ -142,6 +143,7 @@ export const chatRouter = router({
 
   sendMessage: basicProcedure
     .meta({
+      streamLine: ChatStreamLine,
       openapi: {
         method: 'POST',
         path: '/chat/send-chat-message',
