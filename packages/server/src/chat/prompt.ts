@@ -22,22 +22,49 @@ export function tokens(text: string): number {
   return text ? countTokens(text) : 0;
 }
 
-function formatDate(now: Date): string {
-  return now.toLocaleDateString('en-US', { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric' });
+/** The date and time the model is told, in UTC, e.g. "Monday, October 16, 2023, 14:05 UTC". */
+export function formatDateTime(now: Date): string {
+  const date = now.toLocaleDateString('en-US', {
+    weekday: 'long',
+    year: 'numeric',
+    month: 'long',
+    day: 'numeric',
+    timeZone: 'UTC',
+  });
+  const time = now.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', timeZone: 'UTC' });
+  return `${date}, ${time} UTC`;
 }
 
-/** The system message: the base prompt or, with `replace_base_system_prompt`, the agent's own prompt. */
-export function systemPrompt(persona: ChatPersona, options: { searched: boolean; now: Date }): string {
-  const date = persona.datetime_aware ? `\n\nThe current date is ${formatDate(options.now)}.` : '';
-  if (persona.replace_base_system_prompt && persona.system_prompt.trim()) {
-    const custom = persona.system_prompt.replaceAll('{{CURRENT_DATETIME}}', formatDate(options.now));
-    const hasDate = persona.system_prompt.includes('{{CURRENT_DATETIME}}');
-    return `${custom}${hasDate ? '' : date}${options.searched ? CITATION_GUIDANCE : ''}`;
+/**
+ * The system message, as the spec composes it: the agent's `system_prompt` prepended to the base prompt (or,
+ * with `replace_base_system_prompt`, instead of it), the current date and time when the agent is
+ * `datetime_aware`, the citation rules once a search ran, the project's instructions, and last the agent's
+ * `task_prompt`.
+ */
+export function systemPrompt(
+  persona: ChatPersona,
+  options: { searched: boolean; now: Date; projectInstructions?: string },
+): string {
+  const now = formatDateTime(options.now);
+  const date = persona.datetime_aware ? `\n\nThe current date and time is ${now}.` : '';
+  const citation = options.searched ? CITATION_GUIDANCE : '';
+  const agentPrompt = persona.system_prompt.trim();
+  let system: string;
+  if (persona.replace_base_system_prompt && agentPrompt) {
+    const hasDate = agentPrompt.includes('{{CURRENT_DATETIME}}');
+    system = `${agentPrompt.replaceAll('{{CURRENT_DATETIME}}', now)}${hasDate ? '' : date}${citation}`;
+  } else {
+    const base = BASE_SYSTEM_PROMPT.replace('{{CURRENT_DATETIME}}', date).replace(
+      '{{CITATION_GUIDANCE}}',
+      citation,
+    );
+    system = agentPrompt ? `${agentPrompt}\n\n${base}` : base;
   }
-  return BASE_SYSTEM_PROMPT.replace('{{CURRENT_DATETIME}}', date).replace(
-    '{{CITATION_GUIDANCE}}',
-    options.searched ? CITATION_GUIDANCE : '',
-  );
+  const project = options.projectInstructions?.trim();
+  if (project) system += `\n\n# Project instructions\n${project}`;
+  const task = persona.task_prompt.trim();
+  if (task) system += `\n\n${task}`;
+  return system;
 }
 
 export interface AttachedText {
@@ -86,23 +113,21 @@ export function truncateToTokens(text: string, max: number): string {
 }
 
 /**
- * The messages of one model call. The context window is shared by a fixed part (system prompt, agent and
- * project instructions, the question with its files and extra context, this turn's tool results, the task
- * reminder) and the history, which is trimmed oldest turn first. The current question is never dropped.
+ * The messages of one model call: the system message, the history, the additional context, the question
+ * with its attached files, this turn's tool calls and results, and the citation reminder once a search ran.
+ * A quarter of the window (at most 4096 tokens) is kept for the answer; the rest is shared by the fixed
+ * part and the history, which is trimmed oldest turn first. The current question is never cut or dropped.
  */
 export function buildMessages(parts: PromptParts): LlmMessage[] {
   const { persona } = parts;
   const reserve = Math.min(4096, Math.floor(parts.contextWindow / 4));
   const available = parts.contextWindow - reserve;
-  const system = systemPrompt(persona, { searched: parts.searched, now: parts.now });
-  const instructions: string[] = [];
-  if (!persona.replace_base_system_prompt && persona.system_prompt.trim())
-    instructions.push(persona.system_prompt);
-  if (parts.projectInstructions.trim())
-    instructions.push(`Project instructions:\n${parts.projectInstructions}`);
-  const agentMessage = instructions.join('\n\n');
-  const reminderParts = [persona.task_prompt.trim(), parts.searched ? CITATION_REMINDER : ''].filter(Boolean);
-  const reminder = reminderParts.join('\n\n');
+  const system = systemPrompt(persona, {
+    searched: parts.searched,
+    now: parts.now,
+    projectInstructions: parts.projectInstructions,
+  });
+  const reminder = parts.searched ? CITATION_REMINDER : '';
   const context = parts.additionalContext?.trim() ? `Additional context:\n${parts.additionalContext}` : '';
 
   const toolTokens = parts.toolMessages.reduce(
@@ -110,13 +135,7 @@ export function buildMessages(parts: PromptParts): LlmMessage[] {
       n + tokens(m.content) + ('tool_calls' in m && m.tool_calls ? tokens(JSON.stringify(m.tool_calls)) : 0),
     0,
   );
-  const fixed =
-    tokens(system) +
-    tokens(agentMessage) +
-    tokens(reminder) +
-    tokens(parts.question) +
-    tokens(context) +
-    toolTokens;
+  const fixed = tokens(system) + tokens(reminder) + tokens(parts.question) + tokens(context) + toolTokens;
   const files = fileBlock(parts.files, Math.max(0, available - fixed));
   let historyBudget = available - fixed - tokens(files);
 
@@ -132,7 +151,6 @@ export function buildMessages(parts: PromptParts): LlmMessage[] {
   while (kept[0]?.role === 'assistant') kept.shift();
 
   const messages: LlmMessage[] = [{ role: 'system', content: system }, ...kept];
-  if (agentMessage) messages.push({ role: 'user', content: agentMessage });
   if (context) messages.push({ role: 'user', content: context });
   messages.push({ role: 'user', content: parts.question + files });
   messages.push(...parts.toolMessages);
