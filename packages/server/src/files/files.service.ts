@@ -31,23 +31,32 @@ export async function uploadFiles({
         'PAYLOAD_TOO_LARGE',
         `"${file.name}" is larger than ${MAX_UPLOAD_BYTES / 1024 / 1024} MB`,
       );
+    if (file.data.length === 0) throw new AppError('INVALID_INPUT', `"${file.name}" is empty`);
     const text = (await extractText(file.name, file.contentType, file.data)).replaceAll('\u0000', '');
+    if (!text.trim())
+      throw new AppError(
+        'INVALID_INPUT',
+        `"${file.name}" contains no readable text (a scanned document or an empty file cannot be attached)`,
+      );
     parsed.push({ file, text });
   }
-  const out: FileDescriptor[] = [];
-  for (const { file, text } of parsed) {
-    const row = await filesRepository.insertFile(ctx.db, {
-      user_id: actor.user_id,
-      name: file.name,
-      content_type: file.contentType,
-      file_type: kindOf(file.name, file.contentType) === 'text' ? 'plain_text' : 'document',
-      size_bytes: file.data.length,
-      text_content: text,
-      token_count: countTokens(text),
-    });
-    out.push({ id: row.id, type: row.file_type, name: row.name });
-  }
-  return { files: out };
+  // All or nothing: one unreadable file rejects the whole upload and stores none of it.
+  return ctx.db.transaction().execute(async (trx) => {
+    const out: FileDescriptor[] = [];
+    for (const { file, text } of parsed) {
+      const row = await filesRepository.insertFile(trx, {
+        user_id: actor.user_id,
+        name: file.name,
+        content_type: file.contentType,
+        file_type: kindOf(file.name, file.contentType) === 'text' ? 'plain_text' : 'document',
+        size_bytes: file.data.length,
+        text_content: text,
+        token_count: countTokens(text),
+      });
+      out.push({ id: row.id, type: row.file_type, name: row.name });
+    }
+    return { files: out };
+  });
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
