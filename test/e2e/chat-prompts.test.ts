@@ -220,6 +220,45 @@ describe('chat prompt composition (what the OpenAI-compatible model receives)', 
     ]);
   });
 
+  it('follows the branch chosen with PUT /api/chat/set-message-as-latest', async () => {
+    const first = await turn({ message: 'B1 question', chat_session_info: {} }, 'B1 answer');
+    const sessionId = first.lines[0]!.chat_session_id as string;
+    const second = await turn({ message: 'B2 question', chat_session_id: sessionId }, 'B2 answer');
+    await turn(
+      { message: 'B3 question', chat_session_id: sessionId, parent_message_id: first.assistantMessageId },
+      'B3 answer',
+    );
+    const put = (messageId: number, k = key) =>
+      s.request('PUT', '/api/chat/set-message-as-latest', { key: k, body: { message_id: messageId } });
+    const res = await put(second.userMessageId!);
+    expect([res.status, await res.text()]).toEqual([204, '']);
+    const next = await turn({ message: 'B4 question', chat_session_id: sessionId });
+    expect(next.messages.slice(1).map((m) => m.content)).toEqual([
+      'B1 question',
+      'B1 answer',
+      'B2 question',
+      'B2 answer',
+      'B4 question',
+    ]);
+
+    const stranger = (await s.createKey('basic', 'stranger')).key;
+    const forbidden = await put(second.userMessageId!, stranger);
+    expect([forbidden.status, (await forbidden.json()).error_code]).toEqual([
+      403,
+      'INSUFFICIENT_PERMISSIONS',
+    ]);
+    const unknown = await put(2_000_000_000);
+    expect([unknown.status, await unknown.json()]).toEqual([
+      404,
+      { error_code: 'MESSAGE_NOT_FOUND', detail: expect.any(String) },
+    ]);
+    const invalid = await s.request('PUT', '/api/chat/set-message-as-latest', { key, body: {} });
+    expect([invalid.status, (await invalid.json()).error_code]).toEqual([422, 'VALIDATION_ERROR']);
+    expect(
+      (await s.request('PUT', '/api/chat/set-message-as-latest', { body: { message_id: 1 } })).status,
+    ).toBe(401);
+  });
+
   it('gives additional_context to the model without storing it', async () => {
     const { lines, messages } = await turn({
       message: 'Use the context',

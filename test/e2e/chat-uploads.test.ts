@@ -31,7 +31,12 @@ describe('chat uploads: PDF and DOCX reach the model; bad files are refused clea
 
   const upload = (files: Array<{ data: Buffer | string; type: string; name: string }>, field = 'files') => {
     const form = new FormData();
-    for (const f of files) form.append(field, new Blob([f.data], { type: f.type }), f.name);
+    for (const f of files)
+      form.append(
+        field,
+        new Blob([typeof f.data === 'string' ? f.data : new Uint8Array(f.data)], { type: f.type }),
+        f.name,
+      );
     return fetch(`${s.url}/api/chat/file`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}` },

@@ -16,6 +16,7 @@ import {
   SearchChatsInput,
   SearchChatsResponse,
   SendMessageInput,
+  SetMessageAsLatestInput,
   StopChatSessionInput,
   StopChatSessionResponse,
   UpdateSharingInput,
@@ -125,6 +126,23 @@ export const chatRouter = router({
     .input(RenameChatSessionInput)
     .output(RenameChatSessionResponse)
     .mutation(({ ctx, input }) => chatService.renameSession({ ctx, actor: ctx.actor, input })),
+
+  setMessageAsLatest: basicProcedure
+    .meta({
+      noContent: true,
+      openapi: {
+        method: 'PUT',
+        path: '/chat/set-message-as-latest',
+        tags,
+        summary: 'Switch to the branch of a message',
+        description:
+          'Makes the message the latest child of its parent: later messages sent with the default ' +
+          '`parent_message_id` (-1) continue that branch. 403 for another user’s session; 404 for an unknown message.',
+      },
+    })
+    .input(SetMessageAsLatestInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => chatService.setMessageAsLatest({ ctx, actor: ctx.actor, input })),
 
   search: basicProcedure
     .meta({

@@ -115,6 +115,16 @@ export const StopChatSessionResponse = z.object({ message: z.string() });
 
 export const UpdateSharingInput = z.object({ session_id: ChatSessionId, sharing_status: SharedStatus });
 
+export const SetMessageAsLatestInput = z.object({
+  message_id: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 1)
+    .meta({ description: 'The message that becomes the latest child of its parent (switches branches)' }),
+});
+export type SetMessageAsLatestInput = z.infer<typeof SetMessageAsLatestInput>;
+
 export const RenameChatSessionInput = z.object({
   chat_session_id: ChatSessionId,
   name: z.string().trim().min(1).max(255).nullable().optional(),

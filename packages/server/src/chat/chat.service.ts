@@ -6,6 +6,7 @@ export {
   listSessions,
   renameSession,
   searchSessions,
+  setMessageAsLatest,
   stopSession,
   updateSharing,
 } from './service/sessions.ts';

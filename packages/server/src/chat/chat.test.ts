@@ -230,6 +230,58 @@ describe('the message tree', () => {
     ).toMatchObject({ error_code: 'INVALID_INPUT' });
   });
 
+  it('switches branches with set-message-as-latest: -1 then continues the chosen branch', async () => {
+    const c = t.caller(user.key);
+    type Ids = { user_message_id: number; reserved_assistant_message_id: number };
+    const { chat_session_id } = await c.chat.createSession({ description: 'branches' });
+    const a = (await streamAll(c, { message: 'How many vacation days?', chat_session_id }))[0] as Ids;
+    const b = (await streamAll(c, { message: 'And travel expenses?', chat_session_id }))[0] as Ids;
+    const branch = (
+      await streamAll(c, {
+        message: 'When do vacation days expire?',
+        chat_session_id,
+        parent_message_id: a.reserved_assistant_message_id,
+      })
+    )[0] as Ids;
+    const latestOf = async (id: number) =>
+      (await c.chat.getSession({ session_id: chat_session_id })).messages.find((m) => m.message_id === id)!
+        .latest_child_message;
+    expect(await latestOf(a.reserved_assistant_message_id)).toBe(branch.user_message_id);
+
+    await c.chat.setMessageAsLatest({ message_id: b.user_message_id });
+    expect(await latestOf(a.reserved_assistant_message_id)).toBe(b.user_message_id);
+    const next = (await streamAll(c, { message: 'Thanks', chat_session_id }))[0] as Ids;
+    const session = await c.chat.getSession({ session_id: chat_session_id });
+    expect(session.messages.find((m) => m.message_id === next.user_message_id)!.parent_message).toBe(
+      b.reserved_assistant_message_id,
+    );
+    // The other branch is still there, untouched.
+    expect(session.messages.some((m) => m.message_id === branch.reserved_assistant_message_id)).toBe(true);
+
+    // Setting the root (no parent) changes nothing.
+    const root = session.messages.find((m) => m.message_type === 'system')!;
+    await c.chat.setMessageAsLatest({ message_id: root.message_id });
+    expect(await latestOf(a.reserved_assistant_message_id)).toBe(b.user_message_id);
+
+    expect(
+      await errorOf(t.caller(other.key).chat.setMessageAsLatest({ message_id: branch.user_message_id })),
+    ).toMatchObject({ error_code: 'INSUFFICIENT_PERMISSIONS', status: 403 });
+    expect(await latestOf(a.reserved_assistant_message_id)).toBe(b.user_message_id);
+    expect(await errorOf(c.chat.setMessageAsLatest({ message_id: 2_000_000_000 }))).toMatchObject({
+      error_code: 'MESSAGE_NOT_FOUND',
+      status: 404,
+    });
+    expect(toErrorBody(await errorOf(c.chat.setMessageAsLatest({ message_id: 0 })))).toMatchObject({
+      status: 422,
+      error_code: 'VALIDATION_ERROR',
+    });
+    await c.chat.deleteSession({ session_id: chat_session_id, hard_delete: false });
+    expect(await errorOf(c.chat.setMessageAsLatest({ message_id: branch.user_message_id }))).toMatchObject({
+      error_code: 'SESSION_NOT_FOUND',
+      status: 404,
+    });
+  });
+
   it('keeps generating and saves the answer when the reader goes away', async () => {
     const c = t.caller(user.key);
     const stream = await c.chat.sendMessageStream({

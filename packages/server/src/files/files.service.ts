@@ -24,7 +24,7 @@ export async function uploadFiles({
   files: UploadedFile[];
 }): Promise<UploadFilesResponse> {
   if (!files.length) throw new AppError('INVALID_INPUT', 'No files in the upload (multipart field "files")');
-  const parsed = [];
+  const parsed: Array<{ file: UploadedFile; text: string }> = [];
   for (const file of files) {
     if (file.data.length > MAX_UPLOAD_BYTES)
       throw new AppError(

@@ -16,6 +16,7 @@ import type {
   SearchChatsInput,
   SearchChatsResponse,
   SearchDoc,
+  SetMessageAsLatestInput,
   SharedStatus,
 } from '../chat.schemas.ts';
 import { loadPersona, personaName } from '../persona.ts';
@@ -200,6 +201,26 @@ export async function updateSharing({
   const session = await ownedSession(ctx, actor, input.session_id);
   await chatRepository.updateSession(ctx.db, session.id, { shared_status: input.sharing_status });
   return toSummary({ ...session, shared_status: input.sharing_status });
+}
+
+/**
+ * Switches branches: the message becomes the latest child of its parent, so the mainline (what `-1` appends
+ * to, and the history the model reads) follows it and then its own latest children.
+ */
+export async function setMessageAsLatest({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ChatDeps;
+  actor: Actor;
+  input: SetMessageAsLatestInput;
+}): Promise<void> {
+  const message = await chatRepository.findMessage(ctx.db, input.message_id);
+  if (!message) throw new AppError('MESSAGE_NOT_FOUND', `Chat message ${input.message_id} not found`);
+  await ownedSession(ctx, actor, message.chat_session_id);
+  if (message.parent_message_id === null) return;
+  await chatRepository.setLatestChild(ctx.db, message.parent_message_id, message.id);
 }
 
 export async function renameSession({
