@@ -37,16 +37,39 @@ function rng(seed: number) {
   };
 }
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'sa', 'tor', 'vi', 'nel', 'du', 'bra', 'pe', 'quon', 'zi', 'fal', 'gor', 'hem'];
-/** A vocabulary of 20k word-like terms; drawn with a Zipf distribution, so the first ones are in most texts. */
-const VOCABULARY = Array.from({ length: 20_000 }, (_, i) => {
-  let word = '';
-  for (let n = i + 7; word.length < 6 || n > 0; n = Math.floor(n / SYLLABLES.length)) {
-    word += SYLLABLES[n % SYLLABLES.length];
-    if (word.length > 14) break;
+// English roots with prefixes and suffixes: 20k word-like terms that tokenize like real text (made-up
+// syllables would make the BPE tokenizer an order of magnitude slower than it is on real documents).
+const ROOTS = `account action answer area balance bank base board body book build call capital care case cause
+center chance change charge check claim class clear close code color control cost count court cover credit
+cycle data deal debt design detail develop device direct draft drive effect energy engine entry event
+exchange factor field figure file finance focus force form frame fund game gate grade graph ground group
+growth guard guide handle head health help hold home hope house image impact index input issue item
+judge key labor land language launch layer lead learn level light limit line link list load local lock
+logic loss market master matter measure media member memory message method model money motion move
+name network note number object offer office order output owner page panel paper part party pass path
+pattern payment people period permit person phase place plan plant point policy pool port position post
+power practice press price print process product profit program project proof property public pull
+purpose quality query range rate reach record region report request research resource response result
+review right risk role route rule sale scale schedule school score screen search season section security
+sense series server service session share shift signal site size skill source space speed staff stage
+standard state status step stock storage store stream street structure study style subject supply
+support system table target task team term test text theme thread ticket time title tool topic total
+track trade traffic train transfer trust type unit update user value version view volume wage water
+weight window work world`.split(/\s+/);
+const PREFIXES = ['', 're', 'un', 'pre', 'over', 'sub', 'inter', 'co', 'mis', 'out'];
+const SUFFIXES = ['', 's', 'ing', 'ed', 'er', 'ly', 'ment', 'ness', 'able', 'ful'];
+const VOCABULARY = (() => {
+  const words: string[] = [];
+  for (const suffix of SUFFIXES)
+    for (const prefix of PREFIXES) for (const root of ROOTS) words.push(prefix + root + suffix);
+  // Shuffle deterministically so that frequency does not follow the alphabet.
+  const random = rng(1);
+  for (let i = words.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [words[i], words[j]] = [words[j]!, words[i]!];
   }
-  return word;
-});
+  return words;
+})();
 const ZIPF = (() => {
   const weights = VOCABULARY.map((_, i) => 1 / (i + 1) ** 1.07);
   const total = weights.reduce((a, b) => a + b, 0);
@@ -88,7 +111,12 @@ async function spawnKas(env: Record<string, string>): Promise<{ url: string; sto
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'],
+    [
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      join(root, 'packages/rest-bridge/src/cli.ts'),
+      'serve',
+      '--no-worker',
+    ],
     {
       env: {
         ...process.env,
@@ -136,7 +164,9 @@ async function ingest(url: string, count: number, label: string) {
     await fetch(`${url}/api/svc-api/ingestion`, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ document: { id: `warmup-${i}`, semantic_identifier: 'w', sections: [{ text: 'warm up' }] } }),
+      body: JSON.stringify({
+        document: { id: `warmup-${i}`, semantic_identifier: 'w', sections: [{ text: 'warm up' }] },
+      }),
     });
   }
   let next = 0;
@@ -221,7 +251,9 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         await sql`
           INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
           SELECT id, 0, title, content, left(content, 200), NULL, 200
-          FROM unnest(${ids}::text[], ${titles}::text[], ${contents}::text[]) AS t(id, title, content)`.execute(trx);
+          FROM unnest(${ids}::text[], ${titles}::text[], ${contents}::text[]) AS t(id, title, content)`.execute(
+          trx,
+        );
       });
     }
     await sql`ANALYZE`.execute(db);
@@ -233,7 +265,8 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     const kinds = ['rare', 'mid', 'common'] as const;
     const queries = Array.from({ length: SEARCH_QUERIES }, (_, i) => {
       const kind = kinds[i % 3]!;
-      const term = () => (kind === 'rare' ? pick(5000, 20000) : kind === 'mid' ? pick(200, 2000) : pick(0, 20));
+      const term = () =>
+        kind === 'rare' ? pick(5000, VOCABULARY.length) : kind === 'mid' ? pick(200, 2000) : pick(0, 20);
       return { kind, query: i % 5 === 4 ? `${term()} ${term()}` : term() };
     });
     const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
@@ -292,7 +325,14 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     const ours = await measure(httpSearch);
     const bare = await measure(bareSql);
     const naive = await measure(naiveSql, queries.slice(0, 150));
-    return { database, chunks: SEARCH_CHUNKS, load_seconds: Math.round(loadSeconds), ours_http: ours, bare_sql: bare, naive_full_rank_sql_150q: naive };
+    return {
+      database,
+      chunks: SEARCH_CHUNKS,
+      load_seconds: Math.round(loadSeconds),
+      ours_http: ours,
+      bare_sql: bare,
+      naive_full_rank_sql_150q: naive,
+    };
   } finally {
     await running.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -309,7 +349,8 @@ export async function benchDocuments() {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const only = process.argv[2];
   if (only === 'search') {
-    for (const kind of ['embedded', 'postgres'] as const) console.log(JSON.stringify(await benchSearch(kind), null, 2));
+    for (const kind of ['embedded', 'postgres'] as const)
+      console.log(JSON.stringify(await benchSearch(kind), null, 2));
   } else if (only === 'ingest') {
     console.log(JSON.stringify(await benchIngestion(), null, 2));
   } else {
