@@ -10,6 +10,7 @@ describe('configuration', () => {
       KAS_DATA_DIR: './.kas-data',
       KAS_LLM_PROVIDER: 'builtin',
       KAS_HARD_DELETE_CHATS: false,
+      KAS_CHAT_HEARTBEAT_MS: 15_000,
       KAS_RATE_LIMIT_PER_MINUTE: 600,
       KAS_LOG_LEVEL: 'info',
     });

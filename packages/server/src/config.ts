@@ -39,12 +39,19 @@ const ConfigSchema = z.object({
   KAS_LLM_API_KEY: optionalString,
   KAS_LLM_MODEL: optionalString,
   KAS_LLM_CONTEXT_TOKENS: optionalString.pipe(
-    z.string().regex(/^\d+$/, 'must be a number of tokens').transform(Number).pipe(z.number().min(512)).optional(),
+    z
+      .string()
+      .regex(/^\d+$/, 'must be a number of tokens')
+      .transform(Number)
+      .pipe(z.number().min(512))
+      .optional(),
   ),
   KAS_EMBEDDING_BASE_URL: optionalUrl,
   KAS_EMBEDDING_MODEL: optionalString,
   KAS_EMBEDDING_API_KEY: optionalString,
   KAS_HARD_DELETE_CHATS: booleanString.default(false),
+  /** Internal: the quiet time after which a chat stream sends a `chat_heartbeat` line (tests shorten it). */
+  KAS_CHAT_HEARTBEAT_MS: z.coerce.number().int().min(10).max(3_600_000).default(15_000),
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

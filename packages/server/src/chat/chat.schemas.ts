@@ -259,6 +259,8 @@ export const PacketObj = z.discriminatedUnion('type', [
     data: z.unknown(),
   }),
   z.object({ type: z.literal('stop'), stop_reason: z.enum(['user_cancelled']).nullable() }),
+  /** Keep-alive: sent when nothing else was for a while (15 s). */
+  z.object({ type: z.literal('chat_heartbeat') }),
 ]);
 export type PacketObj = z.infer<typeof PacketObj>;
 

@@ -232,7 +232,40 @@ export async function* streamMessage({
 }): AsyncGenerator<ChatStreamLine> {
   const run = await startChatTurn({ ctx, actor, input });
   await run.started;
-  yield* run.lines;
+  yield* withHeartbeat(run.lines, ctx.config.KAS_CHAT_HEARTBEAT_MS);
+}
+
+const HEARTBEAT: ChatStreamLine = {
+  placement: { turn_index: 0, tab_index: 0, sub_turn_index: null },
+  obj: { type: 'chat_heartbeat' },
+};
+
+/** The lines, plus a `chat_heartbeat` line whenever none came for `quietMs` (keeps proxies from timing out). */
+async function* withHeartbeat(
+  lines: AsyncIterable<ChatStreamLine>,
+  quietMs: number,
+): AsyncGenerator<ChatStreamLine> {
+  const iterator = lines[Symbol.asyncIterator]();
+  let pending = iterator.next();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    while (true) {
+      const quiet = new Promise<'quiet'>((resolve) => {
+        timer = setTimeout(() => resolve('quiet'), quietMs);
+      });
+      const next = await Promise.race([pending, quiet]);
+      clearTimeout(timer);
+      if (next === 'quiet') {
+        yield HEARTBEAT;
+        continue;
+      }
+      if (next.done) return;
+      yield next.value;
+      pending = iterator.next();
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `stream: false`: the same turn, aggregated into one `ChatFullResponse`. */
