@@ -69,16 +69,20 @@ export async function benchPlatform(): Promise<LoadResult[]> {
 
     const port = await freePort();
     const key = `svck-${'k'.repeat(43)}`;
-    const kas = spawn(process.execPath, [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'], {
-      env: {
-        ...process.env,
-        PORT: String(port),
-        KAS_DATA_DIR: dataDir,
-        KAS_BOOTSTRAP_ADMIN_KEY: key,
-        KAS_RATE_LIMIT_PER_MINUTE: '0',
-        KAS_LOG_LEVEL: 'info',
+    const kas = spawn(
+      process.execPath,
+      [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'],
+      {
+        env: {
+          ...process.env,
+          PORT: String(port),
+          KAS_DATA_DIR: dataDir,
+          KAS_BOOTSTRAP_ADMIN_KEY: key,
+          KAS_RATE_LIMIT_PER_MINUTE: '0',
+          KAS_LOG_LEVEL: 'info',
+        },
       },
-    });
+    );
     children.push(kas);
     await waitForLine(kas, /kas is listening/);
 
@@ -101,6 +105,10 @@ if (import.meta.main) {
   const results = await benchPlatform();
   console.table(results);
   const [bare, health, keys] = results as [LoadResult, LoadResult, LoadResult];
-  console.log(`authenticated list / bare express: ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% (target ≥ 50%)`);
-  console.log(`authentication p50 overhead vs /api/health: ${(keys.p50_ms - health.p50_ms).toFixed(2)} ms (target < 1 ms)`);
+  console.log(
+    `authenticated list / bare express: ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% (target ≥ 50%)`,
+  );
+  console.log(
+    `authentication p50 overhead vs /api/health: ${(keys.p50_ms - health.p50_ms).toFixed(2)} ms (target < 1 ms)`,
+  );
 }

@@ -1,9 +1,9 @@
 import { type AppDeps, appRouter, createInnerContext } from '@kas/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { registerChatRoutes } from './chat-routes.ts';
 import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
-import { registerChatRoutes } from './chat-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 

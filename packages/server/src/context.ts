@@ -1,8 +1,8 @@
 import type { AuthCache } from './auth/auth-cache.ts';
 import type { Actor } from './auth/roles.ts';
 import type { Config } from './config.ts';
-import type { Db } from './db/database.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
+import type { Db } from './db/database.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -15,14 +15,14 @@ export interface AppDeps {
   dbKind: 'pglite' | 'postgres';
   logger: Logger;
   rateLimiter: RateLimiter;
-  /** The chat model: a configured provider or the built-in answerer. */
-  llm: LlmProvider;
   /** Embedded mode only (one process owns the database); null with a shared Postgres. */
   authCache: AuthCache | null;
   /** Encrypts credentials and tokens at rest. */
   secrets: SecretBox;
   /** The document search index (Postgres full-text, Meilisearch, or hybrid with vectors). */
   search: SearchIndex;
+  /** The chat model: a configured provider or the built-in answerer. */
+  llm: LlmProvider;
 }
 
 /** Per-request context: the dependencies plus what the transport knows about the request. */

@@ -1,8 +1,7 @@
 export * as apiKeysService from './api-keys/api-keys.service.ts';
-export * as chatService from './chat/chat.service.ts';
-export type { ChatStreamLine, SendMessageInput } from './chat/chat.schemas.ts';
-export * as filesService from './files/files.service.ts';
 export type { Actor, Role } from './auth/roles.ts';
+export type { ChatStreamLine, SendMessageInput } from './chat/chat.schemas.ts';
+export * as chatService from './chat/chat.service.ts';
 export * from './config.ts';
 export * from './context.ts';
 export {
@@ -16,17 +15,18 @@ export {
 export { DataDirLockedError } from './db/lockfile.ts';
 export * as documentsService from './documents/documents.service.ts';
 export * from './errors.ts';
+export * as filesService from './files/files.service.ts';
 export * from './logger.ts';
 export * as personasRepository from './personas/personas.repository.ts';
 export { DEFAULT_PERSONA_ID, type PersonaForChat } from './personas/personas.schemas.ts';
 export * as personasService from './personas/personas.service.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export * from './runtime.ts';
-export type { SearchIndex } from './search/search-index.ts';
 export * as searchService from './search/search.service.ts';
+export type { SearchIndex } from './search/search-index.ts';
 export * as toolsService from './tools/tools.service.ts';
 export { type KasMeta, toErrorBody } from './trpc.ts';
-export { startWorker, type Worker, type WorkerTask } from './worker/worker.ts';
-export { WORKER_TASKS } from './worker/tasks.ts';
 export * as userGroupsRepository from './user-groups/user-groups.repository.ts';
 export * as userGroupsService from './user-groups/user-groups.service.ts';
+export { WORKER_TASKS } from './worker/tasks.ts';
+export { startWorker, type Worker, type WorkerTask } from './worker/worker.ts';

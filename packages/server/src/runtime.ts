@@ -1,8 +1,8 @@
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
-import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
+import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -38,7 +38,9 @@ export async function createRuntime(
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
       authCache: database.kind === 'pglite' ? new AuthCache() : null,
-      secrets: createSecretBox(loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) })),
+      secrets: createSecretBox(
+        loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) }),
+      ),
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
     };

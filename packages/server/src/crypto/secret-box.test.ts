@@ -36,6 +36,8 @@ describe('secret box', () => {
 
   it('uses KAS_ENCRYPTION_KEY when set', () => {
     const value = Buffer.alloc(32, 9).toString('base64');
-    expect(loadEncryptionKey(configFrom({ KAS_ENCRYPTION_KEY: value })).equals(Buffer.alloc(32, 9))).toBe(true);
+    expect(loadEncryptionKey(configFrom({ KAS_ENCRYPTION_KEY: value })).equals(Buffer.alloc(32, 9))).toBe(
+      true,
+    );
   });
 });

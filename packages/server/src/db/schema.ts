@@ -1,9 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { ChatMessagesTable, ChatSessionsTable } from '../chat/chat.table.ts';
-import type { UserFilesTable } from '../files/files.table.ts';
-import type { UserProjectsTable } from '../projects/projects.table.ts';
-import type { TokenBudgetsTable } from '../token-budgets/token-budgets.table.ts';
 import type { DocumentsTables } from '../documents/documents.table.ts';
+import type { UserFilesTable } from '../files/files.table.ts';
 import type {
   PersonaDocumentSetsTable,
   PersonaDocumentsTable,
@@ -16,6 +14,8 @@ import type {
   PersonaUserFilesTable,
   PersonaUsersTable,
 } from '../personas/personas.table.ts';
+import type { UserProjectsTable } from '../projects/projects.table.ts';
+import type { TokenBudgetsTable } from '../token-budgets/token-budgets.table.ts';
 import type { ToolsTable } from '../tools/tools.table.ts';
 
 /** Columns the database fills in on insert. */
