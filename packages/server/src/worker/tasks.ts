@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import * as maintenanceRepository from './maintenance.repository.ts';
 import type { WorkerTask } from './worker.ts';
 
 /** Expired per-key rate-limit windows (Postgres store) are deleted so the table stays small. */
@@ -6,7 +6,7 @@ export const purgeExpiredRateLimits: WorkerTask = {
   name: 'purge-expired-rate-limits',
   intervalMs: 5 * 60_000,
   async run(deps) {
-    await sql`DELETE FROM rate_limits WHERE expire IS NOT NULL AND expire < ${Date.now()}`.execute(deps.db);
+    await maintenanceRepository.deleteExpiredRateLimits(deps.db, Date.now());
   },
 };
 
