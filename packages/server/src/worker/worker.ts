@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { AppDeps } from '../context.ts';
+import * as maintenanceRepository from './maintenance.repository.ts';
 
 /** A periodic background task. Tasks must be idempotent: a crash mid-run is retried next interval. */
 export interface WorkerTask {
