@@ -35,10 +35,9 @@ export function startWorker(deps: AppDeps, tasks: WorkerTask[]): Worker {
     try {
       if (deps.dbKind === 'postgres') {
         await deps.db.transaction().execute(async (trx) => {
-          const { rows } = await sql<{
-            locked: boolean;
-          }>`SELECT pg_try_advisory_xact_lock(${lockKey(task.name)}) AS locked`.execute(trx);
-          if (rows[0]?.locked) await task.run(deps, controller.signal);
+          if (await maintenanceRepository.tryAdvisoryTransactionLock(trx, lockKey(task.name))) {
+            await task.run(deps, controller.signal);
+          }
         });
       } else {
         await task.run(deps, controller.signal);
