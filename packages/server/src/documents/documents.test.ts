@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as apiKeysService from '../api-keys/api-keys.service.ts';
+import * as searchService from '../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { toErrorBody } from '../trpc.ts';
 import { BLURB_TOKENS, CHUNK_TOKENS, chunkDocument } from './chunking.ts';
 import * as documentsService from './documents.service.ts';
 
@@ -111,13 +114,8 @@ describe('ingestion', () => {
         ],
       }),
     });
-    const actor = await import('../api-keys/api-keys.service.ts').then((m) =>
-      m.authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` }),
-    );
-    const chunks = await documentsService
-      .listIngestedDocuments({ ctx: t.deps })
-      .then(() => import('../search/search.service.ts'))
-      .then((s) => s.searchChunks({ ctx: t.deps, actor, query: 'ingress controller' }));
+    const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` });
+    const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'ingress controller' });
     expect(chunks[0]).toMatchObject({
       document_id: 'kube',
       chunk_id: 0,
@@ -126,6 +124,82 @@ describe('ingestion', () => {
       source_type: 'file',
     });
     expect(chunks[0]!.match_highlights[0]).toContain('<hi>ingress</hi>');
+  });
+
+  it('keeps one document owned by two CC pairs, visible if either pair is public', async () => {
+    const owner = await t.createKey('basic');
+    const outsider = await t.createKey('basic');
+    const privatePair = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'owner drive', access_type: 'private', creator_id: owner.user_id },
+    });
+    const publicPair = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'public mirror', access_type: 'public' },
+    });
+    const shared = doc({ id: 'shared', semantic_identifier: 'Quarterly zeppelin report' });
+    await t.caller(t.adminKey).documents.ingest({ document: shared, cc_pair_id: privatePair.cc_pair_id });
+    const search = (key: { user_id: string; api_key_id: number }) =>
+      searchService.searchChunks({
+        ctx: t.deps,
+        actor: { ...key, role: 'basic' },
+        query: 'zeppelin',
+      });
+    expect((await search(owner)).map((c) => c.document_id)).toEqual(['shared']);
+    expect(await search(outsider)).toEqual([]);
+
+    const again = await t
+      .caller(t.adminKey)
+      .documents.ingest({ document: shared, cc_pair_id: publicPair.cc_pair_id });
+    expect(again.already_existed).toBe(true);
+    expect((await search(outsider)).map((c) => c.document_id)).toEqual(['shared']);
+    const owners = await t.deps.db
+      .selectFrom('document_by_cc_pair')
+      .select('cc_pair_id')
+      .where('document_id', '=', 'shared')
+      .orderBy('cc_pair_id')
+      .execute();
+    expect(owners.map((o) => o.cc_pair_id)).toEqual([privatePair.cc_pair_id, publicPair.cc_pair_id]);
+    const listed = await t
+      .caller(t.adminKey)
+      .documents.listCcPairDocuments({ cc_pair_id: publicPair.cc_pair_id });
+    expect(listed.map((d) => d.document_id)).toEqual(['shared']);
+  });
+
+  it('requires a key (401) and the curator or admin role (403)', async () => {
+    const basic = await t.createKey('basic');
+    const curator = await t.createKey('curator');
+    expect(await errorOf(t.caller().documents.listIngested({}))).toMatchObject({ status: 401 });
+    for (const call of [
+      () => t.caller(basic.key).documents.ingest({ document: doc() }),
+      () => t.caller(basic.key).documents.listIngested({}),
+      () => t.caller(basic.key).documents.deleteIngested({ document_id: 'doc-1' }),
+      () => t.caller(basic.key).documents.listCcPairDocuments({ cc_pair_id: 1 }),
+      () => t.caller(basic.key).search.adminSearch({ query: 'x', filters: {} }),
+    ]) {
+      expect(await errorOf(call())).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+    }
+    await expect(
+      t.caller(curator.key).documents.ingest({ document: doc({ id: 'by-curator' }) }),
+    ).resolves.toEqual({
+      document_id: 'by-curator',
+      already_existed: false,
+    });
+  });
+
+  it('rejects an invalid document (422)', async () => {
+    const admin = t.caller(t.adminKey);
+    for (const document of [
+      { semantic_identifier: 'x', sections: [] },
+      { sections: [{ text: 'x' }] },
+      { semantic_identifier: 'x', sections: [{ text: 'x' }], metadata: { k: { nested: true } } },
+      { semantic_identifier: 'x', sections: [{ text: 'x' }], doc_updated_at: 'not a date' },
+    ]) {
+      expect(toErrorBody(await errorOf(admin.documents.ingest({ document } as never)))).toMatchObject({
+        status: 422,
+        error_code: 'VALIDATION_ERROR',
+      });
+    }
   });
 
   it('deletes ingested documents (204) and answers 404 / 400 as the spec says', async () => {
@@ -138,6 +212,17 @@ describe('ingestion', () => {
     });
     expect(await errorOf(admin.documents.ingest({ document: doc(), cc_pair_id: 999_999 }))).toMatchObject({
       status: 400,
+      error_code: 'INVALID_INPUT',
+    });
+    await admin.documents.ingest({ document: doc({ id: 'synced' }) });
+    await t.deps.db
+      .updateTable('documents')
+      .set({ from_ingestion_api: false })
+      .where('id', '=', 'synced')
+      .execute();
+    expect(await errorOf(admin.documents.deleteIngested({ document_id: 'synced' }))).toMatchObject({
+      status: 400,
+      detail: 'Document was not created via the ingestion API',
     });
   });
 });
