@@ -1,7 +1,8 @@
 /**
  * Platform benchmark: requests/s and latency of an authenticated `GET /api/admin/api-key` on kas
- * (embedded database) against a bare express "hello" server, each in its own process, loaded by
- * autocannon from this process. Also the cost of authentication alone (`/api/health` needs no key).
+ * against a bare express "hello" server, each in its own process, loaded by autocannon from this one.
+ * Authentication's own cost is `GET /api/me` (authenticated, no other work) minus `GET /api/health`
+ * (no key). kas runs on the embedded database and again on a real Postgres.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,10 +10,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { startPostgres } from '../harness/postgres.ts';
 
 const root = join(import.meta.dirname, '../..');
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = 16;
+const KEY = `svck-${'k'.repeat(43)}`;
 
 export interface LoadResult {
   name: string;
@@ -33,7 +36,6 @@ async function freePort(): Promise<number> {
 }
 
 async function load(name: string, url: string, headers: Record<string, string> = {}): Promise<LoadResult> {
-  // Warm up, then measure.
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
   const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: DURATION });
   return {
@@ -59,56 +61,80 @@ function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
   });
 }
 
-export async function benchPlatform(): Promise<LoadResult[]> {
-  const children: ChildProcess[] = [];
-  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-'));
-  try {
-    const bare = spawn(process.execPath, [join(import.meta.dirname, 'bare-express.ts')]);
-    children.push(bare);
-    const barePort = JSON.parse(await waitForLine(bare, /\{"port":\d+\}/)).port;
-
-    const port = await freePort();
-    const key = `svck-${'k'.repeat(43)}`;
-    const kas = spawn(
-      process.execPath,
-      [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'],
-      {
-        env: {
-          ...process.env,
-          PORT: String(port),
-          KAS_DATA_DIR: dataDir,
-          KAS_BOOTSTRAP_ADMIN_KEY: key,
-          KAS_RATE_LIMIT_PER_MINUTE: '0',
-          KAS_LOG_LEVEL: 'info',
-        },
+async function startKas(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        KAS_BOOTSTRAP_ADMIN_KEY: KEY,
+        KAS_RATE_LIMIT_PER_MINUTE: '0',
+        KAS_LOG_LEVEL: 'info',
+        ...env,
       },
-    );
-    children.push(kas);
-    await waitForLine(kas, /kas is listening/);
+    },
+  );
+  await waitForLine(child, /kas is listening/);
+  return { child, url: `http://127.0.0.1:${port}` };
+}
 
-    const results = [
-      await load('bare express GET /hello', `http://127.0.0.1:${barePort}/hello`),
-      await load('kas GET /api/health (no auth)', `http://127.0.0.1:${port}/api/health`),
-      await load('kas GET /api/admin/api-key (authenticated)', `http://127.0.0.1:${port}/api/admin/api-key`, {
-        authorization: `Bearer ${key}`,
-      }),
-    ];
-    return results;
+async function stop(child: ChildProcess) {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+export async function benchPlatform(): Promise<LoadResult[]> {
+  const auth = { authorization: `Bearer ${KEY}` };
+  const results: LoadResult[] = [];
+  const bare = spawn(process.execPath, [join(import.meta.dirname, 'bare-express.ts')]);
+  const barePort = JSON.parse(await waitForLine(bare, /\{"port":\d+\}/)).port;
+  results.push(await load('bare express GET /hello', `http://127.0.0.1:${barePort}/hello`));
+  await stop(bare);
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-'));
+  const embedded = await startKas({ KAS_DATA_DIR: dataDir });
+  results.push(await load('embedded: GET /api/health (no key)', `${embedded.url}/api/health`));
+  results.push(await load('embedded: GET /api/me (auth only)', `${embedded.url}/api/me`, auth));
+  results.push(await load('embedded: GET /api/admin/api-key', `${embedded.url}/api/admin/api-key`, auth));
+  await stop(embedded.child);
+  rmSync(dataDir, { recursive: true, force: true });
+
+  const postgres = await startPostgres();
+  try {
+    const server = await startKas({
+      DATABASE_URL: postgres.url,
+      KAS_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+    });
+    results.push(await load('postgres: GET /api/health (no key)', `${server.url}/api/health`));
+    results.push(await load('postgres: GET /api/me (auth only)', `${server.url}/api/me`, auth));
+    results.push(await load('postgres: GET /api/admin/api-key', `${server.url}/api/admin/api-key`, auth));
+    await stop(server.child);
   } finally {
-    for (const child of children) child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    rmSync(dataDir, { recursive: true, force: true });
+    await postgres.stop();
   }
+  return results;
+}
+
+export function summarisePlatform(results: LoadResult[]): string[] {
+  const find = (name: string) => results.find((r) => r.name === name)!;
+  const bare = find('bare express GET /hello');
+  return ['embedded', 'postgres'].flatMap((mode) => {
+    const health = find(`${mode}: GET /api/health (no key)`);
+    const me = find(`${mode}: GET /api/me (auth only)`);
+    const keys = find(`${mode}: GET /api/admin/api-key`);
+    return [
+      `${mode}: authenticated GET /api/admin/api-key = ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% of bare express req/s (target ≥ 50%)`,
+      `${mode}: authentication adds ${(me.p50_ms - health.p50_ms).toFixed(2)} ms p50 (GET /api/me vs /api/health; target < 1 ms)`,
+    ];
+  });
 }
 
 if (import.meta.main) {
   const results = await benchPlatform();
   console.table(results);
-  const [bare, health, keys] = results as [LoadResult, LoadResult, LoadResult];
-  console.log(
-    `authenticated list / bare express: ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% (target ≥ 50%)`,
-  );
-  console.log(
-    `authentication p50 overhead vs /api/health: ${(keys.p50_ms - health.p50_ms).toFixed(2)} ms (target < 1 ms)`,
-  );
+  for (const line of summarisePlatform(results)) console.log(line);
 }

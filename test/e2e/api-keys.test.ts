@@ -123,6 +123,14 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
     }
   });
 
+  it('GET /api/me describes the caller', async () => {
+    const basic = await s.createKey('basic');
+    const res = await s.request('GET', '/api/me', { key: basic.key });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ user_id: basic.user_id, role: 'basic', api_key_id: basic.api_key_id });
+    expect((await s.request('GET', '/api/me')).status).toBe(401);
+  });
+
   it('reports which field is wrong', async () => {
     const res = await s.request('POST', '/api/admin/api-key', { key: s.adminKey, body: { role: 'owner' } });
     expect((await res.json()).detail).toMatch(/^role: /);

@@ -1,11 +1,31 @@
 import { z } from 'zod';
-import { adminProcedure, router } from '../trpc.ts';
-import { ApiKeyDescriptor, ApiKeyIdInput, CreateApiKeyInput, UpdateApiKeyInput } from './api-keys.schemas.ts';
+import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import {
+  ApiKeyDescriptor,
+  ApiKeyIdInput,
+  CreateApiKeyInput,
+  Me,
+  UpdateApiKeyInput,
+} from './api-keys.schemas.ts';
 import * as apiKeysService from './api-keys.service.ts';
 
 const tags = ['API keys'];
 
 export const apiKeysRouter = router({
+  me: basicProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/me',
+        tags,
+        summary: 'Who am I',
+        description: 'The user, role and key id behind the API key of the request. Any role.',
+      },
+    })
+    .input(z.object({}))
+    .output(Me)
+    .query(({ ctx }) => apiKeysService.describeCaller({ actor: ctx.actor })),
+
   list: adminProcedure
     .meta({ openapi: { method: 'GET', path: '/admin/api-key', tags, summary: 'List API keys' } })
     .input(z.object({}))

@@ -34,3 +34,12 @@ export const UpdateApiKeyInput = z.object({
 export type UpdateApiKeyInput = z.infer<typeof UpdateApiKeyInput>;
 
 export const ApiKeyIdInput = z.object({ api_key_id: ApiKeyId });
+
+export const Me = z
+  .object({
+    user_id: z.uuid(),
+    role: Role,
+    api_key_id: z.number().int(),
+  })
+  .meta({ id: 'Me', description: 'The caller: the service-account user behind the API key' });
+export type Me = z.infer<typeof Me>;

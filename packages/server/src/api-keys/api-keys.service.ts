@@ -5,7 +5,7 @@ import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as usersRepository from '../users/users.repository.ts';
 import * as apiKeysRepository from './api-keys.repository.ts';
-import type { ApiKeyDescriptor, CreateApiKeyInput, UpdateApiKeyInput } from './api-keys.schemas.ts';
+import type { ApiKeyDescriptor, CreateApiKeyInput, Me, UpdateApiKeyInput } from './api-keys.schemas.ts';
 import { displayApiKey, generateApiKey, hashApiKey, parseAuthorizationHeader } from './api-keys.secret.ts';
 
 interface Deps {
@@ -19,6 +19,11 @@ function serviceAccountEmail(): string {
 
 function notFound(id: number): AppError {
   return new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
+}
+
+/** The caller as the API sees it; no database work beyond authentication. */
+export function describeCaller({ actor }: { actor: Actor }): Me {
+  return { user_id: actor.user_id, role: actor.role, api_key_id: actor.api_key_id };
 }
 
 export async function listApiKeys({ ctx }: { ctx: Deps }): Promise<ApiKeyDescriptor[]> {

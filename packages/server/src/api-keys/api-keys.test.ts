@@ -123,6 +123,16 @@ describe('API keys', () => {
     }
   });
 
+  it('tells any caller who it is, and nobody without a key', async () => {
+    const basic = await t.createKey('basic');
+    expect(await t.caller(basic.key).apiKeys.me({})).toEqual({
+      user_id: basic.user_id,
+      role: 'basic',
+      api_key_id: basic.api_key_id,
+    });
+    expect(await errorOf(t.caller().apiKeys.me({}))).toMatchObject({ status: 401 });
+  });
+
   it('rejects invalid input', async () => {
     const admin = t.caller(t.adminKey);
     const error = await errorOf(admin.apiKeys.create({ role: 'owner' as never }));
