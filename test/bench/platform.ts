@@ -47,6 +47,30 @@ async function load(name: string, url: string, headers: Record<string, string> =
   };
 }
 
+/** Sequential requests (one at a time), timed in microseconds: the latency of the path itself, unloaded. */
+async function sequentialP50(
+  url: string,
+  headers: Record<string, string> = {},
+  count = 2000,
+): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < count + 200; i++) {
+    const started = process.hrtime.bigint();
+    const res = await fetch(url, { headers });
+    await res.arrayBuffer();
+    if (i >= 200) samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)]!;
+}
+
+export interface AuthLatency {
+  mode: string;
+  health_p50_ms: number;
+  me_p50_ms: number;
+  auth_ms: number;
+}
+
 function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
     let output = '';
@@ -87,9 +111,20 @@ async function stop(child: ChildProcess) {
   await exited;
 }
 
-export async function benchPlatform(): Promise<LoadResult[]> {
+export async function benchPlatform(): Promise<{ load: LoadResult[]; auth: AuthLatency[] }> {
   const auth = { authorization: `Bearer ${KEY}` };
   const results: LoadResult[] = [];
+  const latencies: AuthLatency[] = [];
+  const measureAuth = async (mode: string, url: string) => {
+    const health = await sequentialP50(`${url}/api/health`);
+    const me = await sequentialP50(`${url}/api/me`, auth);
+    latencies.push({
+      mode,
+      health_p50_ms: +health.toFixed(3),
+      me_p50_ms: +me.toFixed(3),
+      auth_ms: +(me - health).toFixed(3),
+    });
+  };
   const bare = spawn(process.execPath, [join(import.meta.dirname, 'bare-express.ts')]);
   const barePort = JSON.parse(await waitForLine(bare, /\{"port":\d+\}/)).port;
   results.push(await load('bare express GET /hello', `http://127.0.0.1:${barePort}/hello`));
@@ -100,6 +135,7 @@ export async function benchPlatform(): Promise<LoadResult[]> {
   results.push(await load('embedded: GET /api/health (no key)', `${embedded.url}/api/health`));
   results.push(await load('embedded: GET /api/me (auth only)', `${embedded.url}/api/me`, auth));
   results.push(await load('embedded: GET /api/admin/api-key', `${embedded.url}/api/admin/api-key`, auth));
+  await measureAuth('embedded', embedded.url);
   await stop(embedded.child);
   rmSync(dataDir, { recursive: true, force: true });
 
@@ -112,14 +148,21 @@ export async function benchPlatform(): Promise<LoadResult[]> {
     results.push(await load('postgres: GET /api/health (no key)', `${server.url}/api/health`));
     results.push(await load('postgres: GET /api/me (auth only)', `${server.url}/api/me`, auth));
     results.push(await load('postgres: GET /api/admin/api-key', `${server.url}/api/admin/api-key`, auth));
+    await measureAuth('postgres', server.url);
     await stop(server.child);
   } finally {
     await postgres.stop();
   }
-  return results;
+  return { load: results, auth: latencies };
 }
 
-export function summarisePlatform(results: LoadResult[]): string[] {
+export function summarisePlatform({
+  load: results,
+  auth,
+}: {
+  load: LoadResult[];
+  auth: AuthLatency[];
+}): string[] {
   const find = (name: string) => results.find((r) => r.name === name)!;
   const bare = find('bare express GET /hello');
   return ['embedded', 'postgres'].flatMap((mode) => {
@@ -128,13 +171,15 @@ export function summarisePlatform(results: LoadResult[]): string[] {
     const keys = find(`${mode}: GET /api/admin/api-key`);
     return [
       `${mode}: authenticated GET /api/admin/api-key = ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% of bare express req/s (target ≥ 50%)`,
-      `${mode}: authentication adds ${(me.p50_ms - health.p50_ms).toFixed(2)} ms p50 (GET /api/me vs /api/health; target < 1 ms)`,
+      `${mode}: under load (16 connections) GET /api/me p50 ${me.p50_ms} ms vs /api/health ${health.p50_ms} ms`,
+      `${mode}: authentication adds ${auth.find((a) => a.mode === mode)?.auth_ms} ms p50 unloaded (sequential GET /api/me vs /api/health; target < 1 ms)`,
     ];
   });
 }
 
 if (import.meta.main) {
   const results = await benchPlatform();
-  console.table(results);
+  console.table(results.load);
+  console.table(results.auth);
   for (const line of summarisePlatform(results)) console.log(line);
 }

@@ -5,5 +5,6 @@ import { benchPlatform, summarisePlatform } from './platform.ts';
 
 console.log('# Platform: authenticated requests vs bare express');
 const platform = await benchPlatform();
-console.table(platform);
+console.table(platform.load);
+console.table(platform.auth);
 for (const line of summarisePlatform(platform)) console.log(line);
