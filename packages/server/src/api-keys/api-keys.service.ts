@@ -27,7 +27,10 @@ export function describeCaller({ actor }: { actor: Actor }): Me {
 }
 
 export async function listApiKeys({ ctx }: { ctx: Deps }): Promise<ApiKeyDescriptor[]> {
-  return apiKeysRepository.listKeys(ctx.db);
+  if (ctx.authCache?.keyList) return [...ctx.authCache.keyList];
+  const keys = await apiKeysRepository.listKeys(ctx.db);
+  if (ctx.authCache) ctx.authCache.keyList = keys;
+  return [...keys];
 }
 
 export async function getApiKey({ ctx, id }: { ctx: Deps; id: number }): Promise<ApiKeyDescriptor> {
@@ -58,6 +61,7 @@ export async function createApiKey({
     });
     return row.id;
   });
+  ctx.authCache?.clear();
   return { ...(await getApiKey({ ctx, id })), api_key: key };
 }
 

@@ -123,6 +123,27 @@ describe('API keys', () => {
     }
   });
 
+  it('the key list reflects every change at once, including role changes made by group curation', async () => {
+    const admin = t.caller(t.adminKey);
+    const roleOf = async (id: number) => (await admin.apiKeys.list({})).find((k) => k.api_key_id === id);
+    await admin.apiKeys.list({});
+    const created = await admin.apiKeys.create({ name: 'fresh', role: 'basic' });
+    expect(await roleOf(created.api_key_id)).toMatchObject({ api_key_name: 'fresh', api_key_role: 'basic' });
+    await admin.apiKeys.update({ api_key_id: created.api_key_id, name: 'renamed' });
+    expect(await roleOf(created.api_key_id)).toMatchObject({ api_key_name: 'renamed' });
+    const regenerated = await admin.apiKeys.regenerate({ api_key_id: created.api_key_id });
+    expect((await roleOf(created.api_key_id))?.api_key_display).toBe(regenerated.api_key_display);
+    const group = await admin.userGroups.create({ name: 'list-cache group', user_ids: [created.user_id] });
+    await admin.userGroups.setCurator({
+      user_group_id: group.id,
+      user_id: created.user_id,
+      is_curator: true,
+    });
+    expect(await roleOf(created.api_key_id)).toMatchObject({ api_key_role: 'curator' });
+    await admin.apiKeys.delete({ api_key_id: created.api_key_id });
+    expect(await roleOf(created.api_key_id)).toBeUndefined();
+  });
+
   it('tells any caller who it is, and nobody without a key', async () => {
     const basic = await t.createKey('basic');
     expect(await t.caller(basic.key).apiKeys.me({})).toEqual({

@@ -1,13 +1,16 @@
+import type { ApiKeyDescriptor } from '../api-keys/api-keys.schemas.ts';
 import type { Actor } from './roles.ts';
 
 /**
- * API key hash → actor, for the embedded database only. The data directory lock guarantees one
+ * API key hash → actor, and the key list, for the embedded database only. The data directory lock guarantees one
  * process, and every change to keys or roles goes through this process and clears the cache, so a
  * cached answer is never stale. With a shared Postgres (several processes) there is no cache: every
  * request reads the database, so revocation holds at once across processes.
  */
 export class AuthCache {
   readonly #entries = new Map<string, Actor>();
+  /** The admin key list (without secrets), filled on first read. */
+  keyList: readonly ApiKeyDescriptor[] | undefined;
   static readonly MAX_ENTRIES = 10_000;
 
   get(hash: string): Actor | undefined {
@@ -19,7 +22,9 @@ export class AuthCache {
     this.#entries.set(hash, actor);
   }
 
+  /** Every write to keys, users or roles calls this. */
   clear(): void {
     this.#entries.clear();
+    this.keyList = undefined;
   }
 }
