@@ -6,10 +6,10 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { freePort } from '../harness/net.ts';
 import { startPostgres } from '../harness/postgres.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -23,16 +23,6 @@ export interface LoadResult {
   p50_ms: number;
   p99_ms: number;
   non_2xx: number;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function load(name: string, url: string, headers: Record<string, string> = {}): Promise<LoadResult> {

@@ -1,22 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
+import { freePort } from '../harness/net.ts';
 import { ndjson } from './chat-helpers.ts';
 
 const CLI = join(import.meta.dirname, '../../packages/rest-bridge/src/cli.ts');
 const ADMIN_KEY = `svck-${'M'.repeat(43)}`;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();

@@ -1,10 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../harness/net.ts';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'packages/rest-bridge/src/cli.ts');
@@ -21,16 +21,6 @@ function tempDir() {
   const dir = mkdtempSync(join(tmpdir(), 'kas-cli-'));
   dirs.push(dir);
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function cleanEnv(extra: Record<string, string>) {
