@@ -1,10 +1,23 @@
 /**
- * `npm run bench -w test`: every benchmark in one run, printing its figures.
+ * `npm run bench -w test`: every benchmark in one run, each in its own process and one after the other
+ * (they would disturb each other's figures), printing their figures.
+ *   platform   authenticated requests vs a bare express server (issue: platform)
+ *   documents  ingestion throughput, admin search latency vs bare SQL (issue: documents and search)
+ *   chat       stream overhead, time before the model is called, 50 concurrent streams (issue: chat)
+ * `npm run bench -w test -- chat` runs only the named ones.
  */
-import { benchPlatform, summarisePlatform } from './platform.ts';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 
-console.log('# Platform: authenticated requests vs bare express');
-const platform = await benchPlatform();
-console.table(platform.load);
-console.table(platform.auth);
-for (const line of summarisePlatform(platform)) console.log(line);
+const ALL = ['platform', 'documents', 'chat'];
+const chosen = process.argv.slice(2).filter((name) => ALL.includes(name));
+let failed = 0;
+for (const name of chosen.length ? chosen : ALL) {
+  console.log(`\n# ${name}\n`);
+  const result = spawnSync(process.execPath, [join(import.meta.dirname, `${name}.ts`)], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    failed++;
+    console.log(`benchmark ${name} failed (exit ${result.status})`);
+  }
+}
+process.exit(failed ? 1 : 0);
