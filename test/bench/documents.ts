@@ -195,16 +195,19 @@ async function ingest(url: string, count: number, label: string) {
   };
 }
 
-async function benchIngestion() {
+async function benchIngestion(databases: ('embedded' | 'postgres')[] = ['embedded', 'postgres']) {
   const results = [];
-  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-docs-'));
-  const embedded = await spawnKas({ KAS_DATA_DIR: dataDir });
-  try {
-    results.push(await ingest(embedded.url, INGEST_DOCS, 'embedded'));
-  } finally {
-    await embedded.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+  if (databases.includes('embedded')) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-docs-'));
+    const embedded = await spawnKas({ KAS_DATA_DIR: dataDir });
+    try {
+      results.push(await ingest(embedded.url, INGEST_DOCS, 'embedded'));
+    } finally {
+      await embedded.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   }
+  if (!databases.includes('postgres')) return results;
   const postgres = await startPostgres();
   try {
     const server = await spawnKas({ DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY });
@@ -349,7 +352,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       : (['embedded', 'postgres'] as const);
     for (const kind of kinds) console.log(JSON.stringify(await benchSearch(kind), null, 2));
   } else if (only === 'ingest') {
-    console.log(JSON.stringify(await benchIngestion(), null, 2));
+    const kinds = process.argv[3] ? [process.argv[3] as 'embedded' | 'postgres'] : undefined;
+    console.log(JSON.stringify(await benchIngestion(kinds), null, 2));
   } else {
     console.log(JSON.stringify(await benchDocuments(), null, 2));
   }

@@ -1,4 +1,5 @@
-import { countTokens, decode, encode } from 'gpt-tokenizer';
+import { countTokens as countTextTokens, decode, encode } from 'gpt-tokenizer';
+import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants';
 
 /** Tokens per chunk, title included (the reference's embedding context size). */
 export const CHUNK_TOKENS = 512;
@@ -31,6 +32,29 @@ const SENTENCE_END = /(?<=[.!?。！？]["'”’)\]]*\s+|\n)/u;
 /** Splits text into sentences that concatenate back to exactly the text (a regex: Intl.Segmenter is slower). */
 export function sentencesOf(text: string): string[] {
   return text.split(SENTENCE_END).filter((s) => s.length > 0);
+}
+
+/** Token counts of pre-tokenizer pieces (words with their leading space): text repeats words a lot. */
+const pieceTokens = new Map<string, number>();
+const PIECE_CACHE_SIZE = 100_000;
+
+/**
+ * The o200k token count of `text` (the tokenizer's default encoding), summed over the pieces its
+ * pre-tokenizer splits text into — byte-pair encoding never merges across pieces, so the sum is exact —
+ * with each distinct piece encoded once (the library's own cache is an LRU that costs more than it saves).
+ */
+export function countTokens(text: string): number {
+  let total = 0;
+  for (const [piece] of text.matchAll(O200K_TOKEN_SPLIT_REGEX)) {
+    let count = pieceTokens.get(piece);
+    if (count === undefined) {
+      count = countTextTokens(piece);
+      if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
+      pieceTokens.set(piece, count);
+    }
+    total += count;
+  }
+  return total;
 }
 
 /** Splits a piece longer than `max` tokens on token boundaries. */

@@ -218,6 +218,63 @@ export async function insertNewDocument(db: DbExecutor, row: DocumentRow, chunks
     .execute();
 }
 
+/** The stored state of these documents (those that exist), locking their rows for the transaction. */
+export async function findDocumentStates(db: DbExecutor, ids: string[]) {
+  if (!ids.length)
+    return new Map<string, { content_hash: string; from_ingestion_api: boolean; cc_pair_ids: number[] }>();
+  const rows = await db
+    .selectFrom('documents as d')
+    .select([
+      'd.id',
+      'd.content_hash',
+      'd.from_ingestion_api',
+      sql<number[]>`array(SELECT o.cc_pair_id FROM document_by_cc_pair o WHERE o.document_id = d.id)`.as(
+        'cc_pair_ids',
+      ),
+    ])
+    .where('d.id', '=', sql<string>`ANY(${ids}::text[])`)
+    .forUpdate()
+    .execute();
+  return new Map(rows.map(({ id, ...state }) => [id, state]));
+}
+
+export interface NewDocument {
+  row: DocumentRow;
+  chunks: Chunk[];
+  ccPairId: number;
+}
+
+/**
+ * New documents, their chunks and their owners in one statement. Fails with a unique violation if
+ * one of the ids exists meanwhile.
+ */
+export async function insertNewDocuments(db: DbExecutor, documents: NewDocument[]) {
+  if (!documents.length) return;
+  await db
+    .with('doc', (qb) =>
+      qb
+        .insertInto('documents')
+        .values(
+          documents.map(({ row }) => ({
+            ...row,
+            metadata: JSON.stringify(row.metadata),
+            primary_owners: JSON.stringify(row.primary_owners),
+            secondary_owners: JSON.stringify(row.secondary_owners),
+          })),
+        )
+        .returning('id'),
+    )
+    .with('owner', (qb) =>
+      qb
+        .insertInto('document_by_cc_pair')
+        .values(documents.map(({ row, ccPairId }) => ({ document_id: row.id, cc_pair_id: ccPairId })))
+        .returning('cc_pair_id'),
+    )
+    .insertInto('chunks')
+    .values(documents.flatMap(({ row, chunks }) => chunkRows(row.id, chunks)))
+    .execute();
+}
+
 export async function replaceChunks(db: DbExecutor, documentId: string, chunks: Chunk[], isNew: boolean) {
   if (!isNew) await db.deleteFrom('chunks').where('document_id', '=', documentId).execute();
   await db.insertInto('chunks').values(chunkRows(documentId, chunks)).execute();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../db/database.ts';
+import type { Db, DbExecutor } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { encodeTag, type IndexedDocument, type SearchIndex } from '../search/search-index.ts';
@@ -57,13 +57,40 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === '23505';
 }
 
+type DocumentState = NonNullable<Awaited<ReturnType<typeof documentsRepository.findDocumentState>>>;
+interface Outcome {
+  existed: boolean;
+  changed: boolean;
+}
+
+/** Within a transaction that locked the existing row: replace it, add an owner, or leave it alone. */
+async function updateExisting(
+  trx: DbExecutor,
+  state: DocumentState,
+  row: documentsRepository.DocumentRow,
+  chunks: Chunk[],
+  ccPairId: number,
+): Promise<Outcome> {
+  if (state.content_hash === row.content_hash) {
+    if (state.cc_pair_ids.includes(ccPairId)) return { existed: true, changed: false };
+    await documentsRepository.addOwner(trx, row.id, ccPairId);
+    await documentsRepository.recomputeAccess(trx, [row.id]);
+    return { existed: true, changed: true };
+  }
+  await documentsRepository.upsertDocument(trx, row);
+  await documentsRepository.replaceChunks(trx, row.id, chunks, false);
+  await documentsRepository.addOwner(trx, row.id, ccPairId);
+  await documentsRepository.recomputeAccess(trx, [row.id]);
+  return { existed: true, changed: true };
+}
+
 /** Writes a document and its chunks atomically; reports whether it existed and whether anything changed. */
 async function writeDocument(
   db: Db,
   row: documentsRepository.DocumentRow,
   chunks: Chunk[],
   ccPairId: number,
-): Promise<{ existed: boolean; changed: boolean }> {
+): Promise<Outcome> {
   // The common case of bulk ingestion, a new id, is one statement.
   if (!(await documentsRepository.findDocumentState(db, row.id))) {
     try {
@@ -76,12 +103,7 @@ async function writeDocument(
   }
   return db.transaction().execute(async (trx) => {
     const state = await documentsRepository.findDocumentState(trx, row.id);
-    if (state && state.content_hash === row.content_hash) {
-      if (state.cc_pair_ids.includes(ccPairId)) return { existed: true, changed: false };
-      await documentsRepository.addOwner(trx, row.id, ccPairId);
-      await documentsRepository.recomputeAccess(trx, [row.id]);
-      return { existed: true, changed: true };
-    }
+    if (state) return updateExisting(trx, state, row, chunks, ccPairId);
     const { inserted } = await documentsRepository.upsertDocument(trx, row);
     await documentsRepository.replaceChunks(trx, row.id, chunks, inserted);
     await documentsRepository.addOwner(trx, row.id, ccPairId);
@@ -90,29 +112,17 @@ async function writeDocument(
   });
 }
 
-/**
- * Posts a document: created, replaced in place, or left alone when its content hash is unchanged.
- * The document and all its chunks are written in one transaction; the index is updated after commit.
- */
-export async function ingestDocument({
-  ctx,
-  input,
-}: {
-  ctx: Deps;
-  input: IngestDocumentInput;
-}): Promise<IngestionResult> {
-  const { document } = input;
-  const pair = await documentsRepository.findCcPairAccess(ctx.db, input.cc_pair_id ?? null);
-  if (!pair) {
-    throw new AppError(
-      'INVALID_INPUT',
-      input.cc_pair_id == null
-        ? 'The system ingestion CC pair is missing'
-        : `CC pair ${input.cc_pair_id} does not exist`,
-    );
-  }
-  if (pair.status === 'deleting') throw new AppError('INVALID_INPUT', `CC pair ${pair.id} is being deleted`);
+/** A validated ingestion request with everything computed that needs no database. */
+interface PreparedDocument {
+  ccPairId: number | null;
+  semanticIdentifier: string;
+  /** The row without its access, which comes from the CC pair. */
+  row: Omit<documentsRepository.DocumentRow, 'is_public' | 'access_user_ids' | 'access_group_ids'>;
+  chunks: Chunk[];
+}
 
+function prepareDocument(input: IngestDocumentInput): PreparedDocument {
+  const { document } = input;
   const id = document.id ?? deriveDocumentId(document);
   const title = document.title?.trim() || document.semantic_identifier;
   const metadata = normaliseMetadata(document.metadata);
@@ -130,60 +140,296 @@ export async function ingestDocument({
       secondary_owners,
     ]),
   );
-
   const chunks = chunkDocument({ title, sections: document.sections });
-  const tags = tagsOf(metadata);
-  const doc_updated_at = document.doc_updated_at ?? new Date();
-  const row: documentsRepository.DocumentRow = {
-    id,
-    semantic_id: document.semantic_identifier,
-    title,
-    link: document.sections.find((s) => s.link)?.link ?? null,
-    source,
-    from_ingestion_api: true,
-    metadata,
-    tags,
-    primary_owners,
-    secondary_owners,
-    doc_updated_at,
-    content_hash,
-    chunk_count: chunks.length,
-    // A new document is owned by this pair alone; otherwise access is recomputed from all owners.
+  return {
+    ccPairId: input.cc_pair_id ?? null,
+    semanticIdentifier: document.semantic_identifier,
+    chunks,
+    row: {
+      id,
+      semantic_id: document.semantic_identifier,
+      title,
+      link: document.sections.find((s) => s.link)?.link ?? null,
+      source,
+      from_ingestion_api: true,
+      metadata,
+      tags: tagsOf(metadata),
+      primary_owners,
+      secondary_owners,
+      doc_updated_at: document.doc_updated_at ?? new Date(),
+      content_hash,
+      chunk_count: chunks.length,
+    },
+  };
+}
+
+/** The CC pair a document is ingested into, or the error that refuses the request. */
+async function resolvePair(
+  db: DbExecutor,
+  ccPairId: number | null,
+): Promise<documentsRepository.CcPairAccess | AppError> {
+  const pair = await documentsRepository.findCcPairAccess(db, ccPairId);
+  if (!pair) {
+    return new AppError(
+      'INVALID_INPUT',
+      ccPairId == null ? 'The system ingestion CC pair is missing' : `CC pair ${ccPairId} does not exist`,
+    );
+  }
+  if (pair.status === 'deleting') return new AppError('INVALID_INPUT', `CC pair ${pair.id} is being deleted`);
+  return pair;
+}
+
+/** A new document is owned by this pair alone; otherwise access is recomputed from all owners. */
+function rowFor(
+  p: PreparedDocument,
+  pair: documentsRepository.CcPairAccess,
+): documentsRepository.DocumentRow {
+  return {
+    ...p.row,
     is_public: pair.access_type === 'public',
     access_user_ids: pair.user_ids,
     access_group_ids: pair.group_ids,
   };
-  const outcome = await writeDocument(ctx.db, row, chunks, pair.id);
-  if (!outcome.changed) return { document_id: id, already_existed: true };
-  if (outcome.existed) {
-    await syncIndex({ ctx, documentIds: [id] });
-  } else {
-    // A new document is owned by this pair alone: everything the index needs is already in memory.
-    await writeIndex(ctx, [id], () =>
-      ctx.search.indexDocuments([
-        {
-          document_id: id,
-          semantic_identifier: document.semantic_identifier,
-          source_type: source,
-          updated_at: doc_updated_at,
-          tags,
-          document_sets: pair.document_sets,
-          hidden: false,
-          is_public: pair.access_type === 'public',
-          access_user_ids: pair.user_ids,
-          access_group_ids: pair.group_ids,
-          chunks: chunks.map(({ chunk_id, title, content, blurb, link }) => ({
-            chunk_id,
-            title,
-            content,
-            blurb,
-            link,
-          })),
-        },
-      ]),
+}
+
+/** A new document as the index stores it: everything is already in memory. */
+function indexedNew(p: PreparedDocument, pair: documentsRepository.CcPairAccess): IndexedDocument {
+  return {
+    document_id: p.row.id,
+    semantic_identifier: p.semanticIdentifier,
+    source_type: p.row.source,
+    updated_at: p.row.doc_updated_at,
+    tags: p.row.tags,
+    document_sets: pair.document_sets,
+    hidden: false,
+    is_public: pair.access_type === 'public',
+    access_user_ids: pair.user_ids,
+    access_group_ids: pair.group_ids,
+    chunks: p.chunks.map(({ chunk_id, title, content, blurb, link }) => ({
+      chunk_id,
+      title,
+      content,
+      blurb,
+      link,
+    })),
+  };
+}
+
+interface Written {
+  p: PreparedDocument;
+  pair: documentsRepository.CcPairAccess;
+  outcome: Outcome;
+}
+
+/** After commit: one index write for every changed document (new ones from memory, others reloaded). */
+async function indexWritten(ctx: Deps, written: Written[]): Promise<void> {
+  const created = written
+    .filter((w) => w.outcome.changed && !w.outcome.existed)
+    .map((w) => indexedNew(w.p, w.pair));
+  const updatedIds = written.filter((w) => w.outcome.changed && w.outcome.existed).map((w) => w.p.row.id);
+  await indexDocumentsAfterCommit(ctx, created, updatedIds);
+}
+
+async function indexDocumentsAfterCommit(ctx: Deps, created: IndexedDocument[], reloadIds: string[]) {
+  if (!created.length && !reloadIds.length) return;
+  const loaded = reloadIds.length ? await loadIndexedDocuments(ctx, reloadIds) : [];
+  const present = new Set(loaded.map((d) => d.document_id));
+  const gone = reloadIds.filter((id) => !present.has(id));
+  const documents = [...loaded, ...created];
+  await writeIndex(ctx, [...reloadIds, ...created.map((d) => d.document_id)], async () => {
+    if (documents.length) await ctx.search.indexDocuments(documents);
+    if (gone.length) await ctx.search.deleteDocuments(gone);
+  });
+}
+
+function resultOf(w: Written): IngestionResult {
+  return { document_id: w.p.row.id, already_existed: w.outcome.existed };
+}
+
+/** One document on its own: the path of a lone request, and of each request of a batch that failed. */
+async function ingestOne(ctx: Deps, p: PreparedDocument): Promise<IngestionResult> {
+  const pair = await resolvePair(ctx.db, p.ccPairId);
+  if (pair instanceof AppError) throw pair;
+  const outcome = await writeDocument(ctx.db, rowFor(p, pair), p.chunks, pair.id);
+  const written = { p, pair, outcome };
+  await indexWritten(ctx, [written]);
+  return resultOf(written);
+}
+
+interface Pending {
+  p: PreparedDocument;
+  resolve(result: IngestionResult): void;
+  reject(error: unknown): void;
+}
+
+/** Most documents and chunks written by one group commit (bounds statement size and lock time). */
+const BATCH_DOCUMENTS = 64;
+const BATCH_CHUNKS = 2000;
+
+/**
+ * Writes several requests' documents in one transaction (group commit): one durable commit and a few
+ * multi-row statements instead of several statements and a commit per document. Requests refused by
+ * their CC pair are answered alone; if the transaction fails, the caller retries each one by one.
+ */
+async function writeBatch(
+  ctx: Deps,
+  batch: Pending[],
+): Promise<{ written: Written[]; refused: Map<Pending, AppError> }> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const pairs = new Map<number | null, documentsRepository.CcPairAccess | AppError>();
+    for (const key of new Set(batch.map((b) => b.p.ccPairId))) pairs.set(key, await resolvePair(trx, key));
+    const refused = new Map<Pending, AppError>();
+    const accepted: { item: Pending; pair: documentsRepository.CcPairAccess }[] = [];
+    for (const item of batch) {
+      const pair = pairs.get(item.p.ccPairId)!;
+      if (pair instanceof AppError) refused.set(item, pair);
+      else accepted.push({ item, pair });
+    }
+    const states = await documentsRepository.findDocumentStates(
+      trx,
+      accepted.map((a) => a.item.p.row.id),
     );
+    const written: Written[] = [];
+    const fresh: documentsRepository.NewDocument[] = [];
+    for (const { item, pair } of accepted) {
+      const row = rowFor(item.p, pair);
+      const state = states.get(row.id);
+      const outcome = state
+        ? await updateExisting(trx, state, row, item.p.chunks, pair.id)
+        : { existed: false, changed: true };
+      if (!state) fresh.push({ row, chunks: item.p.chunks, ccPairId: pair.id });
+      written.push({ p: item.p, pair, outcome });
+    }
+    await documentsRepository.insertNewDocuments(trx, fresh);
+    return { written, refused };
+  });
+}
+
+async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
+  if (batch.length === 1) {
+    const [only] = batch as [Pending];
+    await ingestOne(ctx, only.p).then(only.resolve, only.reject);
+    return;
   }
-  return { document_id: id, already_existed: outcome.existed };
+  let outcome: Awaited<ReturnType<typeof writeBatch>>;
+  try {
+    outcome = await writeBatch(ctx, batch);
+  } catch (error) {
+    // Nothing was committed: each request on its own, so that one bad document fails only itself.
+    if (!isUniqueViolation(error))
+      ctx.logger.debug({ err: error, documents: batch.length }, 'ingestion batch failed');
+    await Promise.all(batch.map((b) => ingestOne(ctx, b.p).then(b.resolve, b.reject)));
+    return;
+  }
+  for (const [item, error] of outcome.refused) item.reject(error);
+  try {
+    await indexWritten(ctx, outcome.written);
+  } catch (error) {
+    for (const item of batch) if (!outcome.refused.has(item)) item.reject(error);
+    return;
+  }
+  const byPrepared = new Map(outcome.written.map((w) => [w.p, w]));
+  for (const item of batch) {
+    const w = byPrepared.get(item.p);
+    if (w) item.resolve(resultOf(w));
+  }
+}
+
+/**
+ * One queue per database and index: requests that arrive while batches are being written form the
+ * next. Two batches may be in flight, so that the server prepares one while the database writes the
+ * other (PGlite runs them one after the other anyway). Requests for one document id are written in the
+ * order they arrived: an id waits while a batch holding it is in flight.
+ */
+interface IngestionQueue {
+  pending: Pending[];
+  inFlight: number;
+  /** Document ids of the batches in flight. */
+  busy: Set<string>;
+  scheduled: boolean;
+}
+const BATCHES_IN_FLIGHT = 2;
+const queues = new WeakMap<object, WeakMap<object, IngestionQueue>>();
+
+function queueOf(ctx: Deps): IngestionQueue {
+  let bySearch = queues.get(ctx.db);
+  if (!bySearch) {
+    bySearch = new WeakMap();
+    queues.set(ctx.db, bySearch);
+  }
+  let queue = bySearch.get(ctx.search);
+  if (!queue) {
+    queue = { pending: [], inFlight: 0, busy: new Set(), scheduled: false };
+    bySearch.set(ctx.search, queue);
+  }
+  return queue;
+}
+
+/** Takes the next batch: at most one request per document id (a repeated id waits for the next batch). */
+function takeBatch(queue: IngestionQueue): Pending[] {
+  const batch: Pending[] = [];
+  const rest: Pending[] = [];
+  const ids = new Set<string>();
+  let chunks = 0;
+  for (const item of queue.pending) {
+    const full =
+      batch.length >= BATCH_DOCUMENTS || (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS);
+    if (full || ids.has(item.p.row.id) || queue.busy.has(item.p.row.id)) {
+      rest.push(item);
+      continue;
+    }
+    ids.add(item.p.row.id);
+    chunks += item.p.chunks.length;
+    batch.push(item);
+  }
+  queue.pending = rest;
+  return batch;
+}
+
+function startBatches(ctx: Deps, queue: IngestionQueue) {
+  queue.scheduled = false;
+  while (queue.pending.length && queue.inFlight < BATCHES_IN_FLIGHT) {
+    const batch = takeBatch(queue);
+    if (!batch.length) break;
+    for (const item of batch) queue.busy.add(item.p.row.id);
+    queue.inFlight++;
+    void runBatch(ctx, batch)
+      .catch((error) => {
+        for (const item of batch) item.reject(error);
+      })
+      .finally(() => {
+        for (const item of batch) queue.busy.delete(item.p.row.id);
+        queue.inFlight--;
+        schedule(ctx, queue);
+      });
+  }
+}
+
+function schedule(ctx: Deps, queue: IngestionQueue) {
+  if (queue.scheduled || !queue.pending.length || queue.inFlight >= BATCHES_IN_FLIGHT) return;
+  queue.scheduled = true;
+  // After the requests already received in this turn of the event loop have joined the queue.
+  setImmediate(() => startBatches(ctx, queue));
+}
+
+/**
+ * Posts a document: created, replaced in place, or left alone when its content hash is unchanged.
+ * The document and all its chunks are written in one transaction, together with the documents of
+ * concurrent requests (group commit); the answer comes after that commit. The index is updated after it.
+ */
+export async function ingestDocument({
+  ctx,
+  input,
+}: {
+  ctx: Deps;
+  input: IngestDocumentInput;
+}): Promise<IngestionResult> {
+  const p = prepareDocument(input);
+  const queue = queueOf(ctx);
+  return new Promise<IngestionResult>((resolve, reject) => {
+    queue.pending.push({ p, resolve, reject });
+    schedule(ctx, queue);
+  });
 }
 
 /**
@@ -275,14 +521,7 @@ export async function loadIndexedDocuments(
 
 /** Brings the index up to date for these documents (after their rows committed). */
 export async function syncIndex({ ctx, documentIds }: { ctx: Deps; documentIds: string[] }): Promise<void> {
-  if (!documentIds.length) return;
-  const documents = await loadIndexedDocuments(ctx, documentIds);
-  const present = new Set(documents.map((d) => d.document_id));
-  const gone = documentIds.filter((id) => !present.has(id));
-  await writeIndex(ctx, documentIds, async () => {
-    if (documents.length) await ctx.search.indexDocuments(documents);
-    if (gone.length) await ctx.search.deleteDocuments(gone);
-  });
+  await indexDocumentsAfterCommit(ctx, [], documentIds);
 }
 
 /** Runs an index write; on failure the documents are marked so that re-posting them indexes again. */

@@ -166,6 +166,57 @@ describe('ingestion', () => {
     expect(listed.map((d) => d.document_id)).toEqual(['shared']);
   });
 
+  it('answers concurrent requests (one group commit) each on its own: results, repeats and refusals', async () => {
+    const admin = t.caller(t.adminKey);
+    await admin.documents.ingest({ document: doc({ id: 'batch-old', semantic_identifier: 'Old' }) });
+    const ingest = (id: string, over: Record<string, unknown> = {}, cc_pair_id?: number) =>
+      documentsService
+        .ingestDocument({ ctx: t.deps, input: { document: doc({ id, ...over }), cc_pair_id } })
+        .then(
+          (r) => r,
+          (e: { error_code?: string }) => e.error_code,
+        );
+    const results = await Promise.all([
+      ingest('batch-1', { semantic_identifier: 'First' }),
+      ingest('batch-old', { semantic_identifier: 'Old, changed' }),
+      ingest('batch-2', {}, 999_999),
+      ingest('batch-dup', { semantic_identifier: 'Dup v1' }),
+      ingest('batch-dup', { semantic_identifier: 'Dup v2' }),
+      ingest('batch-3', { semantic_identifier: 'Third' }),
+    ]);
+    expect(results).toEqual([
+      { document_id: 'batch-1', already_existed: false },
+      { document_id: 'batch-old', already_existed: true },
+      'INVALID_INPUT',
+      { document_id: 'batch-dup', already_existed: false },
+      { document_id: 'batch-dup', already_existed: true },
+      { document_id: 'batch-3', already_existed: false },
+    ]);
+    const rows = await t.deps.db
+      .selectFrom('documents')
+      .select(['id', 'semantic_id'])
+      .where('id', 'like', 'batch-%')
+      .orderBy('id')
+      .execute();
+    expect(rows).toEqual([
+      { id: 'batch-1', semantic_id: 'First' },
+      { id: 'batch-3', semantic_id: 'Third' },
+      { id: 'batch-dup', semantic_id: 'Dup v2' },
+      { id: 'batch-old', semantic_id: 'Old, changed' },
+    ]);
+    const chunkCount = await t.deps.db
+      .selectFrom('chunks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('document_id', 'like', 'batch-%')
+      .executeTakeFirstOrThrow();
+    expect(Number(chunkCount.n)).toBe(4);
+    const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` });
+    const found = await searchService.searchChunks({ ctx: t.deps, actor, query: 'handbook', limit: 100 });
+    expect(found.map((c) => c.document_id)).toEqual(
+      expect.arrayContaining(['batch-1', 'batch-3', 'batch-dup']),
+    );
+  });
+
   it('requires a key (401) and the curator or admin role (403)', async () => {
     const basic = await t.createKey('basic');
     const curator = await t.createKey('curator');
