@@ -27,7 +27,7 @@ const ADMIN_KEY = `svck-${'D'.repeat(43)}`;
 const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
 
 /** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number) {
+export function rng(seed: number) {
   let a = seed;
   return () => {
     a = (a + 0x6d2b79f5) | 0;
@@ -87,7 +87,7 @@ function zipfWord(random: () => number): string {
   }
   return VOCABULARY[lo]!;
 }
-function text(random: () => number, words: number): string {
+export function text(random: () => number, words: number): string {
   const out: string[] = [];
   for (let i = 0; i < words; i++) out.push(zipfWord(random) + (i % 12 === 11 ? '.' : ''));
   return out.join(' ');

@@ -16,7 +16,7 @@ export interface CcPairAccess {
 /** The system ingestion CC pair never changes once seeded: looked up once per database. */
 const systemPairIds = new WeakMap<object, Promise<number | undefined>>();
 
-function systemIngestionPairId(db: DbExecutor): Promise<number | undefined> {
+export function systemIngestionPairId(db: DbExecutor): Promise<number | undefined> {
   let id = systemPairIds.get(db);
   if (!id) {
     id = db

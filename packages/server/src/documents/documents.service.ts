@@ -219,12 +219,14 @@ interface Written {
   p: PreparedDocument;
   pair: documentsRepository.CcPairAccess;
   outcome: Outcome;
+  /** Already indexed in the transaction that wrote it. */
+  indexed?: boolean;
 }
 
 /** After commit: one index write for every changed document (new ones from memory, others reloaded). */
 async function indexWritten(ctx: Deps, written: Written[]): Promise<void> {
   const created = written
-    .filter((w) => w.outcome.changed && !w.outcome.existed)
+    .filter((w) => w.outcome.changed && !w.outcome.existed && !w.indexed)
     .map((w) => indexedNew(w.p, w.pair));
   const updatedIds = written.filter((w) => w.outcome.changed && w.outcome.existed).map((w) => w.p.row.id);
   await indexDocumentsAfterCommit(ctx, created, updatedIds);
@@ -275,9 +277,17 @@ async function writeBatch(
   ctx: Deps,
   batch: Pending[],
 ): Promise<{ written: Written[]; refused: Map<Pending, AppError> }> {
-  return ctx.db.transaction().execute(async (trx) => {
+  let indexed: (() => void) | undefined;
+  // The system pair's id is cached on the database (a query on it inside the transaction would wait
+  // for the transaction on PGlite): known before the transaction starts.
+  const systemPairId = batch.some((b) => b.p.ccPairId === null)
+    ? ((await documentsRepository.systemIngestionPairId(ctx.db)) ?? null)
+    : null;
+  const result = await ctx.db.transaction().execute(async (trx) => {
     const pairs = new Map<number | null, documentsRepository.CcPairAccess | AppError>();
-    for (const key of new Set(batch.map((b) => b.p.ccPairId))) pairs.set(key, await resolvePair(trx, key));
+    for (const key of new Set(batch.map((b) => b.p.ccPairId))) {
+      pairs.set(key, await resolvePair(trx, key ?? systemPairId));
+    }
     const refused = new Map<Pending, AppError>();
     const accepted: { item: Pending; pair: documentsRepository.CcPairAccess }[] = [];
     for (const item of batch) {
@@ -301,8 +311,18 @@ async function writeBatch(
       written.push({ p: item.p, pair, outcome });
     }
     await documentsRepository.insertNewDocuments(trx, fresh);
+    if (ctx.search.indexNewInTransaction) {
+      const created = written.filter((w) => !w.outcome.existed);
+      indexed = await ctx.search.indexNewInTransaction(
+        trx,
+        created.map((w) => indexedNew(w.p, w.pair)),
+      );
+      for (const w of created) w.indexed = true;
+    }
     return { written, refused };
   });
+  indexed?.();
+  return result;
 }
 
 async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {

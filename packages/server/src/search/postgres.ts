@@ -45,14 +45,25 @@ export function createPostgresSearchIndex(
   const titleArm = options.titleArm ?? false;
   // Words this process knows are stored: most of a new document's words are, so most inserts are skipped.
   const known = new Set<string>();
+  const remember = (words: string[]) => {
+    if (known.size + words.length > 200_000) known.clear();
+    for (const word of words) known.add(word);
+  };
+  // Sorted, so that concurrent transactions take the vocabulary's row locks in one order.
+  const unknownWords = (documents: IndexedDocument[]) =>
+    [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
   return {
     kind: 'postgres',
     async indexDocuments(documents) {
-      const words = [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
+      const words = unknownWords(documents);
       if (!words.length) return;
       await searchRepository.insertVocabulary(db, words);
-      if (known.size + words.length > 200_000) known.clear();
-      for (const word of words) known.add(word);
+      remember(words);
+    },
+    async indexNewInTransaction(trx, documents) {
+      const words = unknownWords(documents);
+      if (words.length) await searchRepository.insertVocabulary(trx, words);
+      return () => remember(words);
     },
     async deleteDocuments() {
       // Chunks are deleted with their document rows; the vocabulary keeps the words (harmless).

@@ -1,3 +1,5 @@
+import type { DbExecutor } from '../db/database.ts';
+
 /**
  * The document search index. Postgres (`documents`, `chunks`) is the source of truth: the service
  * commits a document and its chunks first, then hands them to the index; `kas reindex` replays every
@@ -11,6 +13,12 @@ export interface SearchIndex {
   readonly kind: 'postgres' | 'meilisearch' | 'hybrid';
   /** Makes the index current for these documents, replacing whatever it held for them. */
   indexDocuments(documents: IndexedDocument[]): Promise<void>;
+  /**
+   * Indexes kept in the database itself: indexes new documents inside the transaction that writes
+   * them (so ingestion commits once), instead of `indexDocuments` after commit. Returns what to call
+   * once that transaction committed.
+   */
+  indexNewInTransaction?(trx: DbExecutor, documents: IndexedDocument[]): Promise<() => void>;
   /** Removes the documents and all their chunks. Unknown ids are ignored. */
   deleteDocuments(documentIds: string[]): Promise<void>;
   /** Chunks matching the query, best first, at most `limit`. */
