@@ -3,13 +3,17 @@
  * pointed at a local fake model that streams at a fixed rate; the fake and the client run here, on one
  * clock. Measures:
  *   - stream overhead: the fake's first token → the client's first `message_delta` (target p50 ≤ 5 ms);
- *   - time before the model is called: the client sends → the fake receives the request (p50 ≤ 30 ms);
+ *   - kas's own time before the model is called (p50 ≤ 30 ms): the fake first calls the search tool, as a
+ *     real model does, so this is send → first model call (auth, history, prompt) plus tool call done →
+ *     second model call (retrieval over BENCH_CHAT_CHUNKS, default 100k, chunks seeded directly; prompt);
  *   - 50 concurrent streams: all complete, none with an error.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { configFrom, createRuntime } from '@kas/server';
+import { sql } from 'kysely';
 import { ndjson } from '../e2e/chat-helpers.ts';
 import { startFakeOpenAi } from '../fakes/openai.ts';
 import { freePort } from '../harness/net.ts';
@@ -20,6 +24,64 @@ const CONCURRENT = 50;
 const TOKENS = 20;
 const TOKEN_INTERVAL_MS = 10;
 const ADMIN_KEY = `svck-${'B'.repeat(43)}`;
+const CHUNKS = Number(process.env.BENCH_CHAT_CHUNKS ?? 100_000);
+const QUESTION = 'What does the travel policy say about quarterly reports?';
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function rng(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Seeds the data directory with `count` one-chunk public documents before kas starts: filler words, with
+ * the question's terms at different frequencies ("policy" common, "travel" mid, "quarterly" rare).
+ */
+async function seedIndex(dataDir: string, count: number): Promise<number> {
+  const started = performance.now();
+  const runtime = await createRuntime(configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn' }), {
+    skipBootstrap: true,
+  });
+  try {
+    const random = rng(11);
+    const filler = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}x`);
+    const sentence = () => {
+      const words = Array.from({ length: 12 }, () => filler[Math.floor(random() ** 2 * filler.length)]!);
+      if (random() < 0.1) words[3] = 'policy';
+      if (random() < 0.01) words[6] = 'travel';
+      if (random() < 0.001) words[9] = 'quarterly reports';
+      return `${words.join(' ')}.`;
+    };
+    const BATCH = 1000;
+    for (let start = 0; start < count; start += BATCH) {
+      const ids = Array.from({ length: Math.min(BATCH, count - start) }, (_, i) => `bench-${start + i}`);
+      const titles = ids.map((id) => `Document ${id}`);
+      const contents = ids.map(() => Array.from({ length: 12 }, sentence).join(' '));
+      await runtime.deps.db.transaction().execute(async (trx) => {
+        await sql`
+          INSERT INTO documents (id, semantic_id, title, link, source, from_ingestion_api, doc_updated_at,
+            content_hash, chunk_count, is_public, access_user_ids, access_group_ids, tags)
+          SELECT id, title, title, NULL, 'file', true, now(), '', 1, true, '{}', '{}', '{}'
+          FROM unnest(${ids}::text[], ${titles}::text[]) AS t(id, title)`.execute(trx);
+        await sql`
+          INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+          SELECT id, 0, title, content, left(content, 200), NULL, 200
+          FROM unnest(${ids}::text[], ${titles}::text[], ${contents}::text[]) AS t(id, title, content)`.execute(
+          trx,
+        );
+      });
+    }
+    await sql`ANALYZE`.execute(runtime.deps.db);
+  } finally {
+    await runtime.close();
+  }
+  return Math.round((performance.now() - started) / 1000);
+}
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -28,11 +90,21 @@ function percentile(values: number[], p: number): number {
 
 async function main() {
   const fake = await startFakeOpenAi();
-  fake.fallback = () => ({
-    tokens: Array.from({ length: TOKENS }, (_, i) => `token${i} `),
-    delayMs: TOKEN_INTERVAL_MS,
-  });
+  // Like a real model: first call the search tool, then answer from its results.
+  fake.fallback = (body) =>
+    (body.messages as Array<{ role: string }>).some((m) => m.role === 'tool')
+      ? { tokens: Array.from({ length: TOKENS }, (_, i) => `token${i} `), delayMs: TOKEN_INTERVAL_MS }
+      : {
+          toolCalls: [
+            {
+              id: 'call_search',
+              name: 'internal_search',
+              arguments: JSON.stringify({ queries: [QUESTION] }),
+            },
+          ],
+        };
   const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
+  const seedSeconds = await seedIndex(dataDir, CHUNKS);
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
@@ -73,29 +145,47 @@ async function main() {
         headers,
         body: JSON.stringify(
           sessionId
-            ? { message: 'Benchmark question', chat_session_id: sessionId, parent_message_id: null }
-            : { message: 'Benchmark question', chat_session_info: {} },
+            ? { message: QUESTION, chat_session_id: sessionId, parent_message_id: null }
+            : { message: QUESTION, chat_session_info: {} },
         ),
       });
       let firstDeltaAt = 0;
       let error = false;
       let stopped = false;
+      let documents = 0;
       for await (const line of ndjson(res)) {
+        if (line.obj?.type === 'search_tool_documents_delta') documents += line.obj.documents.length;
         if (line.obj?.type === 'message_delta' && !firstDeltaAt) firstDeltaAt = performance.now();
         if (line.error) error = true;
         if (line.obj?.type === 'stop') stopped = true;
       }
-      return { sentAt, firstDeltaAt, error: error || !stopped || res.status !== 200, requestIndex };
+      return {
+        sentAt,
+        firstDeltaAt,
+        error: error || !stopped || res.status !== 200,
+        requestIndex,
+        documents,
+      };
     };
 
     for (let i = 0; i < 5; i++) await turn(chat_session_id);
     const overhead: number[] = [];
     const before: number[] = [];
+    const retrieved: number[] = [];
+    const beforeFirst: number[] = [];
+    const searchStep: number[] = [];
     for (let i = 0; i < SEQUENTIAL; i++) {
       const firstTokens = fake.firstTokenAt.length;
       const r = await turn(chat_session_id);
       overhead.push(r.firstDeltaAt - fake.firstTokenAt[firstTokens]!);
-      before.push(fake.requestAt[r.requestIndex]! - r.sentAt);
+      // kas's own time: send → first model call (auth, history, prompt) plus the model's tool call done →
+      // the second model call (retrieval over the index, tool result, prompt).
+      const toFirstCall = fake.requestAt[r.requestIndex]! - r.sentAt;
+      const toolToSecondCall = fake.requestAt[r.requestIndex + 1]! - fake.endAt[r.requestIndex]!;
+      before.push(toFirstCall + toolToSecondCall);
+      beforeFirst.push(toFirstCall);
+      searchStep.push(toolToSecondCall);
+      retrieved.push(r.documents);
     }
 
     const started = performance.now();
@@ -103,12 +193,17 @@ async function main() {
     const concurrentMs = performance.now() - started;
 
     const report = {
+      index_chunks: CHUNKS,
+      seed_seconds: seedSeconds,
       sequential_turns: SEQUENTIAL,
       first_token_to_client_delta_ms: {
         p50: percentile(overhead, 50),
         p95: percentile(overhead, 95),
         max: percentile(overhead, 100),
       },
+      send_to_first_model_call_ms: { p50: percentile(beforeFirst, 50), p95: percentile(beforeFirst, 95) },
+      tool_call_to_second_model_call_ms: { p50: percentile(searchStep, 50), p95: percentile(searchStep, 95) },
+      documents_retrieved_per_turn: { min: Math.min(...retrieved), max: Math.max(...retrieved) },
       before_model_call_ms: {
         p50: percentile(before, 50),
         p95: percentile(before, 95),

@@ -27,6 +27,8 @@ export interface FakeLlmServer {
   /** When each request arrived and when each stream's first content token was written (performance.now()). */
   requestAt: number[];
   firstTokenAt: number[];
+  /** When each streamed answer's last chunk was written (performance.now()). */
+  endAt: number[];
   close(): Promise<void>;
 }
 
@@ -58,6 +60,7 @@ export async function startFake(
     })) as FakeLlmServer['fallback'],
     requestAt: [] as number[],
     firstTokenAt: [] as number[],
+    endAt: [] as number[],
   } as FakeLlmServer;
   const server: Server = createServer(async (req, res) => {
     if (req.method !== 'POST' || !paths.some((p) => req.url?.split('?')[0] === p)) {
@@ -143,6 +146,7 @@ export function startFakeOpenAi(): Promise<FakeLlmServer> {
           send({ tool_calls: [{ index, function: { arguments: part } }] });
       }
       send({}, reply.toolCalls?.length ? 'tool_calls' : 'stop');
+      fake.endAt.push(performance.now());
       res.end('data: [DONE]\n\n');
     },
     ['/v1/chat/completions', '/chat/completions'],

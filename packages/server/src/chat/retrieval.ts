@@ -18,11 +18,13 @@ export async function retrieve(args: {
   filters: RetrievalFilters;
   limit: number;
 }): Promise<RetrievedChunk[]> {
-  const strict = await searchService.searchChunks(args);
-  if (strict.length >= RELAXED_BELOW) return strict;
-  // A question written as a sentence rarely has every word in one chunk: also match any of its content words.
+  // A question written as a sentence rarely has every word in one chunk: when the exact query finds little,
+  // also match any of its content words. That relaxed query brings its own prefix and typo fallbacks, so
+  // the exact one skips them (they would cost two more queries for nothing).
   const words = [...new Set(contentWords(args.query))];
-  if (words.length < 2) return strict;
+  const relaxable = words.length >= 2;
+  const strict = await searchService.searchChunks({ ...args, fallbacks: !relaxable });
+  if (strict.length >= RELAXED_BELOW || !relaxable) return strict;
   const relaxed = await searchService.searchChunks({ ...args, query: words.join(' or ') });
   const seen = new Set(strict.map((c) => `${c.document_id}\u0000${c.chunk_id}`));
   return [...strict, ...relaxed.filter((c) => !seen.has(`${c.document_id}\u0000${c.chunk_id}`))].slice(

@@ -72,7 +72,7 @@ export function createPostgresSearchIndex(
       known.clear();
       await searchRepository.clearVocabulary(db);
     },
-    async search({ query, filters, access, limit }: SearchRequest) {
+    async search({ query, filters, access, limit, fallbacks }: SearchRequest) {
       const parsed = parseQuery(query);
       const tsquery = toTsquery(parsed);
       if (!tsquery) return searchRepository.recentChunks(db, { filters, access, limit });
@@ -89,7 +89,7 @@ export function createPostgresSearchIndex(
       // A title-only arm (`word:A`) costs as much as the main one (GIN cannot filter by weight), doubling the
       // time of every query, so it is used only when asked for.
       let hits = await run(tsquery, titleArm ? toTsquery(parsed, { titleOnly: true }) : null);
-      const threshold = Math.min(limit, few);
+      const threshold = fallbacks === false ? 0 : Math.min(limit, few);
       if (hits.length < threshold) {
         const prefixed = toTsquery(parsed, { prefix: true });
         if (prefixed && prefixed !== tsquery) hits = appendFallback(hits, await run(prefixed, null), limit);

@@ -48,6 +48,11 @@ export interface SearchRequest {
   filters: IndexFilters;
   access: AccessScope;
   limit: number;
+  /**
+   * When the exact query finds little, also try prefix matching and typo correction (default true).
+   * Callers that will relax the query themselves turn it off to save the extra queries.
+   */
+  fallbacks?: boolean | undefined;
 }
 
 export interface SearchHit {

@@ -126,17 +126,20 @@ export async function searchChunks({
   query,
   filters = {},
   limit = 25,
+  fallbacks = true,
 }: {
   ctx: Deps;
   actor: Actor;
   query: string;
   filters?: ChunkSearchFilters;
   limit?: number;
+  /** Prefix and typo fallbacks when the exact query finds little (see SearchRequest.fallbacks). */
+  fallbacks?: boolean;
 }): Promise<SearchChunk[]> {
   const access = await accessScopeOf(ctx, actor);
   const indexFilters = await resolveFilters(ctx, actor, filters);
   if (indexFilters.document_sets?.length === 0) return [];
-  const hits = await ctx.search.search({ query, filters: indexFilters, access, limit });
+  const hits = await ctx.search.search({ query, filters: indexFilters, access, limit, fallbacks });
   const rows = await searchRepository.loadChunks(ctx.db, hits, access);
   const byKey = new Map(rows.map((r) => [`${r.document_id}\u0000${r.chunk_id}`, r]));
   const words = parseQuery(query).positiveWords;
