@@ -1,4 +1,5 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, sql, type Updateable } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { DbExecutor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { toolColumns } from '../tools/tools.repository.ts';
@@ -155,81 +156,93 @@ export async function findPersonasForUpdate(db: DbExecutor, ids: readonly number
 }
 
 /** The relations of each agent, keyed by agent id, in one query per relation. */
+/** Everything linked to these agents, in one statement (one JSON array per relation and agent). */
 export async function loadRelations(db: DbExecutor, personaIds: readonly number[]) {
-  if (personaIds.length === 0) {
-    return {
-      tools: [],
-      documentSets: [],
-      labels: [],
-      users: [],
-      groups: [],
-      documents: [],
-      nodes: [],
-      files: [],
-    };
-  }
   const ids = [...personaIds];
-  const [tools, documentSets, labels, users, groups, documents, nodes, files] = await Promise.all([
-    db
-      .selectFrom('persona_tools')
-      .innerJoin('tools', 'tools.id', 'persona_tools.tool_id')
-      .select(['persona_tools.persona_id', ...toolColumns])
-      .where('persona_tools.persona_id', 'in', ids)
-      .orderBy('tools.id')
-      .execute(),
-    db
-      .selectFrom('persona_document_sets')
-      .innerJoin('document_sets', 'document_sets.id', 'persona_document_sets.document_set_id')
-      .select([
-        'persona_document_sets.persona_id',
-        'document_sets.id',
-        'document_sets.name',
-        'document_sets.description',
-        'document_sets.is_public',
-      ])
-      .where('persona_document_sets.persona_id', 'in', ids)
-      .orderBy('document_sets.id')
-      .execute(),
-    db
-      .selectFrom('persona_label_links')
-      .innerJoin('persona_labels', 'persona_labels.id', 'persona_label_links.label_id')
-      .select(['persona_label_links.persona_id', 'persona_labels.id', 'persona_labels.name'])
-      .where('persona_label_links.persona_id', 'in', ids)
-      .orderBy('persona_labels.id')
-      .execute(),
-    db
-      .selectFrom('persona_users')
-      .innerJoin('users', 'users.id', 'persona_users.user_id')
-      .select(['persona_users.persona_id', 'users.id', 'users.email'])
-      .where('persona_users.persona_id', 'in', ids)
-      .orderBy('users.email')
-      .execute(),
-    db
-      .selectFrom('persona_groups')
-      .select(['persona_id', 'group_id'])
-      .where('persona_id', 'in', ids)
-      .orderBy('group_id')
-      .execute(),
-    db
-      .selectFrom('persona_documents')
-      .select(['persona_id', 'document_id'])
-      .where('persona_id', 'in', ids)
-      .orderBy('document_id')
-      .execute(),
-    db
-      .selectFrom('persona_hierarchy_nodes')
-      .select(['persona_id', 'hierarchy_node_id'])
-      .where('persona_id', 'in', ids)
-      .orderBy('hierarchy_node_id')
-      .execute(),
-    db
-      .selectFrom('persona_user_files')
-      .select(['persona_id', 'user_file_id'])
-      .where('persona_id', 'in', ids)
-      .orderBy('user_file_id')
-      .execute(),
-  ]);
-  return { tools, documentSets, labels, users, groups, documents, nodes, files };
+  const rows = ids.length
+    ? await db
+        .selectFrom('personas as p')
+        .where('p.id', 'in', ids)
+        .select((eb) => [
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_tools')
+              .innerJoin('tools', 'tools.id', 'persona_tools.tool_id')
+              .select(['persona_tools.persona_id', ...toolColumns])
+              .whereRef('persona_tools.persona_id', '=', 'p.id')
+              .orderBy('tools.id'),
+          ).as('tools'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_document_sets')
+              .innerJoin('document_sets', 'document_sets.id', 'persona_document_sets.document_set_id')
+              .select([
+                'persona_document_sets.persona_id',
+                'document_sets.id',
+                'document_sets.name',
+                'document_sets.description',
+                'document_sets.is_public',
+              ])
+              .whereRef('persona_document_sets.persona_id', '=', 'p.id')
+              .orderBy('document_sets.id'),
+          ).as('documentSets'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_label_links')
+              .innerJoin('persona_labels', 'persona_labels.id', 'persona_label_links.label_id')
+              .select(['persona_label_links.persona_id', 'persona_labels.id', 'persona_labels.name'])
+              .whereRef('persona_label_links.persona_id', '=', 'p.id')
+              .orderBy('persona_labels.id'),
+          ).as('labels'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_users')
+              .innerJoin('users', 'users.id', 'persona_users.user_id')
+              .select(['persona_users.persona_id', 'users.id', 'users.email'])
+              .whereRef('persona_users.persona_id', '=', 'p.id')
+              .orderBy('users.email'),
+          ).as('users'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_groups')
+              .select(['persona_id', 'group_id'])
+              .whereRef('persona_groups.persona_id', '=', 'p.id')
+              .orderBy('group_id'),
+          ).as('groups'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_documents')
+              .select(['persona_id', 'document_id'])
+              .whereRef('persona_documents.persona_id', '=', 'p.id')
+              .orderBy('document_id'),
+          ).as('documents'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_hierarchy_nodes')
+              .select(['persona_id', 'hierarchy_node_id'])
+              .whereRef('persona_hierarchy_nodes.persona_id', '=', 'p.id')
+              .orderBy('hierarchy_node_id'),
+          ).as('nodes'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('persona_user_files')
+              .select(['persona_id', 'user_file_id'])
+              .whereRef('persona_user_files.persona_id', '=', 'p.id')
+              .orderBy('user_file_id'),
+          ).as('files'),
+        ])
+        .execute()
+    : [];
+  return {
+    tools: rows.flatMap((r) => r.tools),
+    documentSets: rows.flatMap((r) => r.documentSets),
+    labels: rows.flatMap((r) => r.labels),
+    users: rows.flatMap((r) => r.users),
+    groups: rows.flatMap((r) => r.groups),
+    documents: rows.flatMap((r) => r.documents),
+    nodes: rows.flatMap((r) => r.nodes),
+    files: rows.flatMap((r) => r.files),
+  };
 }
 export type PersonaRelations = Awaited<ReturnType<typeof loadRelations>>;
 

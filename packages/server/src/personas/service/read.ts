@@ -9,9 +9,12 @@ import type {
   PersonaPage,
 } from '../personas.schemas.ts';
 import {
+  accessTo,
+  assembleSnapshots,
   type Deps,
   forbiddenView,
   loadLive,
+  notFound,
   snapshotsOf,
   toMinimalSnapshot,
   toPersonaSnapshot,
@@ -77,10 +80,13 @@ export async function getPersonaForChat({
   ctx: { db: Db; actor: Actor };
   personaId: number;
 }): Promise<PersonaForChat> {
-  const { row, access } = await loadLive(ctx.db, ctx.actor, personaId);
+  // Every chat turn comes here: the relations are loaded once, for both the access check and the answer.
+  const row = await personasRepository.findPersona(ctx.db, personaId);
+  if (!row || row.deleted) throw notFound(personaId);
+  const relations = await personasRepository.loadRelations(ctx.db, [row.id]);
+  const access = (await accessTo(ctx.db, ctx.actor, [row], relations)).get(personaId)!;
   if (!access.canView) throw forbiddenView(personaId);
-  const [p] = await snapshotsOf(ctx.db, [row]);
-  const full = p!;
+  const full = assembleSnapshots([row], relations)[0]!;
   return {
     id: full.id,
     name: full.name,

@@ -39,6 +39,8 @@ export async function accessTo(
   db: DbExecutor,
   actor: Actor,
   personas: readonly { id: number; owner_id: string | null; is_public: boolean }[],
+  /** Already loaded relations of these agents, to avoid loading them again. */
+  loaded?: personasRepository.PersonaRelations,
 ): Promise<Map<number, Access>> {
   const result = new Map<number, Access>();
   if (actor.role === 'admin') {
@@ -47,7 +49,7 @@ export async function accessTo(
   }
   const ids = personas.map((p) => p.id);
   const [relations, memberOf, curates] = await Promise.all([
-    personasRepository.loadRelations(db, ids),
+    loaded ?? personasRepository.loadRelations(db, ids),
     userGroupsRepository.groupIdsOfUser(db, actor.user_id),
     actor.role === 'curator'
       ? userGroupsRepository.curatedGroupIdsOfUser(db, actor.user_id)
