@@ -185,12 +185,3 @@ export function existingGroupIds(db: DbExecutor, ids: number[]) {
     .execute()
     .then((rows) => rows.map((r) => r.id));
 }
-
-export function groupIdsOfUser(db: DbExecutor, userId: string) {
-  return db
-    .selectFrom('user_group_members')
-    .select('group_id')
-    .where('user_id', '=', userId)
-    .execute()
-    .then((rows) => rows.map((r) => r.group_id));
-}

@@ -385,44 +385,6 @@ export async function replaceUserFiles(db: DbExecutor, personaId: number, ids: r
       .execute();
 }
 
-/**
- * The subset of `ids` naming document sets the viewer may use: public ones, their own, those shared with
- * them or one of their groups; admins any.
- */
-export async function findAccessibleDocumentSetIds(
-  db: DbExecutor,
-  ids: readonly number[],
-  viewer: Viewer,
-): Promise<number[]> {
-  if (ids.length === 0) return [];
-  let query = db.selectFrom('document_sets').select('document_sets.id').where('document_sets.id', 'in', ids);
-  if (!viewer.isAdmin) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('document_sets.is_public', '=', true),
-        eb('document_sets.owner_id', '=', viewer.userId),
-        eb.exists(
-          eb
-            .selectFrom('document_set_users')
-            .select('document_set_users.document_set_id')
-            .whereRef('document_set_users.document_set_id', '=', 'document_sets.id')
-            .where('document_set_users.user_id', '=', viewer.userId),
-        ),
-        eb.exists(
-          eb
-            .selectFrom('document_set_groups')
-            .innerJoin('user_group_members', 'user_group_members.group_id', 'document_set_groups.group_id')
-            .select('document_set_groups.document_set_id')
-            .whereRef('document_set_groups.document_set_id', '=', 'document_sets.id')
-            .where('user_group_members.user_id', '=', viewer.userId),
-        ),
-      ]),
-    );
-  }
-  const rows = await query.execute();
-  return rows.map((r) => r.id);
-}
-
 export function listLabels(db: DbExecutor) {
   return db.selectFrom('persona_labels').select(['id', 'name']).orderBy('name').orderBy('id').execute();
 }

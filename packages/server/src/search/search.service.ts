@@ -2,6 +2,7 @@ import type { Actor } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
 import { AppError } from '../errors.ts';
+import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
@@ -55,7 +56,7 @@ export async function accessScopeOf(ctx: { db: Db }, actor: Actor): Promise<Acce
   return {
     all: false,
     user_id: actor.user_id,
-    group_ids: await documentSetsRepository.groupIdsOfUser(ctx.db, actor.user_id),
+    group_ids: await userGroupsRepository.groupIdsOfUser(ctx.db, actor.user_id),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Actor } from '../../auth/roles.ts';
 import type { Db, DbExecutor } from '../../db/database.ts';
+import * as documentSetsRepository from '../../document-sets/document-sets.repository.ts';
 import { AppError } from '../../errors.ts';
 import * as toolsRepository from '../../tools/tools.repository.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
@@ -63,8 +64,14 @@ async function checkReferences(db: DbExecutor, actor: Actor, refs: References): 
     const missing = missingIds(ids, await found(ids));
     if (missing.length) problems.push(`${label}: ${missing.join(', ')}`);
   };
-  await check('Unknown or inaccessible document sets', refs.document_set_ids, (ids) =>
-    personasRepository.findAccessibleDocumentSetIds(db, ids, viewer),
+  // The document-set visibility rule lives with document sets.
+  const setViewer: documentSetsRepository.SetViewer = viewer.isAdmin
+    ? { all: true }
+    : { all: false, user_id: viewer.userId };
+  await check('Unknown or inaccessible document sets', refs.document_set_ids, async (ids) =>
+    (await documentSetsRepository.findSetsById(db, ids, setViewer))
+      .filter((set) => set.visible)
+      .map((set) => set.id),
   );
   await check('Unknown tools', refs.tool_ids, (ids) => toolsRepository.findExistingToolIds(db, ids));
   await check('Unknown labels', refs.label_ids, (ids) => personasRepository.findExistingLabelIds(db, ids));
