@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
-import type { LlmMessage, LlmProvider, LlmToolCall } from './llm.types.ts';
+import type { LlmMessage, LlmProvider, LlmProviderOptions, LlmToolCall } from './llm.types.ts';
 import { toProviderError } from './openai-compatible.ts';
 
 type Block = Exclude<MessageParam['content'], string>[number];
@@ -35,12 +35,7 @@ function toAnthropic(messages: LlmMessage[]): { system: string; messages: Messag
 }
 
 /** Anthropic Messages API with streaming and tool use. */
-export function createAnthropicProvider(options: {
-  baseURL?: string | undefined;
-  apiKey?: string | undefined;
-  model?: string | undefined;
-  contextWindow?: number | undefined;
-}): LlmProvider {
+export function createAnthropicProvider(options: LlmProviderOptions): LlmProvider {
   const client = new Anthropic({
     baseURL: options.baseURL,
     apiKey: options.apiKey ?? 'not-needed',

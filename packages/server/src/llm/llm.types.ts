@@ -50,6 +50,14 @@ export type LlmEvent =
   | { type: 'reasoning'; text: string }
   | { type: 'tool_call'; call: LlmToolCall };
 
+/** How a configured provider is reached (from KAS_LLM_BASE_URL, _API_KEY, _MODEL, _CONTEXT_TOKENS). */
+export interface LlmProviderOptions {
+  baseURL?: string | undefined;
+  apiKey?: string | undefined;
+  model?: string | undefined;
+  contextWindow?: number | undefined;
+}
+
 /** One interface for every model behind the chat. */
 export interface LlmProvider {
   /** `builtin`, `openai` or `anthropic`: what `llm_override.model_provider` must name. */

@@ -1,6 +1,12 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { type LlmMessage, type LlmProvider, LlmProviderError, type LlmToolCall } from './llm.types.ts';
+import {
+  type LlmMessage,
+  type LlmProvider,
+  LlmProviderError,
+  type LlmProviderOptions,
+  type LlmToolCall,
+} from './llm.types.ts';
 
 function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
   switch (message.role) {
@@ -35,12 +41,7 @@ export function toProviderError(error: unknown): unknown {
 }
 
 /** Any server speaking OpenAI chat completions: OpenAI, vLLM, Ollama, LiteLLM, llama.cpp server. */
-export function createOpenAiCompatibleProvider(options: {
-  baseURL?: string | undefined;
-  apiKey?: string | undefined;
-  model?: string | undefined;
-  contextWindow?: number | undefined;
-}): LlmProvider {
+export function createOpenAiCompatibleProvider(options: LlmProviderOptions): LlmProvider {
   const client = new OpenAI({
     baseURL: options.baseURL,
     apiKey: options.apiKey ?? 'not-needed',
