@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
+import { type FakeLlmServer, fakeOpenAiEnv, startFakeOpenAi } from '../fakes/openai.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import { answerOf, readAll, typesOf } from './chat-helpers.ts';
 
@@ -17,10 +17,7 @@ describe('chat stream heartbeat', () => {
     fake = await startFakeOpenAi();
     s = await startTestServer({
       env: {
-        KAS_LLM_PROVIDER: 'openai',
-        KAS_LLM_BASE_URL: fake.baseURL,
-        KAS_LLM_API_KEY: 'test-key',
-        KAS_LLM_MODEL: 'fake-model',
+        ...fakeOpenAiEnv(fake),
         // 15 s in production; shortened so that a slow model leaves quiet gaps.
         KAS_CHAT_HEARTBEAT_MS: '50',
       },

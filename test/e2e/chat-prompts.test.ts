@@ -1,6 +1,6 @@
 import { countTokens } from 'gpt-tokenizer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
+import { type FakeLlmServer, fakeOpenAiEnv, startFakeOpenAi } from '../fakes/openai.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import { answerOf, readAll } from './chat-helpers.ts';
 
@@ -23,10 +23,7 @@ async function withFakeServer(env: Record<string, string> = {}) {
   const fake = await startFakeOpenAi();
   const s = await startTestServer({
     env: {
-      KAS_LLM_PROVIDER: 'openai',
-      KAS_LLM_BASE_URL: fake.baseURL,
-      KAS_LLM_API_KEY: 'test-key',
-      KAS_LLM_MODEL: 'fake-model',
+      ...fakeOpenAiEnv(fake),
       ...env,
     },
   });

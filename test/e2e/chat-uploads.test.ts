@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
+import { type FakeLlmServer, fakeOpenAiEnv, startFakeOpenAi } from '../fakes/openai.ts';
 import { DOCX_TYPE, minimalDocx, minimalPdf } from '../harness/office-files.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import { answerOf, readAll } from './chat-helpers.ts';
@@ -16,10 +16,7 @@ describe('chat uploads: PDF and DOCX reach the model; bad files are refused clea
     fake = await startFakeOpenAi();
     s = await startTestServer({
       env: {
-        KAS_LLM_PROVIDER: 'openai',
-        KAS_LLM_BASE_URL: fake.baseURL,
-        KAS_LLM_API_KEY: 'test-key',
-        KAS_LLM_MODEL: 'fake-model',
+        ...fakeOpenAiEnv(fake),
       },
     });
     ({ key, user_id: userId } = await s.createKey('basic', 'uploader'));

@@ -153,3 +153,13 @@ export function startFakeOpenAi(): Promise<FakeLlmServer> {
     '/v1',
   );
 }
+
+/** The settings that point kas at this fake as its OpenAI-compatible model. */
+export function fakeOpenAiEnv(fake: Pick<FakeLlmServer, 'baseURL'>): Record<string, string> {
+  return {
+    KAS_LLM_PROVIDER: 'openai',
+    KAS_LLM_BASE_URL: fake.baseURL,
+    KAS_LLM_API_KEY: 'test-key',
+    KAS_LLM_MODEL: 'fake-model',
+  };
+}
