@@ -80,7 +80,7 @@ function uploadRoute(deps: AppDeps): express.RequestHandler[] {
     try {
       const ctx = contextFor(deps, req, res);
       const actor = await apiKeysService.authenticate({ ctx, authorization: ctx.authorization });
-      const headers = await deps.rateLimiter.consume(`key:${actor.api_key_id}`);
+      const headers = await deps.rateLimiter.consume(actor.rate_limit_key);
       for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
       res.locals.actor = actor;
       next();

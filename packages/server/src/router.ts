@@ -3,6 +3,7 @@ import { chatRouter } from './chat/chat.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
 import { healthRouter } from './health.router.ts';
+import { personalTokensRouter } from './identity/identity.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
 import { projectsRouter } from './projects/projects.router.ts';
 import { searchRouter } from './search/search.router.ts';
@@ -24,6 +25,7 @@ export const appRouter = router({
   personas: personasRouter,
   tools: toolsRouter,
   users: usersRouter,
+  personalTokens: personalTokensRouter,
   userGroups: userGroupsRouter,
 });
 
