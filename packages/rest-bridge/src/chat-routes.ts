@@ -6,7 +6,7 @@ import {
   createCaller,
   createInnerContext,
   filesService,
-  toErrorBody,
+  toErrorResponse,
 } from '@kas/server';
 import type express from 'express';
 import type { Request, Response } from 'express';
@@ -55,11 +55,11 @@ async function sendChatMessage(deps: AppDeps, req: Request, res: Response) {
         next = await lines.next();
       }
     } catch (error) {
-      const failure = toErrorBody(error);
-      if (failure.status >= 500) deps.logger.error({ err: error }, 'chat stream failed');
+      const failure = toErrorResponse(error);
+      if (failure.error_code === 'INTERNAL_ERROR') deps.logger.error({ err: error }, 'chat stream failed');
       if (!gone)
         res.write(
-          `${JSON.stringify({ error: failure.detail, error_code: failure.error_code, is_retryable: failure.status >= 500 })}\n`,
+          `${JSON.stringify({ error: failure.detail, error_code: failure.error_code, is_retryable: failure.is_retryable })}\n`,
         );
     }
     if (gone) void lines.return?.(undefined);

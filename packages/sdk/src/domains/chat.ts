@@ -140,7 +140,7 @@ export function chatApi(
           yield {
             error: apiError.detail,
             error_code: apiError.error_code,
-            is_retryable: apiError.status >= 500,
+            is_retryable: apiError.is_retryable,
           };
         }
         return;

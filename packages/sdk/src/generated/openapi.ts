@@ -1421,8 +1421,11 @@ export interface components {
             message: string;
         };
         ErrorBody: {
-            /** @description Machine-readable code, e.g. NOT_FOUND */
-            error_code: string;
+            /**
+             * @description Machine-readable code, e.g. NOT_FOUND
+             * @enum {string}
+             */
+            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "UNAUTHENTICATED" | "INSUFFICIENT_PERMISSIONS" | "NOT_FOUND" | "API_KEY_NOT_FOUND" | "PERSONA_NOT_FOUND" | "DOCUMENT_NOT_FOUND" | "DOCUMENT_SET_NOT_FOUND" | "SESSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "USER_NOT_FOUND" | "USER_GROUP_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CC_PAIR_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "TOOL_NOT_FOUND" | "PROJECT_NOT_FOUND" | "FILE_NOT_FOUND" | "LABEL_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "CONFLICT" | "DUPLICATE_RESOURCE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "LLM_PROVIDER_ERROR" | "BAD_GATEWAY" | "SERVICE_UNAVAILABLE" | "GATEWAY_TIMEOUT";
             /** @description Human-readable explanation */
             detail: string;
         };
