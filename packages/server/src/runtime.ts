@@ -1,9 +1,11 @@
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
+import { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
 import type { AppDeps } from './context.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
+import { createIngestionState } from './documents/service/ingest.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createRateLimiter } from './rate-limit.ts';
@@ -43,6 +45,8 @@ export async function createRuntime(
       ),
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
+      ingestion: createIngestionState(),
+      stopRegistry: new StopRegistry(database.db),
     };
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AuthCache } from '../auth/auth-cache.ts';
 import type { Actor, Role } from '../auth/roles.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as usersRepository from '../users/users.repository.ts';
@@ -8,10 +9,7 @@ import * as apiKeysRepository from './api-keys.repository.ts';
 import type { ApiKeyDescriptor, CreateApiKeyInput, Me, UpdateApiKeyInput } from './api-keys.schemas.ts';
 import { displayApiKey, generateApiKey, hashApiKey, parseAuthorizationHeader } from './api-keys.secret.ts';
 
-interface Deps {
-  db: Db;
-  authCache?: AuthCache | null;
-}
+type Deps = ServiceContext<'db'> & Partial<ServiceContext<'authCache'>>;
 
 function serviceAccountEmail(): string {
   return `api-key-${randomUUID()}@service-account.kas`;
