@@ -1,5 +1,6 @@
 import { buildOpenApiDocument } from '@kas/rest-bridge';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { buildRouterTypes } from './router-types.ts';
 
 /** The generated API artifacts, keyed by their path in the repository. */
 export async function buildApiArtifacts(): Promise<Record<string, string>> {
@@ -30,5 +31,6 @@ export async function buildApiArtifacts(): Promise<Record<string, string>> {
     'packages/sdk/openapi.json': json,
     'packages/sdk/src/generated/openapi.ts': types,
     'packages/sdk/src/generated/errors.ts': errors,
+    'packages/sdk/src/generated/router.ts': buildRouterTypes(),
   };
 }

@@ -20,7 +20,7 @@ export * from './logger.ts';
 export * as personasRepository from './personas/personas.repository.ts';
 export { DEFAULT_PERSONA_ID, type PersonaForChat } from './personas/personas.schemas.ts';
 export * as personasService from './personas/personas.service.ts';
-export { type AppRouter, appRouter, createCaller } from './router.ts';
+export { type AppRouter, appRouter, type ClientRouter, createCaller } from './router.ts';
 export * from './runtime.ts';
 export * as searchService from './search/search.service.ts';
 export type { SearchIndex } from './search/search-index.ts';

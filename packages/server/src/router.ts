@@ -1,3 +1,4 @@
+import type { TRPCBuiltRouter } from '@trpc/server';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
@@ -28,4 +29,15 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
+
+type RootTypes = AppRouter['_def']['_config']['$types'];
+/**
+ * The router as clients see it: every procedure's input and output, the error shape and the
+ * transformer, without the server's context (database, logger, …). The SDK bundles this type into
+ * its declarations, so programs outside this repository get a fully typed tRPC client.
+ */
+export type ClientRouter = TRPCBuiltRouter<
+  { ctx: object; meta: object; errorShape: RootTypes['errorShape']; transformer: RootTypes['transformer'] },
+  AppRouter['_def']['record']
+>;
 export const createCaller = createCallerFactory(appRouter);
