@@ -72,7 +72,10 @@ export function buildRouterTypes(): string {
   const tree: Tree = {};
   procedures.forEach((p, i) => {
     let node = tree;
-    for (const key of p.path.slice(0, -1)) node = (node[key] ??= {}) as Tree;
+    for (const key of p.path.slice(0, -1)) {
+      node[key] ??= {};
+      node = node[key] as Tree;
+    }
     node[p.path.at(-1)!] =
       `${KIND_TYPE[p.kind]}<{ input: ${printed.get(`In${i}`)}; output: ${printed.get(`Out${i}`)}; meta: object }>`;
   });
