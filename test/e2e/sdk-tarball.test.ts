@@ -52,6 +52,14 @@ describe('the published SDK, outside this repository', () => {
     );
     for (const file of ['program.ts', 'tsconfig.json'])
       copyFileSync(join(root, 'test/sdk-consumer', file), join(project, file));
+    // The README's SDK example is compiled (and run) as written.
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const example = /### SDK[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(example).toBeDefined();
+    writeFileSync(join(project, 'readme-example.ts'), example!);
+    const tsconfig = JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8'));
+    tsconfig.files.push('readme-example.ts');
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify(tsconfig));
 
     // Any error fails: missing declarations (an import of the private @kas/server), `any` leaking
     // into a strict program, or a wrong call shape.
@@ -64,6 +72,11 @@ describe('the published SDK, outside this repository', () => {
       env: { ...process.env, KAS_URL: s.url, KAS_API_KEY: s.adminKey },
     });
     const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    const fromReadme = await run(process.execPath, [join(project, 'readme-example.ts')], {
+      cwd: project,
+      env: { ...process.env, KAS_URL: s.url, KAS_API_KEY: s.adminKey },
+    });
+    expect(fromReadme.stdout).toContain('signed in as admin');
     expect(result).toMatchObject({ role: 'admin', code: 'PERSONA_NOT_FOUND' });
     expect(result.keys).toBeGreaterThan(0);
     expect(result.lines).toBeGreaterThan(2);

@@ -69,6 +69,7 @@ export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): expr
     router: appRouter,
     createContext: (req, res) => requestContext(deps, req, res),
     logger: deps.logger,
+    maxUploadBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
   });
   api.use(rest.handler);
   api.use((req, res) => {

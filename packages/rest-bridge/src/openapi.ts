@@ -94,6 +94,26 @@ export function buildOpenApiDocument(): OpenAPIObject {
         };
       }
       operation.responses = responses;
+      if (meta?.multipart) {
+        operation.requestBody = {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: [meta.multipart.field],
+                properties: {
+                  [meta.multipart.field]: {
+                    type: 'array',
+                    maxItems: meta.multipart.maxFiles,
+                    items: { type: 'string', format: 'binary' },
+                  },
+                },
+              },
+            },
+          },
+        };
+      }
       if (protect) operation.security = [{ bearerAuth: [] }];
       else delete operation.security;
     }

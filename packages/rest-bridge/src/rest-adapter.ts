@@ -1,6 +1,7 @@
-import type { Context, KasMeta, Logger } from '@kas/server';
+import { AppError, type Context, type KasMeta, type Logger } from '@kas/server';
 import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
-import express, { type Request, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import multer from 'multer';
 import { sendError } from './errors.ts';
 
 type ZodLike = { _zod: { def: Record<string, any> } };
@@ -65,6 +66,45 @@ function coerceParams(
   return out;
 }
 
+/** Reads a multipart form's files into `req.files`, answering 413/422 itself when the form is refused. */
+function multipartReader(
+  spec: NonNullable<KasMeta['multipart']>,
+  maxFileBytes: number,
+  logger: Logger,
+): RequestHandler {
+  const reader = multer({
+    storage: multer.memoryStorage(),
+    limits: { fileSize: maxFileBytes, files: spec.maxFiles },
+  }).array(spec.field, spec.maxFiles);
+  return (req, res, next) => {
+    if (!req.is('multipart/form-data')) return next();
+    reader(req, res, (error?: unknown) => {
+      if (!error) return next();
+      const code = (error as { code?: string }).code;
+      const refusal =
+        code === 'LIMIT_FILE_SIZE' || code === 'LIMIT_FILE_COUNT'
+          ? new AppError(
+              'PAYLOAD_TOO_LARGE',
+              `At most ${spec.maxFiles} files of ${Math.round(maxFileBytes / 1024 / 1024)} MB each`,
+            )
+          : new AppError('VALIDATION_ERROR', `Malformed multipart upload (use the field "${spec.field}")`);
+      sendError(res, refusal, logger);
+    });
+  };
+}
+
+/** The uploaded files as the procedure's input: names decoded as UTF-8 (busboy reads them as latin1). */
+function filesInput(req: Request): { files: { name: string; content_type: string; data: Uint8Array }[] } {
+  const files = (req.files as Express.Multer.File[] | undefined) ?? [];
+  return {
+    files: files.map((f) => ({
+      name: Buffer.from(f.originalname, 'latin1').toString('utf8'),
+      content_type: f.mimetype || 'application/octet-stream',
+      data: f.buffer,
+    })),
+  };
+}
+
 export interface RestRoute {
   method: string;
   path: string;
@@ -79,6 +119,8 @@ export function createRestAdapter(options: {
   router: AnyTRPCRouter;
   createContext(req: Request, res: Response): Context;
   logger: Logger;
+  /** Largest uploaded file a multipart procedure accepts. */
+  maxUploadBytes: number;
 }): { handler: express.Router; routes: RestRoute[] } {
   const handler = express.Router();
   const routes: RestRoute[] = [];
@@ -93,11 +135,16 @@ export function createRestAdapter(options: {
     const readsQuery = method === 'get' || method === 'delete';
     routes.push({ method: openapi.method, path: openapi.path, procedurePath });
 
-    handler[method](expressPath, async (req, res) => {
+    const before: RequestHandler[] = meta?.multipart
+      ? [multipartReader(meta.multipart, options.maxUploadBytes, options.logger)]
+      : [];
+    handler[method](expressPath, ...before, async (req, res) => {
       try {
         const pathParams = coerceParams(shape, req.params as Record<string, string>);
         let input: unknown;
-        if (readsQuery) {
+        if (meta?.multipart) {
+          input = filesInput(req);
+        } else if (readsQuery) {
           input = { ...coerceParams(shape, req.query as Record<string, unknown>), ...pathParams };
         } else {
           const body: unknown = req.body === undefined ? {} : req.body;

@@ -53,6 +53,8 @@ const ConfigSchema = z.object({
   /** Internal: the quiet time after which a chat stream sends a `chat_heartbeat` line (tests shorten it). */
   KAS_CHAT_HEARTBEAT_MS: z.coerce.number().int().min(10).max(3_600_000).default(15_000),
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  /** Largest file accepted by an upload, in MB (413 beyond). */
+  KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

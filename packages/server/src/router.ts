@@ -3,6 +3,7 @@ import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
+import { filesRouter } from './files/files.router.ts';
 import { healthRouter } from './health.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
 import { projectsRouter } from './projects/projects.router.ts';
@@ -17,6 +18,7 @@ export const appRouter = router({
   health: healthRouter,
   apiKeys: apiKeysRouter,
   chat: chatRouter,
+  files: filesRouter,
   projects: projectsRouter,
   tokenBudgets: tokenBudgetsRouter,
   documents: documentsRouter,

@@ -46,6 +46,9 @@ export type ClientRouter = TRPCBuiltRouter<{ ctx: object; meta: object; errorSha
     list: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: Array<{ id: number; name: string; description: string; cc_pair_ids: Array<number>; is_public: boolean; users: Array<string>; groups: Array<number>; }>; meta: object }>;
     update: TRPCMutationProcedure<{ input: { id: number; name?: string | undefined; description?: string | undefined; cc_pair_ids?: Array<number> | undefined; is_public?: boolean | undefined; users?: Array<string> | undefined; groups?: Array<number> | undefined; }; output: { id: number; name: string; description: string; cc_pair_ids: Array<number>; is_public: boolean; users: Array<string>; groups: Array<number>; }; meta: object }>;
   };
+  files: {
+    upload: TRPCMutationProcedure<{ input: { files: Array<{ name: string; content_type: string; data: Uint8Array<ArrayBuffer>; }>; }; output: { files: Array<{ id: string; type: string; name?: string | null | undefined; }>; }; meta: object }>;
+  };
   health: {
     check: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: { status: "ok"; }; meta: object }>;
   };
