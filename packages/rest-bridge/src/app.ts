@@ -7,11 +7,6 @@ import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
-export interface HttpAppOptions {
-  /** Hand-written routes (the chat stream) mounted on /api before the adapter. */
-  customRoutes?: (api: express.Router, deps: AppDeps) => void;
-}
-
 function requestContext(deps: AppDeps, req: Request, res: Response) {
   const controller = new AbortController();
   res.on('close', () => {
@@ -27,7 +22,7 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
 }
 
 /** The HTTP process: REST paths, /api/trpc, /api/openapi.json, /api/docs, /api/health. */
-export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): express.Express {
+export function createHttpApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -64,7 +59,6 @@ export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): expr
     }),
   );
   registerChatRoutes(api, deps);
-  options.customRoutes?.(api, deps);
   const rest = createRestAdapter({
     router: appRouter,
     createContext: (req, res) => requestContext(deps, req, res),

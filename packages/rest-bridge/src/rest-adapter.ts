@@ -163,9 +163,7 @@ export function createRestAdapter(options: {
         if (meta?.noContent) {
           res.status(204).end();
         } else {
-          res
-            .status(method === 'post' && openapi.successDescription === 'Created' ? 201 : 200)
-            .json(result ?? null);
+          res.json(result ?? null);
         }
       } catch (error) {
         sendError(res, error, options.logger);

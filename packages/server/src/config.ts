@@ -56,6 +56,9 @@ const ConfigSchema = z.object({
   /** Largest file accepted by an upload, in MB (413 beyond). */
   KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `pretty` lines for people, `json` for log collectors; `auto`: pretty on a terminal unless in production. */
+  KAS_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
+  NODE_ENV: optionalString,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

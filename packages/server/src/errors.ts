@@ -15,27 +15,19 @@ export const ERROR_STATUS = {
   DOCUMENT_SET_NOT_FOUND: 404,
   SESSION_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,
-  USER_NOT_FOUND: 404,
   USER_GROUP_NOT_FOUND: 404,
-  CONNECTOR_NOT_FOUND: 404,
   CC_PAIR_NOT_FOUND: 404,
-  CREDENTIAL_NOT_FOUND: 404,
-  TOOL_NOT_FOUND: 404,
   PROJECT_NOT_FOUND: 404,
   FILE_NOT_FOUND: 404,
   LABEL_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
-  CONFLICT: 409,
   DUPLICATE_RESOURCE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
-  NOT_IMPLEMENTED: 501,
   LLM_PROVIDER_ERROR: 502,
-  BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
-  GATEWAY_TIMEOUT: 504,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -47,10 +39,7 @@ export const INTERNAL_ERROR_DETAIL = 'An internal error occurred. It has been lo
 
 /** Whether trying the same request again later may succeed: the one retryability rule. */
 export function isRetryableStatus(status: number): boolean {
-  return (
-    status === ERROR_STATUS.RATE_LIMITED ||
-    (status >= ERROR_STATUS.INTERNAL_ERROR && status !== ERROR_STATUS.NOT_IMPLEMENTED)
-  );
+  return status === ERROR_STATUS.RATE_LIMITED || status >= ERROR_STATUS.INTERNAL_ERROR;
 }
 
 /** Error codes whose answers are worth retrying, derived from the one table. */
