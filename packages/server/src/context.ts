@@ -2,11 +2,13 @@ import type { AuthCache } from './auth/auth-cache.ts';
 import type { Actor } from './auth/roles.ts';
 import type { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
+import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { IngestionState } from './documents/service/ingest.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
+import type { Outbound } from './outbound/outbound.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SearchIndex } from './search/search-index.ts';
 
@@ -29,6 +31,10 @@ export interface AppDeps {
   ingestion: IngestionState;
   /** The chat generations running in this process, so a stop reaches them. */
   stopRegistry: StopRegistry;
+  /** The one HTTP client for the outside world (address guard, caps, retries); a drop-in `fetch`. */
+  outbound: Outbound;
+  /** Connector sources by name (`web`, `file`, `github`, …). */
+  sources: SourceRegistry;
 }
 
 /**
