@@ -56,6 +56,7 @@ step('sdk build', 'npx', ['turbo', 'run', 'build', '--filter=@kas/sdk', '--outpu
 step('typecheck', 'npx', ['turbo', 'run', 'typecheck', '--output-logs=errors-only']);
 step('typecheck scripts', 'npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']);
 step('lint', 'npx', ['biome', 'ci', '.']);
+step('layering', process.execPath, ['scripts/check-layering.ts']);
 
 const outDir = mkdtempSync(join(tmpdir(), 'kas-vitest-'));
 const report = join(outDir, 'report.json');

@@ -1,4 +1,4 @@
-import { type AppDeps, appRouter, createInnerContext } from '@kas/server';
+import { type AppDeps, AppError, appRouter, createInnerContext, toErrorResponse } from '@kas/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { registerChatRoutes } from './chat-routes.ts';
@@ -6,11 +6,6 @@ import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
-
-export interface HttpAppOptions {
-  /** Hand-written routes (the chat stream) mounted on /api before the adapter. */
-  customRoutes?: (api: express.Router, deps: AppDeps) => void;
-}
 
 function requestContext(deps: AppDeps, req: Request, res: Response) {
   const controller = new AbortController();
@@ -27,9 +22,11 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
 }
 
 /** The HTTP process: REST paths, /api/trpc, /api/openapi.json, /api/docs, /api/health. */
-export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): express.Express {
+export function createHttpApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // API answers are not cached by validators: hashing every body for an ETag costs more than it saves.
+  app.set('etag', false);
   app.set('query parser', 'simple');
 
   const openApiDocument = JSON.stringify(buildOpenApiDocument());
@@ -51,6 +48,12 @@ export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): expr
     createExpressMiddleware({
       router: appRouter,
       createContext: ({ req, res }) => requestContext(deps, req, res),
+      // /api/trpc answers with the same status and headers as the REST paths.
+      responseMeta: ({ errors }) => {
+        if (!errors[0]) return {};
+        const failure = toErrorResponse(errors[0]);
+        return { status: failure.status, headers: new Headers(failure.headers) };
+      },
       onError: ({ error, path }) => {
         if (error.code === 'INTERNAL_SERVER_ERROR')
           deps.logger.error({ err: error.cause ?? error, path }, 'trpc call failed');
@@ -58,29 +61,22 @@ export function createHttpApp(deps: AppDeps, options: HttpAppOptions = {}): expr
     }),
   );
   registerChatRoutes(api, deps);
-  options.customRoutes?.(api, deps);
   const rest = createRestAdapter({
     router: appRouter,
     createContext: (req, res) => requestContext(deps, req, res),
     logger: deps.logger,
+    maxUploadBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
   });
   api.use(rest.handler);
   api.use((req, res) => {
-    res
-      .status(404)
-      .json({ error_code: 'NOT_FOUND', detail: `No route for ${req.method} ${req.baseUrl}${req.path}` });
+    sendError(
+      res,
+      new AppError('NOT_FOUND', `No route for ${req.method} ${req.baseUrl}${req.path}`),
+      deps.logger,
+    );
   });
   api.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const parseError = error as { type?: string; status?: number };
-    if (parseError?.type === 'entity.parse.failed') {
-      res.status(422).json({ error_code: 'VALIDATION_ERROR', detail: 'Malformed JSON in request body' });
-    } else if (parseError?.type === 'entity.too.large') {
-      res.status(413).json({ error_code: 'PAYLOAD_TOO_LARGE', detail: 'Request body too large' });
-    } else if (parseError?.type && parseError.status && parseError.status < 500) {
-      res.status(422).json({ error_code: 'VALIDATION_ERROR', detail: 'Unreadable request body' });
-    } else {
-      sendError(res, error, deps.logger);
-    }
+    sendError(res, error, deps.logger);
   });
 
   app.use('/api', api);

@@ -1,10 +1,11 @@
-import { type Logger, toErrorBody } from '@kas/server';
+import { type Logger, toErrorResponse } from '@kas/server';
 import type { Response } from 'express';
 
 /** Writes `{error_code, detail}` with the status and headers from the one error table. */
 export function sendError(res: Response, error: unknown, logger: Logger): void {
-  const body = toErrorBody(error);
-  if (body.status >= 500) logger.error({ err: error, url: res.req.originalUrl }, 'request failed');
+  const body = toErrorResponse(error);
+  if (body.error_code === 'INTERNAL_ERROR')
+    logger.error({ err: error, url: res.req.originalUrl }, 'request failed');
   if (res.headersSent) {
     res.end();
     return;

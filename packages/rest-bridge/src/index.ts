@@ -1,3 +1,3 @@
-export { createHttpApp, type HttpAppOptions } from './app.ts';
+export { createHttpApp } from './app.ts';
 export { buildOpenApiDocument } from './openapi.ts';
 export { type RunningServer, startServer } from './server.ts';

@@ -1,16 +1,26 @@
-import { appRouter, type KasMeta } from '@kas/server';
+import {
+  appRouter,
+  ERROR_CODES,
+  ERROR_STATUS,
+  type ErrorCode,
+  type KasMeta,
+  RETRYABLE_ERROR_CODES,
+} from '@kas/server';
 import type { AnyTRPCProcedure } from '@trpc/server';
 import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { createSchema } from 'zod-openapi';
 
-const ERROR_STATUSES: Record<string, string> = {
-  '401': 'Missing or invalid API key',
-  '403': 'Insufficient permissions',
-  '404': 'Not found',
-  '422': 'Malformed request body or parameter',
-  '429': 'Rate limited',
-  '500': 'Internal server error',
-};
+/** The failures every operation documents; their statuses come from the one error table. */
+const DOCUMENTED_ERRORS: { code: ErrorCode; description: string; authOnly?: boolean; bodyOnly?: boolean }[] =
+  [
+    { code: 'INVALID_INPUT', description: 'Invalid input', bodyOnly: true },
+    { code: 'UNAUTHENTICATED', description: 'Missing or invalid API key', authOnly: true },
+    { code: 'INSUFFICIENT_PERMISSIONS', description: 'Insufficient permissions', authOnly: true },
+    { code: 'NOT_FOUND', description: 'Not found' },
+    { code: 'VALIDATION_ERROR', description: 'Malformed request body or parameter' },
+    { code: 'RATE_LIMITED', description: 'Rate limited' },
+    { code: 'INTERNAL_ERROR', description: 'Internal server error' },
+  ];
 
 type SchemaObject = NonNullable<NonNullable<OpenAPIObject['components']>['schemas']>[string];
 
@@ -18,11 +28,13 @@ const ErrorBody: SchemaObject = {
   type: 'object',
   required: ['error_code', 'detail'],
   properties: {
-    error_code: { type: 'string', description: 'Machine-readable code, e.g. NOT_FOUND' },
+    error_code: { type: 'string', enum: ERROR_CODES, description: 'Machine-readable code, e.g. NOT_FOUND' },
     detail: { type: 'string', description: 'Human-readable explanation' },
   },
   additionalProperties: false,
-};
+  // Which codes are worth retrying, so clients (the SDK) need no rule of their own.
+  'x-retryable-error-codes': RETRYABLE_ERROR_CODES,
+} as SchemaObject;
 
 /**
  * The OpenAPI 3.1 document, generated from the procedures' meta and then corrected where the generator
@@ -74,16 +86,34 @@ export function buildOpenApiDocument(): OpenAPIObject {
           },
         };
       }
-      for (const [status, description] of Object.entries(ERROR_STATUSES)) {
-        if (!protect && (status === '401' || status === '403')) continue;
-        responses[status] = {
-          description,
+      for (const error of DOCUMENTED_ERRORS) {
+        if ((error.authOnly && !protect) || (error.bodyOnly && method === 'get')) continue;
+        responses[String(ERROR_STATUS[error.code])] = {
+          description: error.description,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
         };
       }
-      if (method !== 'get')
-        responses['400'] = { description: 'Invalid input', content: responses['422'].content };
       operation.responses = responses;
+      if (meta?.multipart) {
+        operation.requestBody = {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: [meta.multipart.field],
+                properties: {
+                  [meta.multipart.field]: {
+                    type: 'array',
+                    maxItems: meta.multipart.maxFiles,
+                    items: { type: 'string', format: 'binary' },
+                  },
+                },
+              },
+            },
+          },
+        };
+      }
       if (protect) operation.security = [{ bearerAuth: [] }];
       else delete operation.security;
     }

@@ -1,6 +1,7 @@
-import type { Context, KasMeta, Logger } from '@kas/server';
+import { AppError, type Context, type KasMeta, type Logger } from '@kas/server';
 import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
-import express, { type Request, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import multer from 'multer';
 import { sendError } from './errors.ts';
 
 type ZodLike = { _zod: { def: Record<string, any> } };
@@ -65,6 +66,45 @@ function coerceParams(
   return out;
 }
 
+/** Reads a multipart form's files into `req.files`, answering 413/422 itself when the form is refused. */
+function multipartReader(
+  spec: NonNullable<KasMeta['multipart']>,
+  maxFileBytes: number,
+  logger: Logger,
+): RequestHandler {
+  const reader = multer({
+    storage: multer.memoryStorage(),
+    limits: { fileSize: maxFileBytes, files: spec.maxFiles },
+  }).array(spec.field, spec.maxFiles);
+  return (req, res, next) => {
+    if (!req.is('multipart/form-data')) return next();
+    reader(req, res, (error?: unknown) => {
+      if (!error) return next();
+      const code = (error as { code?: string }).code;
+      const refusal =
+        code === 'LIMIT_FILE_SIZE' || code === 'LIMIT_FILE_COUNT'
+          ? new AppError(
+              'PAYLOAD_TOO_LARGE',
+              `At most ${spec.maxFiles} files of ${Math.round(maxFileBytes / 1024 / 1024)} MB each`,
+            )
+          : new AppError('VALIDATION_ERROR', `Malformed multipart upload (use the field "${spec.field}")`);
+      sendError(res, refusal, logger);
+    });
+  };
+}
+
+/** The uploaded files as the procedure's input: names decoded as UTF-8 (busboy reads them as latin1). */
+function filesInput(req: Request): { files: { name: string; content_type: string; data: Uint8Array }[] } {
+  const files = (req.files as Express.Multer.File[] | undefined) ?? [];
+  return {
+    files: files.map((f) => ({
+      name: Buffer.from(f.originalname, 'latin1').toString('utf8'),
+      content_type: f.mimetype || 'application/octet-stream',
+      data: f.buffer,
+    })),
+  };
+}
+
 export interface RestRoute {
   method: string;
   path: string;
@@ -79,9 +119,14 @@ export function createRestAdapter(options: {
   router: AnyTRPCRouter;
   createContext(req: Request, res: Response): Context;
   logger: Logger;
-}): { handler: express.Router; routes: RestRoute[] } {
-  const handler = express.Router();
+  /** Largest uploaded file a multipart procedure accepts. */
+  maxUploadBytes: number;
+}): { handler: RequestHandler; routes: RestRoute[] } {
+  const router = express.Router();
   const routes: RestRoute[] = [];
+  // Paths without parameters are found by one map lookup instead of testing every route's pattern in
+  // turn; everything else (parameters, HEAD, a trailing slash, other letter case) goes to the router.
+  const exact = new Map<string, RequestHandler[]>();
   const procedures = options.router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
   for (const [procedurePath, procedure] of Object.entries(procedures)) {
     const meta = procedure._def.meta as KasMeta | undefined;
@@ -93,11 +138,16 @@ export function createRestAdapter(options: {
     const readsQuery = method === 'get' || method === 'delete';
     routes.push({ method: openapi.method, path: openapi.path, procedurePath });
 
-    handler[method](expressPath, async (req, res) => {
+    const before: RequestHandler[] = meta?.multipart
+      ? [multipartReader(meta.multipart, options.maxUploadBytes, options.logger)]
+      : [];
+    const serve: RequestHandler = async (req, res) => {
       try {
         const pathParams = coerceParams(shape, req.params as Record<string, string>);
         let input: unknown;
-        if (readsQuery) {
+        if (meta?.multipart) {
+          input = filesInput(req);
+        } else if (readsQuery) {
           input = { ...coerceParams(shape, req.query as Record<string, unknown>), ...pathParams };
         } else {
           const body: unknown = req.body === undefined ? {} : req.body;
@@ -116,14 +166,25 @@ export function createRestAdapter(options: {
         if (meta?.noContent) {
           res.status(204).end();
         } else {
-          res
-            .status(method === 'post' && openapi.successDescription === 'Created' ? 201 : 200)
-            .json(result ?? null);
+          res.json(result ?? null);
         }
       } catch (error) {
         sendError(res, error, options.logger);
       }
-    });
+    };
+    router[method](expressPath, ...before, serve);
+    if (!expressPath.includes(':'))
+      exact.set(`${openapi.method.toUpperCase()} ${expressPath}`, [...before, serve]);
   }
+  const handler: RequestHandler = (req, res, next) => {
+    const chain = exact.get(`${req.method} ${req.path}`);
+    if (!chain) return router(req, res, next);
+    req.params = {};
+    const run = (index: number) => {
+      const step = chain[index];
+      if (step) void step(req, res, (error?: unknown) => (error ? next(error) : run(index + 1)));
+    };
+    run(0);
+  };
   return { handler, routes };
 }

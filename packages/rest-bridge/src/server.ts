@@ -9,7 +9,7 @@ import {
   startWorker,
   WORKER_TASKS,
 } from '@kas/server';
-import { createHttpApp, type HttpAppOptions } from './app.ts';
+import { createHttpApp } from './app.ts';
 
 export interface RunningServer {
   runtime: Runtime;
@@ -21,11 +21,11 @@ export interface RunningServer {
 /** Starts the API (and, unless disabled, the background worker) in this process. */
 export async function startServer(
   config: Config,
-  options: HttpAppOptions & { logger?: Logger; worker?: boolean; db?: CreateDbOptions } = {},
+  options: { logger?: Logger; worker?: boolean; db?: CreateDbOptions } = {},
 ): Promise<RunningServer> {
   const runtime = await createRuntime(config, { logger: options.logger, db: options.db });
   const worker = options.worker ? startWorker(runtime.deps, WORKER_TASKS) : undefined;
-  const app = createHttpApp(runtime.deps, options);
+  const app = createHttpApp(runtime.deps);
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
   });

@@ -18,7 +18,8 @@ export {
   type UploadFile,
 } from './domains/chat.ts';
 export type { IngestedDocument, SearchFilters } from './domains/documents.ts';
-export { ApiError } from './errors.ts';
+export { ApiError, type ApiErrorCode } from './errors.ts';
+export { ERROR_CODES, type ErrorCode, RETRYABLE_ERROR_CODES } from './generated/errors.ts';
 export type { components, paths } from './generated/openapi.ts';
 export type { KasTrpcClient } from './trpc.ts';
 export type { QueryParams, RequestBody, ResponseBody } from './types.ts';

@@ -1,17 +1,18 @@
-import type { AppRouter } from '@kas/server';
 import { createTRPCClient, httpBatchStreamLink, TRPCClientError } from '@trpc/client';
 import superjson from 'superjson';
 import { ApiError } from './errors.ts';
+import type { ErrorCode } from './generated/errors.ts';
+import type { ClientRouter } from './generated/router.ts';
 
 /** The typed tRPC client over `/api/trpc` (queries, mutations and streaming procedures). */
-export type KasTrpcClient = ReturnType<typeof createTRPCClient<AppRouter>>;
+export type KasTrpcClient = ReturnType<typeof createTRPCClient<ClientRouter>>;
 
 export function createTrpcClient(options: {
   baseUrl: string;
   apiKey?: string;
   fetch?: typeof fetch;
 }): KasTrpcClient {
-  return createTRPCClient<AppRouter>({
+  return createTRPCClient<ClientRouter>({
     links: [
       httpBatchStreamLink({
         url: `${options.baseUrl}/api/trpc`,
@@ -29,7 +30,7 @@ export function toApiError(error: unknown): unknown {
     const data = error.data as { httpStatus?: number; error_code?: string; detail?: string } | undefined;
     return new ApiError(
       data?.httpStatus ?? 0,
-      data?.error_code ?? 'HTTP_ERROR',
+      (data?.error_code as ErrorCode | undefined) ?? 'HTTP_ERROR',
       data?.detail ?? error.message,
       { cause: error },
     );

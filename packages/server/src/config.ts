@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAllowlist } from './outbound/address-guard.ts';
 
 const booleanString = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalString = z
@@ -53,7 +54,32 @@ const ConfigSchema = z.object({
   /** Internal: the quiet time after which a chat stream sends a `chat_heartbeat` line (tests shorten it). */
   KAS_CHAT_HEARTBEAT_MS: z.coerce.number().int().min(10).max(3_600_000).default(15_000),
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  /** Largest file accepted by an upload, in MB (413 beyond). */
+  KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
+  /** Hosts and CIDRs that outbound requests may reach although private, loopback or link-local (comma-separated). */
+  KAS_OUTBOUND_ALLOWLIST: z
+    .string()
+    .default('')
+    .refine((v) => parseAllowlist(v).invalid.length === 0, {
+      message:
+        'must be comma-separated hosts, IP addresses or CIDRs (e.g. 127.0.0.1,10.0.0.0/8,wiki.internal)',
+    }),
+  /** Longest wait for an outbound response's headers and for each next piece of its body (ms). */
+  KAS_OUTBOUND_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** Longest outbound exchange including the body (ms). */
+  KAS_OUTBOUND_TOTAL_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
+  /** Largest outbound response body (bytes). */
+  KAS_OUTBOUND_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(50 * 1024 * 1024),
+  /** Retries of idempotent outbound requests after network errors, 429, 502, 503, 504. */
+  KAS_OUTBOUND_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `pretty` lines for people, `json` for log collectors; `auto`: pretty on a terminal unless in production. */
+  KAS_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
+  NODE_ENV: optionalString,
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

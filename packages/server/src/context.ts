@@ -1,10 +1,14 @@
 import type { AuthCache } from './auth/auth-cache.ts';
 import type { Actor } from './auth/roles.ts';
+import type { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
+import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
+import type { IngestionState } from './documents/service/ingest.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
+import type { Outbound } from './outbound/outbound.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SearchIndex } from './search/search-index.ts';
 
@@ -23,7 +27,23 @@ export interface AppDeps {
   search: SearchIndex;
   /** The chat model: a configured provider or the built-in answerer. */
   llm: LlmProvider;
+  /** The ingestion API's group-commit queue. */
+  ingestion: IngestionState;
+  /** The chat generations running in this process, so a stop reaches them. */
+  stopRegistry: StopRegistry;
+  /** The one HTTP client for the outside world (address guard, caps, retries); a drop-in `fetch`. */
+  outbound: Outbound;
+  /** Connector sources by name (`web`, `file`, `github`, …). */
+  sources: SourceRegistry;
 }
+
+/**
+ * What a service function takes as `ctx`: the parts of the application's dependencies it uses (so
+ * tests and workers pass only those), plus the caller where it acts for one.
+ */
+export type ServiceContext<K extends keyof AppDeps = keyof AppDeps> = Pick<AppDeps, K>;
+/** A service context with the authenticated caller. */
+export type ActorContext<K extends keyof AppDeps = keyof AppDeps> = ServiceContext<K> & { actor: Actor };
 
 /** Per-request context: the dependencies plus what the transport knows about the request. */
 export interface Context extends AppDeps {

@@ -1,5 +1,5 @@
-import { TRPCError } from '@trpc/server';
-import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import { ZodError } from 'zod';
+import { formatZodError } from './validation.ts';
 
 /** One table: every error code the API emits and its HTTP status. */
 export const ERROR_STATUS = {
@@ -15,81 +15,125 @@ export const ERROR_STATUS = {
   DOCUMENT_SET_NOT_FOUND: 404,
   SESSION_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,
-  USER_NOT_FOUND: 404,
   USER_GROUP_NOT_FOUND: 404,
   TOKEN_NOT_FOUND: 404,
-  CONNECTOR_NOT_FOUND: 404,
+  USER_NOT_FOUND: 404,
   CC_PAIR_NOT_FOUND: 404,
-  CREDENTIAL_NOT_FOUND: 404,
-  TOOL_NOT_FOUND: 404,
   PROJECT_NOT_FOUND: 404,
   FILE_NOT_FOUND: 404,
   LABEL_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
-  CONFLICT: 409,
   DUPLICATE_RESOURCE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
-  NOT_IMPLEMENTED: 501,
   LLM_PROVIDER_ERROR: 502,
-  BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
-  GATEWAY_TIMEOUT: 504,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** Every error code, for the OpenAPI enum and the SDK's union. */
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+
 export const INTERNAL_ERROR_DETAIL = 'An internal error occurred. It has been logged.';
 
-const TRPC_CODE_BY_STATUS: Record<number, TRPC_ERROR_CODE_KEY> = {
-  400: 'BAD_REQUEST',
-  401: 'UNAUTHORIZED',
-  403: 'FORBIDDEN',
-  404: 'NOT_FOUND',
-  405: 'METHOD_NOT_SUPPORTED',
-  409: 'CONFLICT',
-  413: 'PAYLOAD_TOO_LARGE',
-  415: 'UNSUPPORTED_MEDIA_TYPE',
-  422: 'UNPROCESSABLE_CONTENT',
-  429: 'TOO_MANY_REQUESTS',
-  500: 'INTERNAL_SERVER_ERROR',
-  501: 'NOT_IMPLEMENTED',
-  502: 'BAD_GATEWAY',
-  503: 'SERVICE_UNAVAILABLE',
-  504: 'GATEWAY_TIMEOUT',
-};
+/** Whether trying the same request again later may succeed: the one retryability rule. */
+export function isRetryableStatus(status: number): boolean {
+  return status === ERROR_STATUS.RATE_LIMITED || status >= ERROR_STATUS.INTERNAL_ERROR;
+}
+
+/** Error codes whose answers are worth retrying, derived from the one table. */
+export const RETRYABLE_ERROR_CODES = ERROR_CODES.filter((code) => isRetryableStatus(ERROR_STATUS[code]));
 
 /**
- * The one error type domain code throws. It is a TRPCError so the native /api/trpc endpoint
- * answers with the right status too; `detail` is written for API consumers, internals go in `cause`.
+ * The one error type domain code throws: a plain Error, translated by each transport through
+ * `toErrorResponse`. `detail` is written for API consumers; internals go in `cause` and the log.
  */
-export class AppError extends TRPCError {
+export class AppError extends Error {
   readonly error_code: ErrorCode;
   readonly detail: string;
   readonly status: number;
   readonly headers: Record<string, string>;
+  /** Overrides the status's retryability, e.g. a model provider's 400 is not worth retrying. */
+  readonly retryable: boolean | undefined;
 
   constructor(
     errorCode: ErrorCode,
     detail: string,
-    options: { cause?: unknown; headers?: Record<string, string> } = {},
+    options: { cause?: unknown; headers?: Record<string, string>; retryable?: boolean } = {},
   ) {
-    const status = ERROR_STATUS[errorCode];
-    super({
-      code: TRPC_CODE_BY_STATUS[status] ?? 'INTERNAL_SERVER_ERROR',
-      message: detail,
-      cause: options.cause,
-    });
+    super(detail, { cause: options.cause });
     this.name = 'AppError';
     this.error_code = errorCode;
     this.detail = detail;
-    this.status = status;
+    this.status = ERROR_STATUS[errorCode];
     this.headers = options.headers ?? {};
+    this.retryable = options.retryable;
   }
 }
 
-export function isAppError(error: unknown): error is AppError {
-  return error instanceof AppError;
+/** What every transport (REST, /api/trpc, the chat stream's error line) sends for a failure. */
+export interface ErrorResponse {
+  status: number;
+  error_code: ErrorCode;
+  detail: string;
+  headers: Record<string, string>;
+  is_retryable: boolean;
+}
+
+function responseOf(error: AppError): ErrorResponse {
+  return {
+    status: error.status,
+    error_code: error.error_code,
+    detail: error.detail,
+    headers: error.headers,
+    is_retryable: error.retryable ?? isRetryableStatus(error.status),
+  };
+}
+
+/**
+ * Failures raised by the transports themselves, recognised by shape so this module imports no
+ * framework: tRPC's `TRPCError` (`code`, with the ZodError of a rejected input as `cause`) and the
+ * body parser's errors (`type`, `status`).
+ */
+function fromTransport(error: object): AppError | undefined {
+  const { code, cause, type, status } = error as {
+    code?: unknown;
+    cause?: unknown;
+    type?: unknown;
+    status?: unknown;
+  };
+  // Input validation is BAD_REQUEST with a ZodError cause; an output that fails its schema is
+  // INTERNAL_SERVER_ERROR with one and must stay a 500.
+  if (code === 'BAD_REQUEST' && cause instanceof ZodError)
+    return new AppError('VALIDATION_ERROR', formatZodError(cause));
+  if (code === 'PARSE_ERROR' || code === 'BAD_REQUEST')
+    return new AppError('VALIDATION_ERROR', 'Malformed request');
+  if (code === 'NOT_FOUND') return new AppError('NOT_FOUND', 'No such procedure');
+  if (code === 'METHOD_NOT_SUPPORTED')
+    return new AppError('METHOD_NOT_ALLOWED', 'Method not supported for this procedure');
+  if (type === 'entity.parse.failed')
+    return new AppError('VALIDATION_ERROR', 'Malformed JSON in request body');
+  if (type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', 'Request body too large');
+  if (typeof type === 'string' && typeof status === 'number' && status < ERROR_STATUS.INTERNAL_ERROR)
+    return new AppError('VALIDATION_ERROR', 'Unreadable request body');
+  return undefined;
+}
+
+/** The one mapping from anything thrown to status, body, headers and retryability. */
+export function toErrorResponse(error: unknown): ErrorResponse {
+  for (
+    let current = error, depth = 0;
+    current instanceof Error && depth < 5;
+    current = current.cause, depth++
+  ) {
+    if (current instanceof AppError) return responseOf(current);
+  }
+  if (typeof error === 'object' && error !== null) {
+    const translated = fromTransport(error);
+    if (translated) return responseOf(translated);
+  }
+  return responseOf(new AppError('INTERNAL_ERROR', INTERNAL_ERROR_DETAIL));
 }

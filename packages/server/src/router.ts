@@ -1,7 +1,9 @@
+import type { TRPCBuiltRouter } from '@trpc/server';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
+import { filesRouter } from './files/files.router.ts';
 import { healthRouter } from './health.router.ts';
 import { personalTokensRouter } from './identity/identity.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
@@ -17,6 +19,7 @@ export const appRouter = router({
   health: healthRouter,
   apiKeys: apiKeysRouter,
   chat: chatRouter,
+  files: filesRouter,
   projects: projectsRouter,
   tokenBudgets: tokenBudgetsRouter,
   documents: documentsRouter,
@@ -30,4 +33,15 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
+
+type RootTypes = AppRouter['_def']['_config']['$types'];
+/**
+ * The router as clients see it: every procedure's input and output, the error shape and the
+ * transformer, without the server's context (database, logger, …). The SDK bundles this type into
+ * its declarations, so programs outside this repository get a fully typed tRPC client.
+ */
+export type ClientRouter = TRPCBuiltRouter<
+  { ctx: object; meta: object; errorShape: RootTypes['errorShape']; transformer: RootTypes['transformer'] },
+  AppRouter['_def']['record']
+>;
 export const createCaller = createCallerFactory(appRouter);

@@ -1,11 +1,15 @@
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
+import { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
+import { createSourceRegistry } from './connectors/sources/index.ts';
 import type { AppDeps } from './context.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
+import { createIngestionState } from './documents/service/ingest.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
 import { createRateLimiter } from './rate-limit.ts';
 import { createSearchIndex } from './search/create-search-index.ts';
 
@@ -43,6 +47,10 @@ export async function createRuntime(
       ),
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
+      ingestion: createIngestionState(),
+      stopRegistry: new StopRegistry(database.db),
+      outbound: createOutbound(outboundOptionsFrom(config)),
+      sources: createSourceRegistry(),
     };
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)

@@ -1,62 +1,20 @@
-import { initTRPC, TRPCError } from '@trpc/server';
+import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { ZodError, type ZodType } from 'zod';
+import type { ZodType } from 'zod';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
-import { type Role, roleAtLeast } from './auth/roles.ts';
+import { type Actor, type Role, roleAtLeast } from './auth/roles.ts';
 import type { Context } from './context.ts';
-import { AppError, type ErrorCode, INTERNAL_ERROR_DETAIL } from './errors.ts';
-import { formatZodError } from './validation.ts';
+import { AppError, toErrorResponse } from './errors.ts';
 
 /** Procedure meta: the OpenAPI route, plus `noContent` for endpoints that answer 204 with no body. */
 export type KasMeta = OpenApiMeta<{
   noContent?: boolean;
   /** The schema of one line of an NDJSON (`text/event-stream`) answer the route can give instead. */
   streamLine?: ZodType;
+  /** A multipart upload: the REST adapter reads the form's `field` files into the input's `files`. */
+  multipart?: { field: string; maxFiles: number };
 }>;
-
-/** The error body of both transports, derived from whatever was thrown. */
-export function toErrorBody(error: unknown): {
-  status: number;
-  error_code: ErrorCode;
-  detail: string;
-  headers: Record<string, string>;
-} {
-  if (error instanceof AppError)
-    return {
-      status: error.status,
-      error_code: error.error_code,
-      detail: error.detail,
-      headers: error.headers,
-    };
-  if (error instanceof TRPCError) {
-    if (error.cause instanceof AppError) return toErrorBody(error.cause);
-    // Input validation failures are BAD_REQUEST with a ZodError cause; output validation failures are
-    // INTERNAL_SERVER_ERROR with one, and must stay a 500.
-    if (error.code === 'BAD_REQUEST' && error.cause instanceof ZodError) {
-      return {
-        status: 422,
-        error_code: 'VALIDATION_ERROR',
-        detail: formatZodError(error.cause),
-        headers: {},
-      };
-    }
-    if (error.code === 'PARSE_ERROR' || error.code === 'BAD_REQUEST') {
-      return { status: 422, error_code: 'VALIDATION_ERROR', detail: 'Malformed request', headers: {} };
-    }
-    if (error.code === 'NOT_FOUND')
-      return { status: 404, error_code: 'NOT_FOUND', detail: 'No such procedure', headers: {} };
-    if (error.code === 'METHOD_NOT_SUPPORTED') {
-      return {
-        status: 405,
-        error_code: 'METHOD_NOT_ALLOWED',
-        detail: 'Method not supported for this procedure',
-        headers: {},
-      };
-    }
-  }
-  return { status: 500, error_code: 'INTERNAL_ERROR', detail: INTERNAL_ERROR_DETAIL, headers: {} };
-}
 
 const t = initTRPC
   .context<Context>()
@@ -65,11 +23,16 @@ const t = initTRPC
     isDev: false,
     transformer: superjson,
     errorFormatter({ shape, error }) {
-      const body = toErrorBody(error);
+      const body = toErrorResponse(error);
       return {
         message: body.detail,
         code: shape.code,
-        data: { httpStatus: body.status, error_code: body.error_code, detail: body.detail },
+        data: {
+          httpStatus: body.status,
+          error_code: body.error_code,
+          detail: body.detail,
+          is_retryable: body.is_retryable,
+        },
       };
     },
   });
@@ -95,8 +58,10 @@ function requireRole(minimum: Role) {
     }
     const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
     for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-    // tRPC merges this into the context; spreading the whole context here would copy it again.
-    return next({ ctx: { actor } });
+    // Set on this request's own context object: `next({ ctx })` would copy the whole context (every
+    // dependency) into a new object, a tenth of a simple GET's time. The cast keeps tRPC's narrowing.
+    ctx.actor = actor;
+    return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
   });
 }
 
@@ -106,7 +71,8 @@ export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) =
   const actor = ctx.actor ?? (await apiKeysService.authenticate({ ctx, authorization: ctx.authorization }));
   const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
   for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-  return next({ ctx: { actor } });
+  ctx.actor = actor;
+  return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
 });
 
 /** Any caller, `limited` included: only chat and reading agents use it. */

@@ -140,7 +140,7 @@ export function chatApi(
           yield {
             error: apiError.detail,
             error_code: apiError.error_code,
-            is_retryable: apiError.status >= 500,
+            is_retryable: apiError.is_retryable,
           };
         }
         return;
@@ -156,7 +156,7 @@ export function chatApi(
     },
 
     /** Uploads files (text, Markdown, PDF, DOCX) to attach as `file_descriptors`. */
-    uploadFiles: async (files: UploadFile[]): Promise<{ files: S['FileDescriptorOutput'][] }> => {
+    uploadFiles: async (files: UploadFile[]): Promise<S['UploadFilesResponse']> => {
       const form = new FormData();
       for (const file of files) {
         const blob =
@@ -171,7 +171,7 @@ export function chatApi(
         body: form,
       });
       if (!response.ok) throw await ApiError.fromResponse(response);
-      return (await response.json()) as { files: S['FileDescriptorOutput'][] };
+      return (await response.json()) as S['UploadFilesResponse'];
     },
 
     /** The caller's projects (folders of chats with optional instructions). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { AuthCache, CachedActor } from '../auth/auth-cache.ts';
+import type { CachedActor } from '../auth/auth-cache.ts';
 import { type Actor, apiKeyActor, type Role } from '../auth/roles.ts';
-import type { Db } from '../db/database.ts';
+import type { ServiceContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
 import { PERSONAL_TOKEN_PREFIX } from '../identity/identity.secret.ts';
@@ -10,10 +10,7 @@ import * as apiKeysRepository from './api-keys.repository.ts';
 import type { ApiKeyDescriptor, CreateApiKeyInput, Me, UpdateApiKeyInput } from './api-keys.schemas.ts';
 import { displayApiKey, generateApiKey, hashApiKey, parseAuthorizationHeader } from './api-keys.secret.ts';
 
-interface Deps {
-  db: Db;
-  authCache?: AuthCache | null;
-}
+type Deps = ServiceContext<'db'> & Partial<ServiceContext<'authCache'>>;
 
 function serviceAccountEmail(): string {
   return `api-key-${randomUUID()}@service-account.kas`;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import { hashApiKey } from './api-keys.secret.ts';
 
@@ -9,15 +10,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-async function errorOf(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (error) {
-    return error as { error_code?: string; status?: number; detail?: string; code?: string; cause?: unknown };
-  }
-  throw new Error('expected an error');
-}
 
 describe('API keys', () => {
   it('creates a key with its own service-account user, showing the full key once', async () => {
@@ -160,6 +152,6 @@ describe('API keys', () => {
   it('rejects invalid input', async () => {
     const admin = t.caller(t.adminKey);
     const error = await errorOf(admin.apiKeys.create({ role: 'owner' as never }));
-    expect(error.code).toBe('BAD_REQUEST');
+    expect(error.error_code).toBe('VALIDATION_ERROR');
   });
 });

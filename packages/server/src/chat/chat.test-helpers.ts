@@ -1,5 +1,8 @@
 import type { z } from 'zod';
+import { errorOf } from '../testing/errors.ts';
 import type { ChatStreamLine, SendMessageInput } from './chat.schemas.ts';
+
+export { errorOf };
 
 type Input = z.input<typeof SendMessageInput>;
 type Caller = {
@@ -21,18 +24,4 @@ export function answerOf(lines: ChatStreamLine[]): string {
   return objs(lines)
     .map((o) => (o.type === 'message_delta' ? o.content : ''))
     .join('');
-}
-
-export async function errorOf(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (error) {
-    return error as {
-      error_code?: string;
-      status?: number;
-      detail?: string;
-      headers?: Record<string, string>;
-    };
-  }
-  throw new Error('expected an error');
 }

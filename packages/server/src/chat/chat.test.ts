@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toErrorResponse } from '../errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { toErrorBody } from '../trpc.ts';
 import { answerOf, errorOf, objs, streamAll } from './chat.test-helpers.ts';
 
 let t: TestRuntime;
@@ -159,13 +159,13 @@ describe('send-chat-message with the built-in answerer', () => {
         llm_override: { temperature: 2.5 },
       }),
     );
-    expect(toErrorBody(tooHot)).toMatchObject({ status: 422, error_code: 'VALIDATION_ERROR' });
+    expect(tooHot).toMatchObject({ status: 422, error_code: 'VALIDATION_ERROR' });
     const cold = await errorOf(
       t
         .caller(user.key)
         .chat.sendMessage({ message: 'hi', chat_session_info: {}, llm_override: { temperature: -1 } }),
     );
-    expect(toErrorBody(cold)).toMatchObject({ status: 422, error_code: 'VALIDATION_ERROR' });
+    expect(cold).toMatchObject({ status: 422, error_code: 'VALIDATION_ERROR' });
     expect(
       await errorOf(
         streamAll(t.caller(user.key), {
@@ -271,7 +271,7 @@ describe('the message tree', () => {
       error_code: 'MESSAGE_NOT_FOUND',
       status: 404,
     });
-    expect(toErrorBody(await errorOf(c.chat.setMessageAsLatest({ message_id: 0 })))).toMatchObject({
+    expect(await errorOf(c.chat.setMessageAsLatest({ message_id: 0 }))).toMatchObject({
       status: 422,
       error_code: 'VALIDATION_ERROR',
     });

@@ -42,12 +42,6 @@ export interface ApiKeysTable {
   updated_at: CreatedAt;
 }
 
-export interface KvStoreTable {
-  key: string;
-  value: unknown;
-  updated_at: CreatedAt;
-}
-
 export interface UserGroupsTable {
   id: Generated<number>;
   name: string;
@@ -88,7 +82,6 @@ export interface DocumentSetUsersTable {
 export interface Database extends DocumentsTables, IdentityTables {
   users: UsersTable;
   api_keys: ApiKeysTable;
-  kv_store: KvStoreTable;
   user_groups: UserGroupsTable;
   user_group_members: UserGroupMembersTable;
   document_sets: DocumentSetsTable;

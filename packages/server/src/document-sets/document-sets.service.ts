@@ -1,4 +1,5 @@
 import type { Actor } from '../auth/roles.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Db, DbExecutor } from '../db/database.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { AppError } from '../errors.ts';
@@ -7,11 +8,7 @@ import type { SearchIndex } from '../search/search-index.ts';
 import * as documentSetsRepository from './document-sets.repository.ts';
 import type { CreateDocumentSetInput, DocumentSet, UpdateDocumentSetInput } from './document-sets.schemas.ts';
 
-interface Deps {
-  db: Db;
-  search: SearchIndex;
-  logger: Logger;
-}
+type Deps = ServiceContext<'db' | 'search' | 'logger' | 'ingestion'>;
 
 function notFound(id: number): AppError {
   return new AppError('DOCUMENT_SET_NOT_FOUND', `Document set ${id} not found`);

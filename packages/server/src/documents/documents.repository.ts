@@ -13,34 +13,24 @@ export interface CcPairAccess {
   document_sets: string[];
 }
 
-/** The system ingestion CC pair never changes once seeded: looked up once per database. */
-const systemPairIds = new WeakMap<object, Promise<number | undefined>>();
-
-export function systemIngestionPairId(db: DbExecutor): Promise<number | undefined> {
-  let id = systemPairIds.get(db);
-  if (!id) {
-    id = db
-      .selectFrom('cc_pairs as p')
-      .innerJoin('connectors as c', 'c.id', 'p.connector_id')
-      .select('p.id')
-      .where('p.is_system', '=', true)
-      .where('c.source', '=', 'ingestion_api')
-      .orderBy('p.id')
-      .executeTakeFirst()
-      .then((row) => row?.id);
-    id.then((v) => v === undefined && systemPairIds.delete(db)).catch(() => systemPairIds.delete(db));
-    systemPairIds.set(db, id);
-  }
-  return id;
+/** The id of the system ingestion CC pair (the default target of the ingestion API). */
+export async function systemIngestionPairId(db: DbExecutor): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('cc_pairs as p')
+    .innerJoin('connectors as c', 'c.id', 'p.connector_id')
+    .select('p.id')
+    .where('p.is_system', '=', true)
+    .where('c.source', '=', 'ingestion_api')
+    .orderBy('p.id')
+    .executeTakeFirst();
+  return row?.id;
 }
 
 /**
  * A CC pair with who may see its documents (users: its creator and its credential's owner; groups
  * linked to it) and the document sets it belongs to. `null` is the system ingestion pair.
  */
-export async function findCcPairAccess(db: DbExecutor, id: number | null): Promise<CcPairAccess | undefined> {
-  const pairId = id ?? (await systemIngestionPairId(db));
-  if (pairId === undefined) return undefined;
+export async function findCcPairAccess(db: DbExecutor, pairId: number): Promise<CcPairAccess | undefined> {
   const result = await sql<{
     id: number;
     status: CcPairStatus;

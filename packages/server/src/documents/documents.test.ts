@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as apiKeysService from '../api-keys/api-keys.service.ts';
 import { apiKeyActor } from '../auth/roles.ts';
+import { toErrorResponse } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
+import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { toErrorBody } from '../trpc.ts';
 import { BLURB_TOKENS, CHUNK_TOKENS, chunkDocument } from './chunking.ts';
 import * as documentsService from './documents.service.ts';
 
@@ -14,15 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function errorOf(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (error) {
-    return error as { error_code?: string; status?: number; detail?: string };
-  }
-  throw new Error('expected an error');
-}
 
 const doc = (over: Record<string, unknown> = {}) => ({
   semantic_identifier: 'Onboarding guide',
@@ -247,7 +239,7 @@ describe('ingestion', () => {
       { semantic_identifier: 'x', sections: [{ text: 'x' }], metadata: { k: { nested: true } } },
       { semantic_identifier: 'x', sections: [{ text: 'x' }], doc_updated_at: 'not a date' },
     ]) {
-      expect(toErrorBody(await errorOf(admin.documents.ingest({ document } as never)))).toMatchObject({
+      expect(await errorOf(admin.documents.ingest({ document } as never))).toMatchObject({
         status: 422,
         error_code: 'VALIDATION_ERROR',
       });

@@ -1,17 +1,11 @@
 import { countTokens } from 'gpt-tokenizer';
 import type { Actor } from '../auth/roles.ts';
 import type { FileDescriptor } from '../chat/chat.schemas.ts';
-import type { Db } from '../db/database.ts';
+import type { ServiceContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import { extractText, kindOf } from './files.parse.ts';
 import * as filesRepository from './files.repository.ts';
-import { MAX_UPLOAD_BYTES, type UploadFilesResponse } from './files.schemas.ts';
-
-export interface UploadedFile {
-  name: string;
-  contentType: string;
-  data: Buffer;
-}
+import type { UploadedFile, UploadFilesResponse } from './files.schemas.ts';
 
 /** Stores the text of each file for the caller; the descriptors go into `file_descriptors` of a message. */
 export async function uploadFiles({
@@ -19,20 +13,27 @@ export async function uploadFiles({
   actor,
   files,
 }: {
-  ctx: { db: Db };
+  ctx: ServiceContext<'db' | 'config'>;
   actor: Actor;
   files: UploadedFile[];
 }): Promise<UploadFilesResponse> {
   if (!files.length) throw new AppError('INVALID_INPUT', 'No files in the upload (multipart field "files")');
   const parsed: Array<{ file: UploadedFile; text: string }> = [];
+  const maxBytes = ctx.config.KAS_MAX_UPLOAD_MB * 1024 * 1024;
   for (const file of files) {
-    if (file.data.length > MAX_UPLOAD_BYTES)
+    if (file.data.length > maxBytes)
       throw new AppError(
         'PAYLOAD_TOO_LARGE',
-        `"${file.name}" is larger than ${MAX_UPLOAD_BYTES / 1024 / 1024} MB`,
+        `"${file.name}" is larger than ${ctx.config.KAS_MAX_UPLOAD_MB} MB`,
       );
     if (file.data.length === 0) throw new AppError('INVALID_INPUT', `"${file.name}" is empty`);
-    const text = (await extractText(file.name, file.contentType, file.data)).replaceAll('\u0000', '');
+    const text = (
+      await extractText(
+        file.name,
+        file.content_type,
+        Buffer.from(file.data.buffer, file.data.byteOffset, file.data.byteLength),
+      )
+    ).replaceAll('\u0000', '');
     if (!text.trim())
       throw new AppError(
         'INVALID_INPUT',
@@ -47,8 +48,8 @@ export async function uploadFiles({
       const row = await filesRepository.insertFile(trx, {
         user_id: actor.user_id,
         name: file.name,
-        content_type: file.contentType,
-        file_type: kindOf(file.name, file.contentType) === 'text' ? 'plain_text' : 'document',
+        content_type: file.content_type,
+        file_type: kindOf(file.name, file.content_type) === 'text' ? 'plain_text' : 'document',
         size_bytes: file.data.length,
         text_content: text,
         token_count: countTokens(text),
@@ -67,7 +68,7 @@ export async function loadOwnedFiles({
   actor,
   descriptors,
 }: {
-  ctx: { db: Db };
+  ctx: ServiceContext<'db'>;
   actor: Actor;
   descriptors: FileDescriptor[];
 }): Promise<Array<{ descriptor: FileDescriptor; text: string }>> {

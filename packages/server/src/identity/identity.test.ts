@@ -4,6 +4,7 @@ import * as apiKeysService from '../api-keys/api-keys.service.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import type { CreatePersonaInput } from '../personas/personas.schemas.ts';
 import * as searchService from '../search/search.service.ts';
+import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import * as usersService from '../users/users.service.ts';
 import * as identityService from './identity.service.ts';
@@ -17,15 +18,6 @@ afterAll(async () => {
   vi.useRealTimers();
   await t?.close();
 });
-
-async function errorOf(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (error) {
-    return error as { error_code?: string; status?: number; detail?: string };
-  }
-  throw new Error('expected an error');
-}
 
 const agent = (over: Partial<CreatePersonaInput>): CreatePersonaInput => ({
   name: 'Agent',

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, apiKeyActor } from '../auth/roles.ts';
+import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import type { CreatePersonaInput } from './personas.schemas.ts';
 import * as personasService from './personas.service.ts';
@@ -19,15 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-async function errorOf(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (error) {
-    return error as { error_code?: string; status?: number; detail?: string; code?: string };
-  }
-  throw new Error('expected an error');
-}
 
 function agent(overrides: Partial<CreatePersonaInput> = {}): CreatePersonaInput {
   return {
@@ -402,20 +394,22 @@ describe('agents (personas)', () => {
 
   it('rejects malformed input', async () => {
     const caller = t.caller(alice.key);
-    expect((await errorOf(caller.personas.create({ ...agent(), name: '' }))).code).toBe('BAD_REQUEST');
-    expect((await errorOf(caller.personas.create({ ...agent(), tool_ids: undefined } as never))).code).toBe(
-      'BAD_REQUEST',
+    expect((await errorOf(caller.personas.create({ ...agent(), name: '' }))).error_code).toBe(
+      'VALIDATION_ERROR',
     );
-    expect((await errorOf(caller.personas.create(agent({ search_start_date: 'yesterday' })))).code).toBe(
-      'BAD_REQUEST',
-    );
-    expect((await errorOf(caller.personas.create(agent({ users: ['not-a-uuid'] })))).code).toBe(
-      'BAD_REQUEST',
+    expect(
+      (await errorOf(caller.personas.create({ ...agent(), tool_ids: undefined } as never))).error_code,
+    ).toBe('VALIDATION_ERROR');
+    expect(
+      (await errorOf(caller.personas.create(agent({ search_start_date: 'yesterday' })))).error_code,
+    ).toBe('VALIDATION_ERROR');
+    expect((await errorOf(caller.personas.create(agent({ users: ['not-a-uuid'] })))).error_code).toBe(
+      'VALIDATION_ERROR',
     );
     for (const page_size of [0, 1001]) {
-      expect((await errorOf(caller.personas.list({ page_size }))).code).toBe('BAD_REQUEST');
+      expect((await errorOf(caller.personas.list({ page_size }))).error_code).toBe('VALIDATION_ERROR');
     }
-    expect((await errorOf(caller.personas.list({ page_num: -1 }))).code).toBe('BAD_REQUEST');
+    expect((await errorOf(caller.personas.list({ page_num: -1 }))).error_code).toBe('VALIDATION_ERROR');
   });
 
   it('requires an API key everywhere and admin or curator for the admin list', async () => {

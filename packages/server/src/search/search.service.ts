@@ -1,4 +1,5 @@
 import type { Actor } from '../auth/roles.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
 import { AppError } from '../errors.ts';
@@ -9,10 +10,7 @@ import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
 import { type AccessScope, encodeTag, type IndexFilters, type SearchIndex } from './search-index.ts';
 
-interface Deps {
-  db: Db;
-  search: SearchIndex;
-}
+type Deps = ServiceContext<'db' | 'search'>;
 
 /** Filters a caller (admin search, chat retrieval, an agent's scope) may put on a search. */
 export interface ChunkSearchFilters {

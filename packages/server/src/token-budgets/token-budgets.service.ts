@@ -1,10 +1,11 @@
 import type { Actor } from '../auth/roles.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as tokenBudgetsRepository from './token-budgets.repository.ts';
 import type { TokenBudget, TokenBudgetArgs } from './token-budgets.schemas.ts';
 
-type Ctx = { db: Db };
+type Ctx = ServiceContext<'db'>;
 const HOUR = 3_600_000;
 
 function notFound(id: number) {

@@ -1,4 +1,5 @@
 import type { Actor } from '../auth/roles.ts';
+import type { ActorContext, ServiceContext } from '../context.ts';
 import type { Db, DbExecutor } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as usersRepository from '../users/users.repository.ts';
@@ -10,13 +11,8 @@ import type {
   UserGroup,
 } from './user-groups.schemas.ts';
 
-interface Deps {
-  db: Db;
-}
-
-interface ActorDeps extends Deps {
-  actor: Actor;
-}
+type Deps = ServiceContext<'db'>;
+type ActorDeps = ActorContext<'db'>;
 
 function notFound(id: number): AppError {
   return new AppError('USER_GROUP_NOT_FOUND', `User group ${id} not found`);

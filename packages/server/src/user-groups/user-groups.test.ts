@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import * as userGroupsService from './user-groups.service.ts';
 
@@ -17,15 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t.close();
 });
-
-async function errorOf(promise: Promise<unknown>) {
-  try {
-    await promise;
-  } catch (error) {
-    return error as { error_code?: string; status?: number; detail?: string; code?: string };
-  }
-  throw new Error('expected an error');
-}
 
 describe('user groups', () => {
   it('creates, lists, updates and deletes groups as an admin', async () => {
@@ -91,7 +83,7 @@ describe('user groups', () => {
         admin.userGroups.setCurator({ user_group_id: group.id, user_id: alice.user_id, is_curator: true }),
       ),
     ).toMatchObject({ status: 400, detail: expect.stringContaining('not a member') });
-    expect((await errorOf(admin.userGroups.create({ name: '  ' }))).code).toBe('BAD_REQUEST');
+    expect((await errorOf(admin.userGroups.create({ name: '  ' }))).error_code).toBe('VALIDATION_ERROR');
   });
 
   it('makes curators: role promoted and demoted, powers limited to curated groups', async () => {

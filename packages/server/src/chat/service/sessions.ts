@@ -1,5 +1,6 @@
 import type { Actor } from '../../auth/roles.ts';
 import type { Config } from '../../config.ts';
+import type { ServiceContext } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import type { LlmProvider } from '../../llm/llm.types.ts';
@@ -20,15 +21,8 @@ import type {
   SharedStatus,
 } from '../chat.schemas.ts';
 import { loadPersona, personaName } from '../persona.ts';
-import { stopRegistryFor } from './stop-registry.ts';
 
-export interface ChatDeps {
-  db: Db;
-  config: Config;
-  llm: LlmProvider;
-  search: SearchIndex;
-  logger: { error(obj: unknown, msg?: string): void; warn(obj: unknown, msg?: string): void };
-}
+export type ChatDeps = ServiceContext<'db' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry'>;
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 
@@ -186,7 +180,7 @@ export async function deleteSession({
   const session = await ownedSession(ctx, actor, input.session_id, { includeDeleted: hard });
   if (hard) await chatRepository.deleteSession(ctx.db, session.id);
   else await chatRepository.updateSession(ctx.db, session.id, { deleted: true });
-  stopRegistryFor(ctx.db).stopLocal(session.id);
+  ctx.stopRegistry.stopLocal(session.id);
 }
 
 export async function updateSharing({
@@ -286,7 +280,7 @@ export async function stopSession({
 }): Promise<{ message: string }> {
   const session = await ownedSession(ctx, actor, sessionId);
   await chatRepository.requestStop(ctx.db, session.id);
-  stopRegistryFor(ctx.db).stopLocal(session.id);
+  ctx.stopRegistry.stopLocal(session.id);
   return { message: 'Chat session stopped' };
 }
 

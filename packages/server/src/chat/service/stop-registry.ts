@@ -11,7 +11,7 @@ interface ActiveRun {
 const POLL_MS = 50;
 
 /**
- * The generations running in this process. A stop is a timestamp on the session row, so it reaches the
+ * The generations running in this process (one registry per application, in its deps). A stop is a timestamp on the session row, so it reaches the
  * process that generates wherever it was requested; one poll every 50 ms covers all active runs. A stop
  * requested in this process also aborts at once.
  */
@@ -63,15 +63,4 @@ export class StopRegistry {
       this.polling = false;
     }
   }
-}
-
-const registries = new WeakMap<Db, StopRegistry>();
-
-export function stopRegistryFor(db: Db): StopRegistry {
-  let registry = registries.get(db);
-  if (!registry) {
-    registry = new StopRegistry(db);
-    registries.set(db, registry);
-  }
-  return registry;
 }

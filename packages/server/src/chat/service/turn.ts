@@ -1,5 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
-import { AppError, INTERNAL_ERROR_DETAIL } from '../../errors.ts';
+import { AppError, type ErrorResponse, toErrorResponse } from '../../errors.ts';
 import {
   type LlmMessage,
   LlmProviderError,
@@ -27,7 +27,6 @@ import {
 } from '../retrieval.ts';
 import type { Channel } from './channel.ts';
 import type { ChatDeps } from './sessions.ts';
-import { stopRegistryFor } from './stop-registry.ts';
 
 export interface TurnPlan {
   sessionId: string;
@@ -89,7 +88,7 @@ export async function runTurn({
   onStarted(): void;
   onFailedBeforeStart(error: AppError): void;
 }): Promise<void> {
-  const stop = stopRegistryFor(ctx.db).register(plan.sessionId, plan.startedAt);
+  const stop = ctx.stopRegistry.register(plan.sessionId, plan.startedAt);
   const began = performance.now();
   let turn = 0;
   let started = false;
@@ -277,12 +276,19 @@ export async function runTurn({
       packet({ type: 'stop', stop_reason: 'user_cancelled' });
     } else {
       const failure = describe(error);
-      if (failure.code === 'INTERNAL_ERROR') ctx.logger.error({ err: error }, 'chat generation failed');
+      if (failure.error_code === 'INTERNAL_ERROR') ctx.logger.error({ err: error }, 'chat generation failed');
       await save({ message: answer, error: failure.detail }).catch((e) =>
         ctx.logger.error({ err: e }, 'saving a failed answer failed'),
       );
-      if (!started) onFailedBeforeStart(new AppError(failure.code, failure.detail, { cause: error }));
-      channel.push({ error: failure.detail, error_code: failure.code, is_retryable: failure.retryable });
+      if (!started)
+        onFailedBeforeStart(
+          new AppError(failure.error_code, failure.detail, { cause: error, retryable: failure.is_retryable }),
+        );
+      channel.push({
+        error: failure.detail,
+        error_code: failure.error_code,
+        is_retryable: failure.is_retryable,
+      });
     }
   } finally {
     stop.release();
@@ -377,14 +383,14 @@ function retrievalFilters(plan: TurnPlan): RetrievalFilters {
   };
 }
 
-function describe(error: unknown): { code: AppError['error_code']; detail: string; retryable: boolean } {
+function describe(error: unknown): ErrorResponse {
   if (error instanceof LlmProviderError)
-    return {
-      code: 'LLM_PROVIDER_ERROR',
-      detail: `The model provider failed${error.status ? ` (HTTP ${error.status})` : ''}: ${error.message}`,
-      retryable: error.retryable,
-    };
-  if (error instanceof AppError)
-    return { code: error.error_code, detail: error.detail, retryable: error.status >= 500 };
-  return { code: 'INTERNAL_ERROR', detail: INTERNAL_ERROR_DETAIL, retryable: true };
+    return toErrorResponse(
+      new AppError(
+        'LLM_PROVIDER_ERROR',
+        `The model provider failed${error.status ? ` (HTTP ${error.status})` : ''}: ${error.message}`,
+        { retryable: error.retryable, cause: error },
+      ),
+    );
+  return toErrorResponse(error);
 }

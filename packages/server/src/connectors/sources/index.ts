@@ -1,0 +1,11 @@
+import { type AnySource, SourceRegistry } from './source.ts';
+
+/** Every built-in source; add yours here (one file per source under `sources/`). */
+export function builtinSources(): AnySource[] {
+  return [];
+}
+
+/** The registry the app uses: the built-in sources, plus any a test or embedder adds. */
+export function createSourceRegistry(extra: readonly AnySource[] = []): SourceRegistry {
+  return new SourceRegistry([...builtinSources(), ...extra]);
+}

@@ -1,0 +1,171 @@
+import type { z } from 'zod';
+import type { Logger } from '../../logger.ts';
+import type { OutboundFetch } from '../../outbound/outbound.ts';
+
+/** What a checkpoint may hold: it is stored as JSON between batches so a new worker resumes where a dead one stopped. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** One bad or missing key of a connector configuration or credential (`key` is a dotted path). */
+export interface ConfigProblem {
+  key: string;
+  message: string;
+}
+
+export type Validation<T> = { ok: true; value: T } | { ok: false; problems: ConfigProblem[] };
+
+/** Validates with a Zod schema and reports every problem, each with the key it concerns. */
+export function validateWith<S extends z.ZodType>(schema: S, raw: unknown): Validation<z.output<S>> {
+  const result = schema.safeParse(raw ?? {});
+  if (result.success) return { ok: true, value: result.data };
+  return {
+    ok: false,
+    problems: result.error.issues.map((issue) => ({
+      key: issue.path.map(String).join('.') || '(root)',
+      message: issue.message,
+    })),
+  };
+}
+
+/**
+ * Who may see a document according to the source itself (`sync` access): the source's own user
+ * emails and group ids; the connectors domain maps them to kas users and external groups.
+ */
+export interface ExternalAccess {
+  is_public: boolean;
+  user_emails: string[];
+  /** Ids of the source's groups (e.g. `github:org/team`, `slack:C0123` channel members), as external groups know them. */
+  external_group_ids: string[];
+}
+
+export interface SourceOwner {
+  display_name?: string | null;
+  email?: string | null;
+}
+
+/** A document as a source yields it; it goes through the same ingestion path as the API's documents. */
+export interface SourceDocument {
+  /** Stable id in kas (a web page's URL, `github:owner/repo/issues/12`, …). */
+  id: string;
+  semantic_identifier: string;
+  title?: string | null;
+  sections: { text: string; link?: string | null }[];
+  metadata?: Record<string, string | string[]>;
+  doc_updated_at?: Date | null;
+  primary_owners?: SourceOwner[];
+  secondary_owners?: SourceOwner[];
+  /** Set by sources that know permissions; used when the pair's access type is `sync`. */
+  external_access?: ExternalAccess;
+}
+
+/** A document the source could not read; recorded as a per-document error of the attempt, the run goes on. */
+export interface SourceDocumentFailure {
+  document_id: string | null;
+  link?: string | null;
+  message: string;
+}
+
+/** One batch of a run: the documents, the checkpoint after them, and progress when the source knows it. */
+export interface SourceBatch {
+  documents: SourceDocument[];
+  failures?: SourceDocumentFailure[];
+  /** Where to resume after this batch has been indexed; `null` when the run is complete. */
+  checkpoint: JsonValue | null;
+  /** Total documents the run will yield, when the source knows it (for progress and ETA). */
+  total?: number | null;
+}
+
+/** Readable uploaded files (for the `file` source). */
+export interface SourceFileStore {
+  read(fileId: string): Promise<{ name: string; content: Buffer; contentType: string | null } | null>;
+}
+
+/** What a source gets for one run. */
+export interface SourceRunContext<Config, Credential> {
+  config: Config;
+  credential: Credential;
+  /** The one HTTP client (address guard, caps, retries). Sources never call `fetch` themselves. */
+  fetch: OutboundFetch;
+  /** Aborted when the pair is paused, deleted or the worker stops: stop between requests. */
+  signal: AbortSignal;
+  logger: Logger;
+  files: SourceFileStore;
+  connectorId: number;
+}
+
+export interface LoadArgs<Config, Credential> extends SourceRunContext<Config, Credential> {
+  /** The checkpoint stored after the last indexed batch of this attempt, or null to start. */
+  checkpoint: JsonValue | null;
+  /** Poll window: documents updated in [start, end) (start is null on a first or from-beginning run). */
+  window: { start: Date | null; end: Date };
+}
+
+/**
+ * A kind of external system kas syncs from. Implementations live in `sources/<name>.ts` and are
+ * registered in `sources/index.ts`. Errors: throw `SourceError` for failures of the whole run.
+ */
+export interface Source<Config = unknown, Credential = unknown> {
+  /** The `source` value of connectors (`web`, `github`, …). */
+  readonly name: string;
+  readonly displayName: string;
+  /** Whether a credential must carry secrets; sources like `web` and `file` accept an empty one. */
+  readonly needsCredential: boolean;
+  /** Input types this source supports (`poll`, `load_state`, `event`). */
+  readonly inputTypes: readonly ('poll' | 'load_state' | 'event')[];
+  /** Checks `connector_specific_config`, reporting every bad or missing key. */
+  validateConfig(raw: unknown): Validation<Config>;
+  /** Checks `credential_json`, reporting every bad or missing key. */
+  validateCredential(raw: unknown): Validation<Credential>;
+  /** Streams the documents in batches; each batch carries the checkpoint to resume after it. */
+  load(args: LoadArgs<Config, Credential>): AsyncIterable<SourceBatch>;
+  /** Every document id the source still has (for pruning). Absent: ids seen by a full `load` are used. */
+  listIds?(args: SourceRunContext<Config, Credential>): AsyncIterable<string[]>;
+  /** Current permissions per document id (permission sync for `sync` access); absent when the source has none. */
+  permissions?(
+    args: SourceRunContext<Config, Credential>,
+  ): AsyncIterable<{ document_id: string; access: ExternalAccess }[]>;
+  /** Credential keys whose values are secret (masked on read); default: every key. */
+  readonly publicCredentialKeys?: readonly string[];
+}
+
+export type SourceErrorKind = 'auth' | 'rate_limited' | 'transient' | 'config' | 'not_found';
+
+/** A failure of a whole run, with a message safe to show on the attempt. */
+export class SourceError extends Error {
+  readonly kind: SourceErrorKind;
+  /** For `rate_limited`/`transient`: how long to wait before retrying (from `Retry-After` when given). */
+  readonly retryAfterMs: number | null;
+  constructor(
+    kind: SourceErrorKind,
+    message: string,
+    options: { retryAfterMs?: number | null; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'SourceError';
+    this.kind = kind;
+    this.retryAfterMs = options.retryAfterMs ?? null;
+  }
+}
+
+export type AnySource = Source<any, any>;
+
+/** Sources by name; created with the app (no module state) so tests can register their own. */
+export class SourceRegistry {
+  readonly #sources = new Map<string, AnySource>();
+
+  constructor(sources: readonly AnySource[] = []) {
+    for (const source of sources) this.register(source);
+  }
+
+  register(source: AnySource): void {
+    if (this.#sources.has(source.name)) throw new Error(`Source ${source.name} is registered twice`);
+    this.#sources.set(source.name, source);
+  }
+
+  get(name: string): AnySource | undefined {
+    return this.#sources.get(name);
+  }
+
+  names(): string[] {
+    return [...this.#sources.keys()].sort();
+  }
+}

@@ -1,0 +1,314 @@
+import type { Db, DbExecutor } from '../../db/database.ts';
+import { AppError } from '../../errors.ts';
+import type { Chunk } from '../chunking.ts';
+import * as documentsRepository from '../documents.repository.ts';
+import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.ts';
+import { indexDocumentsAfterCommit } from './index-sync.ts';
+import { indexedNew, type PreparedDocument, prepareDocument, rowFor } from './prepare.ts';
+import type { DocumentsDeps as Deps } from './shared.ts';
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string })?.code === '23505';
+}
+
+type DocumentState = NonNullable<Awaited<ReturnType<typeof documentsRepository.findDocumentState>>>;
+interface Outcome {
+  existed: boolean;
+  changed: boolean;
+}
+
+/** Within a transaction that locked the existing row: replace it, add an owner, or leave it alone. */
+async function updateExisting(
+  trx: DbExecutor,
+  state: DocumentState,
+  row: documentsRepository.DocumentRow,
+  chunks: Chunk[],
+  ccPairId: number,
+): Promise<Outcome> {
+  if (state.content_hash === row.content_hash) {
+    if (state.cc_pair_ids.includes(ccPairId)) return { existed: true, changed: false };
+    await documentsRepository.addOwner(trx, row.id, ccPairId);
+    await documentsRepository.recomputeAccess(trx, [row.id]);
+    return { existed: true, changed: true };
+  }
+  await documentsRepository.upsertDocument(trx, row);
+  await documentsRepository.replaceChunks(trx, row.id, chunks, false);
+  await documentsRepository.addOwner(trx, row.id, ccPairId);
+  await documentsRepository.recomputeAccess(trx, [row.id]);
+  return { existed: true, changed: true };
+}
+
+/** Writes a document and its chunks atomically; reports whether it existed and whether anything changed. */
+async function writeDocument(
+  db: Db,
+  row: documentsRepository.DocumentRow,
+  chunks: Chunk[],
+  ccPairId: number,
+): Promise<Outcome> {
+  // The common case of bulk ingestion, a new id, is one statement.
+  if (!(await documentsRepository.findDocumentState(db, row.id))) {
+    try {
+      await documentsRepository.insertNewDocument(db, row, chunks, ccPairId);
+      return { existed: false, changed: true };
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      // Created concurrently: continue as an update.
+    }
+  }
+  return db.transaction().execute(async (trx) => {
+    const state = await documentsRepository.findDocumentState(trx, row.id);
+    if (state) return updateExisting(trx, state, row, chunks, ccPairId);
+    const { inserted } = await documentsRepository.upsertDocument(trx, row);
+    await documentsRepository.replaceChunks(trx, row.id, chunks, inserted);
+    await documentsRepository.addOwner(trx, row.id, ccPairId);
+    if (!inserted) await documentsRepository.recomputeAccess(trx, [row.id]);
+    return { existed: !inserted, changed: true };
+  });
+}
+
+/** The CC pair a document is ingested into, or the error that refuses the request. */
+async function resolvePair(
+  db: DbExecutor,
+  ccPairId: number | null,
+): Promise<documentsRepository.CcPairAccess | AppError> {
+  const pair = ccPairId == null ? undefined : await documentsRepository.findCcPairAccess(db, ccPairId);
+  if (!pair) {
+    return new AppError(
+      'INVALID_INPUT',
+      ccPairId == null ? 'The system ingestion CC pair is missing' : `CC pair ${ccPairId} does not exist`,
+    );
+  }
+  if (pair.status === 'deleting') return new AppError('INVALID_INPUT', `CC pair ${pair.id} is being deleted`);
+  return pair;
+}
+
+interface Written {
+  p: PreparedDocument;
+  pair: documentsRepository.CcPairAccess;
+  outcome: Outcome;
+  /** Already indexed in the transaction that wrote it. */
+  indexed?: boolean;
+}
+
+/** After commit: one index write for every changed document (new ones from memory, others reloaded). */
+async function indexWritten(ctx: Deps, written: Written[]): Promise<void> {
+  const created = written
+    .filter((w) => w.outcome.changed && !w.outcome.existed && !w.indexed)
+    .map((w) => indexedNew(w.p, w.pair));
+  const updatedIds = written.filter((w) => w.outcome.changed && w.outcome.existed).map((w) => w.p.row.id);
+  await indexDocumentsAfterCommit(ctx, created, updatedIds);
+}
+
+function resultOf(w: Written): IngestionResult {
+  return { document_id: w.p.row.id, already_existed: w.outcome.existed };
+}
+
+/** One document on its own: the path of a lone request, and of each request of a batch that failed. */
+async function ingestOne(ctx: Deps, p: PreparedDocument): Promise<IngestionResult> {
+  const pair = await resolvePair(ctx.db, p.ccPairId ?? (await systemPairIdOf(ctx)) ?? null);
+  if (pair instanceof AppError) throw pair;
+  const outcome = await writeDocument(ctx.db, rowFor(p, pair), p.chunks, pair.id);
+  const written = { p, pair, outcome };
+  await indexWritten(ctx, [written]);
+  return resultOf(written);
+}
+
+interface Pending {
+  p: PreparedDocument;
+  resolve(result: IngestionResult): void;
+  reject(error: unknown): void;
+}
+
+/** Most documents and chunks written by one group commit (bounds statement size and lock time). */
+const BATCH_DOCUMENTS = 64;
+const BATCH_CHUNKS = 2000;
+
+/**
+ * Writes several requests' documents in one transaction (group commit): one durable commit and a few
+ * multi-row statements instead of several statements and a commit per document. Requests refused by
+ * their CC pair are answered alone; if the transaction fails, the caller retries each one by one.
+ */
+async function writeBatch(
+  ctx: Deps,
+  batch: Pending[],
+): Promise<{ written: Written[]; refused: Map<Pending, AppError> }> {
+  let indexed: (() => void) | undefined;
+  // The system pair's id is cached (a query on it inside the transaction would wait for the
+  // transaction on PGlite): known before the transaction starts.
+  const systemPairId = batch.some((b) => b.p.ccPairId === null)
+    ? ((await systemPairIdOf(ctx)) ?? null)
+    : null;
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    const pairs = new Map<number | null, documentsRepository.CcPairAccess | AppError>();
+    for (const key of new Set(batch.map((b) => b.p.ccPairId))) {
+      pairs.set(key, await resolvePair(trx, key ?? systemPairId));
+    }
+    const refused = new Map<Pending, AppError>();
+    const accepted: { item: Pending; pair: documentsRepository.CcPairAccess }[] = [];
+    for (const item of batch) {
+      const pair = pairs.get(item.p.ccPairId)!;
+      if (pair instanceof AppError) refused.set(item, pair);
+      else accepted.push({ item, pair });
+    }
+    const states = await documentsRepository.findDocumentStates(
+      trx,
+      accepted.map((a) => a.item.p.row.id),
+    );
+    const written: Written[] = [];
+    const fresh: documentsRepository.NewDocument[] = [];
+    for (const { item, pair } of accepted) {
+      const row = rowFor(item.p, pair);
+      const state = states.get(row.id);
+      const outcome = state
+        ? await updateExisting(trx, state, row, item.p.chunks, pair.id)
+        : { existed: false, changed: true };
+      if (!state) fresh.push({ row, chunks: item.p.chunks, ccPairId: pair.id });
+      written.push({ p: item.p, pair, outcome });
+    }
+    await documentsRepository.insertNewDocuments(trx, fresh);
+    if (ctx.search.indexNewInTransaction) {
+      const created = written.filter((w) => !w.outcome.existed);
+      indexed = await ctx.search.indexNewInTransaction(
+        trx,
+        created.map((w) => indexedNew(w.p, w.pair)),
+      );
+      for (const w of created) w.indexed = true;
+    }
+    return { written, refused };
+  });
+  indexed?.();
+  return result;
+}
+
+async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
+  if (batch.length === 1) {
+    const [only] = batch as [Pending];
+    await ingestOne(ctx, only.p).then(only.resolve, only.reject);
+    return;
+  }
+  let outcome: Awaited<ReturnType<typeof writeBatch>>;
+  try {
+    outcome = await writeBatch(ctx, batch);
+  } catch (error) {
+    // Nothing was committed: each request on its own, so that one bad document fails only itself.
+    if (!isUniqueViolation(error))
+      ctx.logger.debug({ err: error, documents: batch.length }, 'ingestion batch failed');
+    await Promise.all(batch.map((b) => ingestOne(ctx, b.p).then(b.resolve, b.reject)));
+    return;
+  }
+  for (const [item, error] of outcome.refused) item.reject(error);
+  try {
+    await indexWritten(ctx, outcome.written);
+  } catch (error) {
+    for (const item of batch) if (!outcome.refused.has(item)) item.reject(error);
+    return;
+  }
+  const byPrepared = new Map(outcome.written.map((w) => [w.p, w]));
+  for (const item of batch) {
+    const w = byPrepared.get(item.p);
+    if (w) item.resolve(resultOf(w));
+  }
+}
+
+/**
+ * The ingestion queue of one application (in its deps): requests that arrive while batches are being
+ * written form the next. Two batches may be in flight, so that the server prepares one while the
+ * database writes the other (PGlite runs them one after the other anyway). Requests for one document id
+ * are written in the order they arrived: an id waits while a batch holding it is in flight.
+ */
+export interface IngestionState {
+  pending: Pending[];
+  inFlight: number;
+  /** Document ids of the batches in flight. */
+  busy: Set<string>;
+  scheduled: boolean;
+  /** The system ingestion CC pair never changes once seeded: looked up once. */
+  systemPairId: Promise<number | undefined> | undefined;
+}
+
+export function createIngestionState(): IngestionState {
+  return { pending: [], inFlight: 0, busy: new Set(), scheduled: false, systemPairId: undefined };
+}
+
+const BATCHES_IN_FLIGHT = 2;
+
+/** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
+function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
+  let id = ctx.ingestion.systemPairId;
+  if (!id) {
+    id = documentsRepository.systemIngestionPairId(ctx.db);
+    const forget = () => {
+      if (ctx.ingestion.systemPairId === id) ctx.ingestion.systemPairId = undefined;
+    };
+    id.then((v) => v === undefined && forget(), forget);
+    ctx.ingestion.systemPairId = id;
+  }
+  return id;
+}
+
+/** Takes the next batch: at most one request per document id (a repeated id waits for the next batch). */
+function takeBatch(queue: IngestionState): Pending[] {
+  const batch: Pending[] = [];
+  const rest: Pending[] = [];
+  const ids = new Set<string>();
+  let chunks = 0;
+  for (const item of queue.pending) {
+    const full =
+      batch.length >= BATCH_DOCUMENTS || (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS);
+    if (full || ids.has(item.p.row.id) || queue.busy.has(item.p.row.id)) {
+      rest.push(item);
+      continue;
+    }
+    ids.add(item.p.row.id);
+    chunks += item.p.chunks.length;
+    batch.push(item);
+  }
+  queue.pending = rest;
+  return batch;
+}
+
+function startBatches(ctx: Deps, queue: IngestionState) {
+  queue.scheduled = false;
+  while (queue.pending.length && queue.inFlight < BATCHES_IN_FLIGHT) {
+    const batch = takeBatch(queue);
+    if (!batch.length) break;
+    for (const item of batch) queue.busy.add(item.p.row.id);
+    queue.inFlight++;
+    void runBatch(ctx, batch)
+      .catch((error) => {
+        for (const item of batch) item.reject(error);
+      })
+      .finally(() => {
+        for (const item of batch) queue.busy.delete(item.p.row.id);
+        queue.inFlight--;
+        schedule(ctx, queue);
+      });
+  }
+}
+
+function schedule(ctx: Deps, queue: IngestionState) {
+  if (queue.scheduled || !queue.pending.length || queue.inFlight >= BATCHES_IN_FLIGHT) return;
+  queue.scheduled = true;
+  // After the requests already received in this turn of the event loop have joined the queue.
+  setImmediate(() => startBatches(ctx, queue));
+}
+
+/**
+ * Posts a document: created, replaced in place, or left alone when its content hash is unchanged.
+ * The document and all its chunks are written in one transaction, together with the documents of
+ * concurrent requests (group commit); the answer comes after that commit. The index is updated after it.
+ */
+export async function ingestDocument({
+  ctx,
+  input,
+}: {
+  ctx: Deps;
+  input: IngestDocumentInput;
+}): Promise<IngestionResult> {
+  const p = prepareDocument(input);
+  const queue = ctx.ingestion;
+  return new Promise<IngestionResult>((resolve, reject) => {
+    queue.pending.push({ p, resolve, reject });
+    schedule(ctx, queue);
+  });
+}

@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { encodeTag, type IndexedDocument } from '../../search/search-index.ts';
+import { type Chunk, chunkDocument } from '../chunking.ts';
+import type * as documentsRepository from '../documents.repository.ts';
+import type { IngestDocumentInput, IngestedDocument } from '../documents.schemas.ts';
+import type { Owner } from '../documents.table.ts';
+
+const DEFAULT_SOURCE = 'file';
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Same content, same id: the same document posted twice without an id is one document. */
+export function deriveDocumentId(document: IngestedDocument): string {
+  const content = JSON.stringify([
+    document.semantic_identifier,
+    document.sections.map((s) => [s.text, s.link ?? null]),
+  ]);
+  return `ingestion_api_${sha256(content).slice(0, 32)}`;
+}
+
+function normaliseMetadata(metadata: IngestedDocument['metadata']): Record<string, string | string[]> {
+  return Object.fromEntries(Object.entries(metadata ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+function tagsOf(metadata: Record<string, string | string[]>): string[] {
+  const tags = new Set<string>();
+  for (const [key, value] of Object.entries(metadata)) {
+    for (const v of Array.isArray(value) ? value : [value])
+      tags.add(encodeTag({ tag_key: key, tag_value: v }));
+  }
+  return [...tags];
+}
+
+function ownersOf(owners: IngestedDocument['primary_owners']): Owner[] {
+  return (owners ?? []).map((o) =>
+    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)),
+  ) as Owner[];
+}
+
+/** A validated ingestion request with everything computed that needs no database. */
+export interface PreparedDocument {
+  ccPairId: number | null;
+  semanticIdentifier: string;
+  /** The row without its access, which comes from the CC pair. */
+  row: Omit<documentsRepository.DocumentRow, 'is_public' | 'access_user_ids' | 'access_group_ids'>;
+  chunks: Chunk[];
+}
+
+export function prepareDocument(input: IngestDocumentInput): PreparedDocument {
+  const { document } = input;
+  const id = document.id ?? deriveDocumentId(document);
+  const title = document.title?.trim() || document.semantic_identifier;
+  const metadata = normaliseMetadata(document.metadata);
+  const primary_owners = ownersOf(document.primary_owners);
+  const secondary_owners = ownersOf(document.secondary_owners);
+  const source = document.source ?? DEFAULT_SOURCE;
+  const content_hash = sha256(
+    JSON.stringify([
+      document.semantic_identifier,
+      title,
+      source,
+      document.sections.map((s) => [s.text, s.link ?? null]),
+      metadata,
+      primary_owners,
+      secondary_owners,
+    ]),
+  );
+  const chunks = chunkDocument({ title, sections: document.sections });
+  return {
+    ccPairId: input.cc_pair_id ?? null,
+    semanticIdentifier: document.semantic_identifier,
+    chunks,
+    row: {
+      id,
+      semantic_id: document.semantic_identifier,
+      title,
+      link: document.sections.find((s) => s.link)?.link ?? null,
+      source,
+      from_ingestion_api: true,
+      metadata,
+      tags: tagsOf(metadata),
+      primary_owners,
+      secondary_owners,
+      doc_updated_at: document.doc_updated_at ?? new Date(),
+      content_hash,
+      chunk_count: chunks.length,
+    },
+  };
+}
+
+/** A new document is owned by this pair alone; otherwise access is recomputed from all owners. */
+export function rowFor(
+  p: PreparedDocument,
+  pair: documentsRepository.CcPairAccess,
+): documentsRepository.DocumentRow {
+  return {
+    ...p.row,
+    is_public: pair.access_type === 'public',
+    access_user_ids: pair.user_ids,
+    access_group_ids: pair.group_ids,
+  };
+}
+
+/** A new document as the index stores it: everything is already in memory. */
+export function indexedNew(p: PreparedDocument, pair: documentsRepository.CcPairAccess): IndexedDocument {
+  return {
+    document_id: p.row.id,
+    semantic_identifier: p.semanticIdentifier,
+    source_type: p.row.source,
+    updated_at: p.row.doc_updated_at,
+    tags: p.row.tags,
+    document_sets: pair.document_sets,
+    hidden: false,
+    is_public: pair.access_type === 'public',
+    access_user_ids: pair.user_ids,
+    access_group_ids: pair.group_ids,
+    chunks: p.chunks.map(({ chunk_id, title, content, blurb, link }) => ({
+      chunk_id,
+      title,
+      content,
+      blurb,
+      link,
+    })),
+  };
+}
