@@ -25,6 +25,8 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
 export function createHttpApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // API answers are not cached by validators: hashing every body for an ETag costs more than it saves.
+  app.set('etag', false);
   app.set('query parser', 'simple');
 
   const openApiDocument = JSON.stringify(buildOpenApiDocument());

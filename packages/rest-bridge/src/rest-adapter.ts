@@ -121,9 +121,12 @@ export function createRestAdapter(options: {
   logger: Logger;
   /** Largest uploaded file a multipart procedure accepts. */
   maxUploadBytes: number;
-}): { handler: express.Router; routes: RestRoute[] } {
-  const handler = express.Router();
+}): { handler: RequestHandler; routes: RestRoute[] } {
+  const router = express.Router();
   const routes: RestRoute[] = [];
+  // Paths without parameters are found by one map lookup instead of testing every route's pattern in
+  // turn; everything else (parameters, HEAD, a trailing slash, other letter case) goes to the router.
+  const exact = new Map<string, RequestHandler[]>();
   const procedures = options.router._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
   for (const [procedurePath, procedure] of Object.entries(procedures)) {
     const meta = procedure._def.meta as KasMeta | undefined;
@@ -138,7 +141,7 @@ export function createRestAdapter(options: {
     const before: RequestHandler[] = meta?.multipart
       ? [multipartReader(meta.multipart, options.maxUploadBytes, options.logger)]
       : [];
-    handler[method](expressPath, ...before, async (req, res) => {
+    const serve: RequestHandler = async (req, res) => {
       try {
         const pathParams = coerceParams(shape, req.params as Record<string, string>);
         let input: unknown;
@@ -168,7 +171,20 @@ export function createRestAdapter(options: {
       } catch (error) {
         sendError(res, error, options.logger);
       }
-    });
+    };
+    router[method](expressPath, ...before, serve);
+    if (!expressPath.includes(':'))
+      exact.set(`${openapi.method.toUpperCase()} ${expressPath}`, [...before, serve]);
   }
+  const handler: RequestHandler = (req, res, next) => {
+    const chain = exact.get(`${req.method} ${req.path}`);
+    if (!chain) return router(req, res, next);
+    req.params = {};
+    const run = (index: number) => {
+      const step = chain[index];
+      if (step) void step(req, res, (error?: unknown) => (error ? next(error) : run(index + 1)));
+    };
+    run(0);
+  };
   return { handler, routes };
 }

@@ -3,7 +3,7 @@ import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { ZodType } from 'zod';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
-import { type Role, roleAtLeast } from './auth/roles.ts';
+import { type Actor, type Role, roleAtLeast } from './auth/roles.ts';
 import type { Context } from './context.ts';
 import { AppError, toErrorResponse } from './errors.ts';
 
@@ -56,8 +56,10 @@ function requireRole(minimum: Role) {
     }
     const headers = await ctx.rateLimiter.consume(`key:${actor.api_key_id}`);
     for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-    // tRPC merges this into the context; spreading the whole context here would copy it again.
-    return next({ ctx: { actor } });
+    // Set on this request's own context object: `next({ ctx })` would copy the whole context (every
+    // dependency) into a new object, a tenth of a simple GET's time. The cast keeps tRPC's narrowing.
+    ctx.actor = actor;
+    return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
   });
 }
 
@@ -67,7 +69,8 @@ export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) =
   const actor = ctx.actor ?? (await apiKeysService.authenticate({ ctx, authorization: ctx.authorization }));
   const headers = await ctx.rateLimiter.consume(`key:${actor.api_key_id}`);
   for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-  return next({ ctx: { actor } });
+  ctx.actor = actor;
+  return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
 });
 
 /** Any valid API key. */

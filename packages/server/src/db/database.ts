@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,11 +51,39 @@ export interface CreateDbOptions {
   onPoolError?: (error: Error) => void;
 }
 
+/** Most distinct statements prepared per process; beyond it (say, IN lists of every length) run unnamed. */
+const MAX_PREPARED = 1000;
+
+/**
+ * Runs every parameterised statement as a named prepared statement on each pooled connection, so
+ * Postgres parses it once per connection instead of on every request (Kysely sends unnamed ones).
+ * Names come from the statement text, the same in every process.
+ */
+function prepareStatements(pool: pg.Pool): void {
+  const names = new Map<string, string>();
+  const nameOf = (text: string): string | undefined => {
+    let name = names.get(text);
+    if (!name && names.size < MAX_PREPARED) {
+      name = `kas_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+      names.set(text, name);
+    }
+    return name;
+  };
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (config: unknown, values?: unknown, callback?: unknown) => {
+      const name = typeof config === 'string' && Array.isArray(values) ? nameOf(config) : undefined;
+      return name ? query({ name, text: config, values }, callback) : query(config, values, callback);
+    };
+  });
+}
+
 export async function createDatabase(config: Config, options: CreateDbOptions = {}): Promise<DatabaseHandle> {
   if (config.DATABASE_URL) {
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: options.poolSize ?? 10 });
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
+    prepareStatements(pool);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }

@@ -107,8 +107,11 @@ export async function createTestRuntime(env: Record<string, string> = {}): Promi
     deps: runtime.deps,
     config,
     adminKey: admin.key,
+    // A fresh context per call, as each HTTP request gets one: the auth middleware sets the actor on it.
     caller: (key) =>
-      createCaller(createInnerContext(runtime.deps, { authorization: key ? `Bearer ${key}` : undefined })),
+      createCaller(() =>
+        createInnerContext(runtime.deps, { authorization: key ? `Bearer ${key}` : undefined }),
+      ),
     createKey,
     close: async () => {
       await runtime.close();
