@@ -1,6 +1,7 @@
 import type { TRPCBuiltRouter } from '@trpc/server';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
+import { connectorsRouter } from './connectors/connectors.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
 import { filesRouter } from './files/files.router.ts';
@@ -30,6 +31,7 @@ export const appRouter = router({
   users: usersRouter,
   personalTokens: personalTokensRouter,
   userGroups: userGroupsRouter,
+  connectors: connectorsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,210 @@
+import type { Actor } from '../../auth/roles.ts';
+import { AppError } from '../../errors.ts';
+import * as connectorsRepository from '../connectors.repository.ts';
+import type {
+  ConnectorCreateInput,
+  ConnectorSnapshot,
+  ConnectorUpdateInput,
+  RunOnceInput,
+  StatusResponse,
+} from '../connectors.schemas.ts';
+import type { ConfigProblem } from '../sources/source.ts';
+import {
+  canManageConnector,
+  canManagePair,
+  checkGroups,
+  connectorNotFound,
+  connectorSnapshot,
+  curatedGroups,
+  type Deps,
+  forbidden,
+  invalidConfig,
+  sourceOf,
+} from './shared.ts';
+
+const MIN_REFRESH = 60;
+const MIN_PRUNE = 300;
+
+/** Checks a whole connector configuration and reports every problem at once (400). */
+function validateConnector(ctx: Deps, input: ConnectorCreateInput): Record<string, unknown> {
+  const problems: ConfigProblem[] = [];
+  const source = ctx.sources.get(input.source);
+  let config: Record<string, unknown> = input.connector_specific_config;
+  if (!source) {
+    problems.push({
+      key: 'source',
+      message: `unknown source "${input.source}"; known: ${ctx.sources.names().join(', ') || 'none'}`,
+    });
+  } else {
+    const checked = source.validateConfig(input.connector_specific_config);
+    if (checked.ok) config = input.connector_specific_config;
+    else problems.push(...checked.problems.map((p) => ({ ...p, key: `connector_specific_config.${p.key}` })));
+    if (!source.inputTypes.includes(input.input_type)) {
+      problems.push({
+        key: 'input_type',
+        message: `${input.source} supports ${source.inputTypes.join(', ')}, not ${input.input_type}`,
+      });
+    }
+  }
+  if (input.refresh_freq !== null && input.refresh_freq !== undefined && input.refresh_freq < MIN_REFRESH) {
+    problems.push({
+      key: 'refresh_freq',
+      message: `must be at least ${MIN_REFRESH} seconds, or null to index once`,
+    });
+  }
+  if (input.prune_freq !== null && input.prune_freq !== undefined && input.prune_freq < MIN_PRUNE) {
+    problems.push({ key: 'prune_freq', message: `must be at least ${MIN_PRUNE} seconds, or null` });
+  }
+  if (problems.length) throw invalidConfig('Invalid connector configuration', problems);
+  return config;
+}
+
+async function loadManageable(ctx: Deps, actor: Actor, id: number) {
+  const connector = await connectorsRepository.findConnector(ctx.db, id);
+  if (!connector || connector.is_system) throw connectorNotFound(id);
+  const curated = await curatedGroups(ctx.db, actor);
+  if (!canManageConnector(connector, actor, curated)) throw forbidden('connectors');
+  return { connector, curated };
+}
+
+export async function createConnector({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  input: ConnectorCreateInput;
+}): Promise<{ id: number }> {
+  const config = validateConnector(ctx, input);
+  const curated = await curatedGroups(ctx.db, actor);
+  if (curated && input.groups) await checkGroups(ctx.db, input.groups, curated, 'connectors');
+  const id = await connectorsRepository.insertConnector(ctx.db, {
+    name: input.name,
+    source: input.source,
+    input_type: input.input_type,
+    connector_specific_config: config,
+    refresh_freq: input.refresh_freq ?? null,
+    prune_freq: input.prune_freq ?? null,
+    indexing_start: input.indexing_start ?? null,
+    access_type: input.access_type,
+    creator_id: actor.user_id,
+  });
+  return { id };
+}
+
+export async function listConnectors({
+  ctx,
+  actor,
+  credential,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  credential?: number | undefined;
+}): Promise<ConnectorSnapshot[]> {
+  const curated = await curatedGroups(ctx.db, actor);
+  const rows = await connectorsRepository.listConnectors(ctx.db, { credentialId: credential });
+  return rows.filter((row) => canManageConnector(row, actor, curated)).map(connectorSnapshot);
+}
+
+export async function getConnector({ ctx, actor, id }: { ctx: Deps; actor: Actor; id: number }) {
+  const { connector } = await loadManageable(ctx, actor, id);
+  return connectorSnapshot(connector);
+}
+
+export async function updateConnector({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  input: ConnectorUpdateInput;
+}): Promise<ConnectorSnapshot> {
+  const { connector } = await loadManageable(ctx, actor, input.connector_id);
+  const merged: ConnectorCreateInput = {
+    name: input.name ?? connector.name,
+    source: input.source ?? connector.source,
+    input_type: input.input_type ?? (connector.input_type as ConnectorCreateInput['input_type']),
+    connector_specific_config: input.connector_specific_config ?? connector.connector_specific_config,
+    access_type: input.access_type ?? connector.access_type,
+    refresh_freq: input.refresh_freq === undefined ? connector.refresh_freq : input.refresh_freq,
+    prune_freq: input.prune_freq === undefined ? connector.prune_freq : input.prune_freq,
+    indexing_start: input.indexing_start === undefined ? connector.indexing_start : input.indexing_start,
+  };
+  if (merged.source !== connector.source && connector.credential_ids.length) {
+    throw new AppError('INVALID_INPUT', 'The source of a connector linked to credentials cannot change');
+  }
+  const config = validateConnector(ctx, merged);
+  await connectorsRepository.updateConnector(ctx.db, connector.id, {
+    name: merged.name,
+    source: merged.source,
+    input_type: merged.input_type,
+    connector_specific_config: config,
+    refresh_freq: merged.refresh_freq ?? null,
+    prune_freq: merged.prune_freq ?? null,
+    indexing_start: merged.indexing_start ?? null,
+    access_type: merged.access_type,
+  });
+  const updated = await connectorsRepository.findConnector(ctx.db, connector.id);
+  if (!updated) throw connectorNotFound(connector.id);
+  return connectorSnapshot(updated);
+}
+
+/** Deletes a connector with no CC pairs left (400 otherwise: delete its pairs first). */
+export async function deleteConnector({
+  ctx,
+  actor,
+  id,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  id: number;
+}): Promise<void> {
+  const { connector } = await loadManageable(ctx, actor, id);
+  if (connector.credential_ids.length) {
+    throw new AppError(
+      'INVALID_INPUT',
+      `Connector is not deletable: it is still linked to credential ${connector.credential_ids.join(', ')}; delete those CC pairs first`,
+    );
+  }
+  await connectorsRepository.deleteConnector(ctx.db, id);
+}
+
+/** Queues an immediate run of the connector's pairs (all linked credentials by default). */
+export async function runOnce({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  input: RunOnceInput;
+}): Promise<StatusResponse> {
+  const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
+  if (!connector || connector.is_system) throw connectorNotFound(input.connector_id);
+  sourceOf(ctx, connector.source);
+  const curated = await curatedGroups(ctx.db, actor);
+  const pairs = await connectorsRepository.listPairs(ctx.db, { connectorId: connector.id });
+  const wanted = input.credential_ids ?? pairs.map((p) => p.credential_id);
+  if (!wanted.length) throw new AppError('INVALID_INPUT', 'The connector is not linked to any credential');
+  const unlinked = wanted.filter((id) => !pairs.some((p) => p.credential_id === id));
+  if (unlinked.length) {
+    throw new AppError(
+      'INVALID_INPUT',
+      `Credential ${unlinked.join(', ')} is not linked to connector ${connector.id}`,
+    );
+  }
+  const chosen = pairs.filter((p) => wanted.includes(p.credential_id));
+  if (chosen.some((p) => !canManagePair(p, curated))) throw forbidden('CC pairs');
+  const runnable = chosen.filter((p) => p.status !== 'paused' && p.status !== 'deleting');
+  for (const pair of runnable) await connectorsRepository.queueAttempt(ctx.db, pair.id, input.from_beginning);
+  const skipped = chosen.length - runnable.length;
+  return {
+    success: runnable.length > 0,
+    message: runnable.length
+      ? `Queued ${runnable.length} run${runnable.length > 1 ? 's' : ''}${input.from_beginning ? ' from the beginning' : ''}${skipped ? `; ${skipped} paused or deleting pair(s) skipped` : ''}`
+      : 'Nothing queued: every selected CC pair is paused or being deleted',
+    data: runnable.length,
+  };
+}

@@ -1,0 +1,141 @@
+import type { Actor } from '../../auth/roles.ts';
+import { AppError } from '../../errors.ts';
+import * as connectorsRepository from '../connectors.repository.ts';
+import type {
+  CredentialCreateInput,
+  CredentialSnapshot,
+  CredentialUpdateInput,
+} from '../connectors.schemas.ts';
+import {
+  canManageCredential,
+  checkGroups,
+  credentialNotFound,
+  credentialSnapshot,
+  curatedGroups,
+  type Deps,
+  forbidden,
+  invalidConfig,
+  MASK,
+  openCredential,
+  sourceOf,
+} from './shared.ts';
+
+function checkCredential(ctx: Deps, sourceName: string, json: Record<string, unknown>) {
+  const source = sourceOf(ctx, sourceName);
+  const checked = source.validateCredential(json);
+  if (!checked.ok) {
+    throw invalidConfig(
+      'Invalid credential',
+      checked.problems.map((p) => ({ ...p, key: `credential_json.${p.key}` })),
+    );
+  }
+}
+
+async function loadManageable(ctx: Deps, actor: Actor, id: number) {
+  const row = await connectorsRepository.findCredential(ctx.db, id);
+  if (!row) throw credentialNotFound(id);
+  const curated = await curatedGroups(ctx.db, actor);
+  if (!canManageCredential(row, actor, curated)) throw forbidden('credentials');
+  return { row, curated };
+}
+
+export async function createCredential({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  input: CredentialCreateInput;
+}): Promise<CredentialSnapshot> {
+  checkCredential(ctx, input.source, input.credential_json);
+  const curated = await curatedGroups(ctx.db, actor);
+  await checkGroups(ctx.db, input.groups, curated && input.groups.length ? curated : null, 'credentials');
+  const id = await ctx.db.transaction().execute(async (trx) => {
+    const id = await connectorsRepository.insertCredential(trx, {
+      name: input.name ?? null,
+      source: input.source,
+      credential_json: ctx.secrets.encrypt(JSON.stringify(input.credential_json)),
+      admin_public: input.admin_public,
+      curator_public: input.curator_public,
+      user_id: actor.user_id,
+    });
+    await connectorsRepository.replaceCredentialGroups(trx, id, [...new Set(input.groups)]);
+    return id;
+  });
+  const row = await connectorsRepository.findCredential(ctx.db, id);
+  if (!row) throw credentialNotFound(id);
+  return credentialSnapshot(ctx, row);
+}
+
+export async function listCredentials({
+  ctx,
+  actor,
+  source,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  source?: string | undefined;
+}): Promise<CredentialSnapshot[]> {
+  const curated = await curatedGroups(ctx.db, actor);
+  const rows = await connectorsRepository.listCredentials(ctx.db, { source });
+  return rows
+    .filter((row) => canManageCredential(row, actor, curated))
+    .map((row) => credentialSnapshot(ctx, row));
+}
+
+export async function getCredential({ ctx, actor, id }: { ctx: Deps; actor: Actor; id: number }) {
+  const { row } = await loadManageable(ctx, actor, id);
+  return credentialSnapshot(ctx, row);
+}
+
+/** Values sent back masked (`********`) keep their stored value, so a read-modify-write keeps secrets. */
+export async function updateCredential({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  input: CredentialUpdateInput;
+}): Promise<CredentialSnapshot> {
+  const { row, curated } = await loadManageable(ctx, actor, input.credential_id);
+  const current = openCredential(ctx, row);
+  let json = current;
+  if (input.credential_json) {
+    json = Object.fromEntries(
+      Object.entries(input.credential_json).map(([k, v]) => [k, v === MASK && k in current ? current[k] : v]),
+    );
+    checkCredential(ctx, row.source, json);
+  }
+  if (input.groups)
+    await checkGroups(ctx.db, input.groups, curated && input.groups.length ? curated : null, 'credentials');
+  await ctx.db.transaction().execute(async (trx) => {
+    await connectorsRepository.updateCredential(trx, row.id, {
+      name: input.name === undefined ? row.name : input.name,
+      credential_json: ctx.secrets.encrypt(JSON.stringify(json)),
+      admin_public: input.admin_public ?? row.admin_public,
+      curator_public: input.curator_public ?? row.curator_public,
+    });
+    if (input.groups)
+      await connectorsRepository.replaceCredentialGroups(trx, row.id, [...new Set(input.groups)]);
+  });
+  return getCredential({ ctx, actor, id: row.id });
+}
+
+/** Deletes a credential no CC pair uses (400 otherwise). */
+export async function deleteCredential({
+  ctx,
+  actor,
+  id,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  id: number;
+}): Promise<void> {
+  const { row } = await loadManageable(ctx, actor, id);
+  if ((await connectorsRepository.countPairsOfCredential(ctx.db, row.id)) > 0) {
+    throw new AppError('INVALID_INPUT', 'Credential is still used by a CC pair; delete the pair first');
+  }
+  await connectorsRepository.deleteCredential(ctx.db, row.id);
+}

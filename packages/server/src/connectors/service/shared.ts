@@ -1,0 +1,187 @@
+import type { Actor } from '../../auth/roles.ts';
+import type { ServiceContext } from '../../context.ts';
+import type { DbExecutor } from '../../db/database.ts';
+import { AppError } from '../../errors.ts';
+import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
+import type { AttemptRow, ConnectorRow, CredentialRow, PairRow } from '../connectors.repository.ts';
+import * as connectorsRepository from '../connectors.repository.ts';
+import type {
+  ConnectorSnapshot,
+  CredentialSnapshot,
+  IndexAttempt,
+  IndexingProgress,
+} from '../connectors.schemas.ts';
+import type { AnySource, ConfigProblem } from '../sources/source.ts';
+
+export type Deps = ServiceContext<
+  'db' | 'search' | 'logger' | 'ingestion' | 'secrets' | 'sources' | 'outbound'
+>;
+
+export const MASK = '********';
+
+export function connectorNotFound(id: number): AppError {
+  return new AppError('CONNECTOR_NOT_FOUND', `Connector ${id} not found`);
+}
+export function pairNotFound(id: number): AppError {
+  return new AppError('CC_PAIR_NOT_FOUND', `CC pair ${id} not found`);
+}
+export function credentialNotFound(id: number): AppError {
+  return new AppError('CREDENTIAL_NOT_FOUND', `Credential ${id} not found`);
+}
+export function forbidden(what: string): AppError {
+  return new AppError(
+    'INSUFFICIENT_PERMISSIONS',
+    `Curators manage only ${what} attached to groups they curate`,
+  );
+}
+
+export function invalidConfig(prefix: string, problems: ConfigProblem[]): AppError {
+  const list = problems.map((p) => `${p.key}: ${p.message}`).join('; ');
+  return new AppError('INVALID_INPUT', `${prefix}: ${list}`);
+}
+
+/** The source of that name, or a 400 naming the known ones. */
+export function sourceOf(ctx: Pick<Deps, 'sources'>, name: string): AnySource {
+  const source = ctx.sources.get(name);
+  if (!source) {
+    throw invalidConfig('Invalid connector configuration', [
+      {
+        key: 'source',
+        message: `unknown source "${name}"; known: ${ctx.sources.names().join(', ') || 'none'}`,
+      },
+    ]);
+  }
+  return source;
+}
+
+/** Groups the actor curates; null for admins (everything). */
+export async function curatedGroups(db: DbExecutor, actor: Actor): Promise<Set<number> | null> {
+  if (actor.role === 'admin') return null;
+  return new Set(await userGroupsRepository.curatedGroupIdsOfUser(db, actor.user_id));
+}
+
+function overlaps(ids: readonly number[], curated: Set<number>): boolean {
+  return ids.some((id) => curated.has(id));
+}
+
+export function canManageConnector(
+  connector: ConnectorRow,
+  actor: Actor,
+  curated: Set<number> | null,
+): boolean {
+  if (!curated) return true;
+  if (overlaps(connector.group_ids, curated)) return true;
+  return connector.creator_id === actor.user_id && connector.credential_ids.length === 0;
+}
+
+export function canManageCredential(
+  credential: CredentialRow,
+  actor: Actor,
+  curated: Set<number> | null,
+): boolean {
+  if (!curated) return true;
+  return credential.user_id === actor.user_id || overlaps(credential.groups, curated);
+}
+
+export function canManagePair(pair: PairRow, curated: Set<number> | null): boolean {
+  return !curated || overlaps(pair.groups, curated);
+}
+
+/** Curators must name groups, all of which they curate; everyone must name existing groups. */
+export async function checkGroups(
+  db: DbExecutor,
+  groups: number[],
+  curated: Set<number> | null,
+  what: string,
+) {
+  const unique = [...new Set(groups)];
+  const found = new Set(await connectorsRepository.existingGroupIds(db, unique));
+  const missing = unique.filter((id) => !found.has(id));
+  if (missing.length) throw new AppError('INVALID_INPUT', `User group ${missing.join(', ')} does not exist`);
+  if (curated && (unique.length === 0 || unique.some((id) => !curated.has(id)))) {
+    throw forbidden(`${what}`);
+  }
+}
+
+const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+export function connectorSnapshot(row: ConnectorRow): ConnectorSnapshot {
+  return {
+    id: row.id,
+    name: row.name,
+    source: row.source,
+    input_type: row.input_type,
+    connector_specific_config: row.connector_specific_config,
+    refresh_freq: row.refresh_freq,
+    prune_freq: row.prune_freq,
+    indexing_start: iso(row.indexing_start),
+    access_type: row.access_type,
+    credential_ids: row.credential_ids,
+    time_created: iso(row.time_created) as string,
+    time_updated: iso(row.time_updated) as string,
+  };
+}
+
+/** Decrypts a stored credential_json (empty for credentials stored without one). */
+export function openCredential(ctx: Pick<Deps, 'secrets'>, row: CredentialRow): Record<string, unknown> {
+  if (!row.credential_json) return {};
+  return JSON.parse(ctx.secrets.decrypt(row.credential_json)) as Record<string, unknown>;
+}
+
+export function credentialSnapshot(
+  ctx: Pick<Deps, 'secrets' | 'sources'>,
+  row: CredentialRow,
+): CredentialSnapshot {
+  const plain = openCredential(ctx, row);
+  const visible = new Set(ctx.sources.get(row.source)?.publicCredentialKeys ?? []);
+  const masked = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, visible.has(k) ? v : MASK]));
+  return {
+    id: row.id,
+    name: row.name,
+    source: row.source,
+    credential_json: masked,
+    admin_public: row.admin_public,
+    curator_public: row.curator_public,
+    groups: row.groups,
+    user_id: row.user_id,
+    time_created: iso(row.time_created) as string,
+    time_updated: iso(row.time_updated) as string,
+  };
+}
+
+export function progressOf(row: AttemptRow, now = Date.now()): IndexingProgress {
+  const started = row.time_started ? new Date(row.time_started).getTime() : null;
+  const seconds = started ? Math.max(0.001, (now - started) / 1000) : null;
+  const rate = seconds && row.docs_done > 0 ? row.docs_done / seconds : null;
+  const eta =
+    rate && row.docs_total !== null && row.status === 'in_progress'
+      ? Math.max(0, (row.docs_total - row.docs_done) / rate)
+      : null;
+  return {
+    docs_done: row.docs_done,
+    docs_total: row.docs_total,
+    docs_per_second: rate === null ? null : Math.round(rate * 100) / 100,
+    eta_seconds: eta === null ? null : Math.round(eta),
+  };
+}
+
+export function attemptSnapshot(row: AttemptRow): IndexAttempt {
+  return {
+    id: row.id,
+    cc_pair_id: row.cc_pair_id,
+    status: row.status,
+    from_beginning: row.from_beginning,
+    new_docs_indexed: row.new_docs_indexed,
+    total_docs_indexed: row.docs_done,
+    docs_removed_from_index: row.docs_removed,
+    error_msg: row.error_msg,
+    error_count: row.error_count,
+    progress: progressOf(row),
+    time_started: iso(row.time_started),
+    time_updated: iso(row.time_updated) as string,
+    poll_range_start: iso(row.poll_range_start),
+    poll_range_end: iso(row.poll_range_end),
+  };
+}
+
+export { iso };
