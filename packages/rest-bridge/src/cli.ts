@@ -10,7 +10,7 @@ import {
   documentsService,
   loadConfig,
   migrateToLatest,
-  type Role,
+  Role,
   startWorker,
   WORKER_TASKS,
 } from '@kas/server';
@@ -108,8 +108,8 @@ async function createKey(args: string[]) {
     args,
     options: { role: { type: 'string', default: 'basic' }, name: { type: 'string' } },
   });
-  if (!['basic', 'curator', 'admin'].includes(values.role))
-    fail(`--role must be basic, curator or admin (got "${values.role}")`, 2);
+  if (!Role.safeParse(values.role).success)
+    fail(`--role must be one of ${Role.options.join(', ')} (got "${values.role}")`, 2);
   const config = loadConfig();
   const runtime = await createRuntime(config, {
     logger: createLogger({ KAS_LOG_LEVEL: 'warn' }),
