@@ -6,6 +6,7 @@ import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { IngestionState } from './documents/service/ingest.ts';
+import type { OidcVerifier } from './identity/oidc.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { Outbound } from './outbound/outbound.ts';
@@ -35,6 +36,8 @@ export interface AppDeps {
   outbound: Outbound;
   /** Connector sources by name (`web`, `file`, `github`, …). */
   sources: SourceRegistry;
+  /** Verifies OIDC bearer tokens when `KAS_OIDC_ISSUER` is set; null otherwise. */
+  oidc: OidcVerifier | null;
 }
 
 /**
