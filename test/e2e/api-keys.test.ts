@@ -127,7 +127,13 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
     const basic = await s.createKey('basic');
     const res = await s.request('GET', '/api/me', { key: basic.key });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ user_id: basic.user_id, role: 'basic', api_key_id: basic.api_key_id });
+    expect(await res.json()).toEqual({
+      user_id: basic.user_id,
+      role: 'basic',
+      api_key_id: basic.api_key_id,
+      email: expect.stringMatching(/@service-account\.kas$/),
+      credential: 'api_key',
+    });
     expect((await s.request('GET', '/api/me')).status).toBe(401);
   });
 

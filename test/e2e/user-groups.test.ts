@@ -113,6 +113,7 @@ describe('REST: user groups and users', () => {
       email: expect.any(String),
       role: 'basic',
       account_type: 'service_account',
+      is_active: true,
     });
   });
 });

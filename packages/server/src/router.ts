@@ -6,6 +6,7 @@ import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
 import { filesRouter } from './files/files.router.ts';
 import { healthRouter } from './health.router.ts';
+import { personalTokensRouter } from './identity/identity.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
 import { projectsRouter } from './projects/projects.router.ts';
 import { searchRouter } from './search/search.router.ts';
@@ -28,6 +29,7 @@ export const appRouter = router({
   personas: personasRouter,
   tools: toolsRouter,
   users: usersRouter,
+  personalTokens: personalTokensRouter,
   userGroups: userGroupsRouter,
   connectors: connectorsRouter,
 });

@@ -51,10 +51,12 @@ function requireRole(minimum: Role) {
     if (!roleAtLeast(actor.role, minimum)) {
       throw new AppError(
         'INSUFFICIENT_PERMISSIONS',
-        `This action requires the ${minimum} role; the API key has the ${actor.role} role`,
+        actor.role === 'limited'
+          ? 'Access denied: a limited user may only chat and read agents'
+          : `This action requires the ${minimum} role; the caller has the ${actor.role} role`,
       );
     }
-    const headers = await ctx.rateLimiter.consume(`key:${actor.api_key_id}`);
+    const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
     for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
     // Set on this request's own context object: `next({ ctx })` would copy the whole context (every
     // dependency) into a new object, a tenth of a simple GET's time. The cast keeps tRPC's narrowing.
@@ -67,13 +69,15 @@ function requireRole(minimum: Role) {
 export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
   if (!ctx.authorization) return next({ ctx: { actor: null } });
   const actor = ctx.actor ?? (await apiKeysService.authenticate({ ctx, authorization: ctx.authorization }));
-  const headers = await ctx.rateLimiter.consume(`key:${actor.api_key_id}`);
+  const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
   for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
   ctx.actor = actor;
   return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
 });
 
-/** Any valid API key. */
+/** Any caller, `limited` included: only chat and reading agents use it. */
+export const limitedProcedure = publicProcedure.use(requireRole('limited'));
+/** Any caller except `limited` ones. */
 export const basicProcedure = publicProcedure.use(requireRole('basic'));
 /** Curator or admin. */
 export const curatorProcedure = publicProcedure.use(requireRole('curator'));

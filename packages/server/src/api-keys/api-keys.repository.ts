@@ -7,6 +7,7 @@ const descriptorColumns = [
   'api_keys.name as api_key_name',
   'users.role as api_key_role',
   'users.id as user_id',
+  'api_keys.expires_at as expires_at',
 ] as const;
 
 export function listKeys(db: DbExecutor) {
@@ -31,22 +32,33 @@ export function findActorByHash(db: DbExecutor, hashedKey: string) {
   return db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['users.id as user_id', 'users.role as role', 'api_keys.id as api_key_id'])
+    .select([
+      'users.id as user_id',
+      'users.role as role',
+      'users.email as email',
+      'users.is_active as is_active',
+      'api_keys.id as api_key_id',
+      'api_keys.expires_at as expires_at',
+    ])
     .where('api_keys.hashed_key', '=', hashedKey)
     .executeTakeFirst();
 }
 
 export function insertKey(
   db: DbExecutor,
-  row: { name: string | null; hashed_key: string; display: string; user_id: string },
+  row: { name: string | null; hashed_key: string; display: string; user_id: string; expires_at: Date | null },
 ) {
   return db.insertInto('api_keys').values(row).returning('id').executeTakeFirstOrThrow();
 }
 
-export function updateKeyName(db: DbExecutor, id: number, name: string | null) {
+export function updateKey(
+  db: DbExecutor,
+  id: number,
+  patch: { name?: string | null; expires_at?: Date | null },
+) {
   return db
     .updateTable('api_keys')
-    .set({ name, updated_at: new Date() })
+    .set({ ...patch, updated_at: new Date() })
     .where('id', '=', id)
     .executeTakeFirst();
 }

@@ -14,15 +14,29 @@ export const ApiKeyDescriptor = z
     api_key_name: z.string().nullable(),
     api_key_role: Role,
     user_id: z.uuid().meta({ description: 'The service-account user behind the key' }),
+    expires_at: z
+      .string()
+      .nullable()
+      .meta({ description: 'ISO 8601 instant after which the key is refused (401); null: never expires' }),
   })
   .meta({ id: 'ApiKeyDescriptor' });
 export type ApiKeyDescriptor = z.infer<typeof ApiKeyDescriptor>;
 
 const ApiKeyName = z.string().trim().max(255).nullable();
 
+/** Lifetime in days from now; null or absent: never expires. */
+export const ExpiresInDays = z
+  .number()
+  .int()
+  .positive()
+  .max(36_500)
+  .nullable()
+  .meta({ description: 'Days until the credential expires; null or absent: never' });
+
 export const CreateApiKeyInput = z.object({
   name: ApiKeyName.optional(),
   role: Role.default('basic'),
+  expires_in_days: ExpiresInDays.optional(),
 });
 export type CreateApiKeyInput = z.infer<typeof CreateApiKeyInput>;
 
@@ -30,6 +44,9 @@ export const UpdateApiKeyInput = z.object({
   api_key_id: ApiKeyId,
   name: ApiKeyName.optional(),
   role: Role.optional(),
+  expires_in_days: ExpiresInDays.optional().meta({
+    description: 'New lifetime in days from now; null removes the expiry; absent leaves it',
+  }),
 });
 export type UpdateApiKeyInput = z.infer<typeof UpdateApiKeyInput>;
 
@@ -39,7 +56,11 @@ export const Me = z
   .object({
     user_id: z.uuid(),
     role: Role,
-    api_key_id: z.number().int(),
+    api_key_id: z.number().int().nullable().meta({ description: 'The API key used; null for a person' }),
+    email: z.string(),
+    credential: z
+      .enum(['api_key', 'personal_token', 'oidc'])
+      .meta({ description: 'How the caller signed in: API key, personal access token or OIDC token' }),
   })
-  .meta({ id: 'Me', description: 'The caller: the service-account user behind the API key' });
+  .meta({ id: 'Me', description: 'The caller: a service-account user behind an API key, or a person' });
 export type Me = z.infer<typeof Me>;

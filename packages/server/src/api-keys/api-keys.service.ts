@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { AuthCache } from '../auth/auth-cache.ts';
-import type { Actor, Role } from '../auth/roles.ts';
+import type { CachedActor } from '../auth/auth-cache.ts';
+import { type Actor, apiKeyActor, type Role } from '../auth/roles.ts';
 import type { ServiceContext } from '../context.ts';
-import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
+import * as identityRepository from '../identity/identity.repository.ts';
+import { PERSONAL_TOKEN_PREFIX } from '../identity/identity.secret.ts';
 import * as usersRepository from '../users/users.repository.ts';
 import * as apiKeysRepository from './api-keys.repository.ts';
 import type { ApiKeyDescriptor, CreateApiKeyInput, Me, UpdateApiKeyInput } from './api-keys.schemas.ts';
@@ -21,12 +22,27 @@ function notFound(id: number): AppError {
 
 /** The caller as the API sees it; no database work beyond authentication. */
 export function describeCaller({ actor }: { actor: Actor }): Me {
-  return { user_id: actor.user_id, role: actor.role, api_key_id: actor.api_key_id };
+  return {
+    user_id: actor.user_id,
+    role: actor.role,
+    api_key_id: actor.api_key_id,
+    email: actor.email,
+    credential: actor.credential,
+  };
+}
+
+/** `expires_in_days` → the instant; null: never. */
+export function expiryFrom(days: number | null | undefined, now = Date.now()): Date | null {
+  return days ? new Date(now + days * 86_400_000) : null;
+}
+
+function toDescriptor(row: Awaited<ReturnType<typeof apiKeysRepository.findKey>> & object): ApiKeyDescriptor {
+  return { ...row, expires_at: row.expires_at ? new Date(row.expires_at).toISOString() : null };
 }
 
 export async function listApiKeys({ ctx }: { ctx: Deps }): Promise<ApiKeyDescriptor[]> {
   if (ctx.authCache?.keyList) return [...ctx.authCache.keyList];
-  const keys = await apiKeysRepository.listKeys(ctx.db);
+  const keys = (await apiKeysRepository.listKeys(ctx.db)).map(toDescriptor);
   if (ctx.authCache) ctx.authCache.keyList = keys;
   return [...keys];
 }
@@ -34,7 +50,7 @@ export async function listApiKeys({ ctx }: { ctx: Deps }): Promise<ApiKeyDescrip
 export async function getApiKey({ ctx, id }: { ctx: Deps; id: number }): Promise<ApiKeyDescriptor> {
   const key = await apiKeysRepository.findKey(ctx.db, id);
   if (!key) throw notFound(id);
-  return key;
+  return toDescriptor(key);
 }
 
 /** Creates a key and its own service-account user; the only response that carries the full key. */
@@ -56,6 +72,7 @@ export async function createApiKey({
       hashed_key: hashApiKey(key),
       display: displayApiKey(key),
       user_id: user.id,
+      expires_at: expiryFrom(input.expires_in_days),
     });
     return row.id;
   });
@@ -81,11 +98,16 @@ export async function updateApiKey({
   ctx: Deps;
   input: UpdateApiKeyInput;
 }): Promise<ApiKeyDescriptor> {
-  const { api_key_id: id, name, role } = input;
+  const { api_key_id: id, name, role, expires_in_days } = input;
   await ctx.db.transaction().execute(async (trx) => {
     const owner = await apiKeysRepository.findUserIdOfKey(trx, id);
     if (!owner) throw notFound(id);
-    if (name !== undefined) await apiKeysRepository.updateKeyName(trx, id, name);
+    if (name !== undefined || expires_in_days !== undefined) {
+      await apiKeysRepository.updateKey(trx, id, {
+        ...(name !== undefined && { name }),
+        ...(expires_in_days !== undefined && { expires_at: expiryFrom(expires_in_days) }),
+      });
+    }
     if (role !== undefined) await usersRepository.updateUser(trx, owner.user_id, { role });
   });
   ctx.authCache?.clear();
@@ -100,9 +122,52 @@ export async function deleteApiKey({ ctx, id }: { ctx: Deps; id: number }): Prom
   ctx.authCache?.clear();
 }
 
+function checkUsable(entry: CachedActor, what: string, now: number): Actor {
+  if (entry.expires_at && entry.expires_at.getTime() <= now) {
+    throw new AppError(
+      'UNAUTHENTICATED',
+      `The ${what} expired at ${entry.expires_at.toISOString()}; create a new one`,
+    );
+  }
+  return entry.actor;
+}
+
+async function loadByHash(ctx: Deps, credential: string, hash: string): Promise<CachedActor | undefined> {
+  if (credential.startsWith(PERSONAL_TOKEN_PREFIX)) {
+    const row = await identityRepository.findActorByTokenHash(ctx.db, hash);
+    if (!row) return undefined;
+    if (!row.is_active) throw deactivated();
+    return {
+      actor: {
+        user_id: row.user_id,
+        role: row.role,
+        api_key_id: null,
+        email: row.email,
+        credential: 'personal_token',
+        rate_limit_key: `pat:${row.token_id}`,
+        oidc_token: null,
+      },
+      expires_at: row.expires_at ? new Date(row.expires_at) : null,
+    };
+  }
+  const row = await apiKeysRepository.findActorByHash(ctx.db, hash);
+  if (!row) return undefined;
+  if (!row.is_active) throw deactivated();
+  return {
+    actor: apiKeyActor(row),
+    expires_at: row.expires_at ? new Date(row.expires_at) : null,
+  };
+}
+
+function deactivated(): AppError {
+  return new AppError('UNAUTHENTICATED', 'This user is deactivated; ask an admin to reactivate them');
+}
+
 /**
- * Resolves the caller from the Authorization header. Read from the database on every request so that
- * deletion, regeneration and role changes take effect at once in every process.
+ * Resolves the caller from the Authorization header: an API key (`svck-…`) or a personal access token
+ * (`kpat-…`). Read from the database on every request (or from the embedded mode's cache, which every
+ * write to keys, tokens, users, roles and the active flag clears), so deletion, regeneration, expiry,
+ * deactivation and role changes take effect at once in every process.
  */
 export async function authenticate({
   ctx,
@@ -111,15 +176,20 @@ export async function authenticate({
   ctx: Deps;
   authorization: string | undefined;
 }): Promise<Actor> {
-  const key = parseAuthorizationHeader(authorization);
-  if (!key) throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
-  const hash = hashApiKey(key);
+  const credential = parseAuthorizationHeader(authorization);
+  if (!credential)
+    throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
+  const isToken = credential.startsWith(PERSONAL_TOKEN_PREFIX);
+  const what = isToken ? 'personal access token' : 'API key';
+  const hash = hashApiKey(credential);
+  const now = Date.now();
   const cached = ctx.authCache?.get(hash);
-  if (cached) return cached;
-  const actor = await apiKeysRepository.findActorByHash(ctx.db, hash);
-  if (!actor) throw new AppError('UNAUTHENTICATED', 'Invalid API key');
-  ctx.authCache?.set(hash, actor);
-  return actor;
+  if (cached) return checkUsable(cached, what, now);
+  const entry = await loadByHash(ctx, credential, hash);
+  if (!entry)
+    throw new AppError('UNAUTHENTICATED', isToken ? 'Invalid personal access token' : 'Invalid API key');
+  ctx.authCache?.set(hash, entry);
+  return checkUsable(entry, what, now);
 }
 
 export type BootstrapResult = { created: false } | { created: true; key: string; generated: boolean };

@@ -29,6 +29,7 @@ describe('API keys', () => {
       api_key_name: 'ci',
       api_key_role: 'basic',
       user_id: created.user_id,
+      expires_at: null,
     });
     const other = await admin.apiKeys.create({ role: 'basic' });
     expect(other.user_id).not.toBe(created.user_id);
@@ -142,6 +143,8 @@ describe('API keys', () => {
       user_id: basic.user_id,
       role: 'basic',
       api_key_id: basic.api_key_id,
+      email: expect.stringMatching(/@service-account\.kas$/),
+      credential: 'api_key',
     });
     expect(await errorOf(t.caller().apiKeys.me({}))).toMatchObject({ status: 401 });
   });

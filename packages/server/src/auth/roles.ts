@@ -1,17 +1,44 @@
 import { z } from 'zod';
 
-export const Role = z.enum(['basic', 'curator', 'admin']).meta({ id: 'Role' });
+/** `limited`: chat and reading agents only. */
+export const Role = z.enum(['limited', 'basic', 'curator', 'admin']).meta({ id: 'Role' });
 export type Role = z.infer<typeof Role>;
 
-const RANK: Record<Role, number> = { basic: 0, curator: 1, admin: 2 };
+const RANK: Record<Role, number> = { limited: -1, basic: 0, curator: 1, admin: 2 };
 
 export function roleAtLeast(role: Role, minimum: Role): boolean {
   return RANK[role] >= RANK[minimum];
 }
 
-/** Who is calling: the service-account user behind an API key. */
+/** How the caller proved who they are. */
+export type Credential = 'api_key' | 'personal_token' | 'oidc';
+
+/**
+ * Who is calling: the service-account user behind an API key, or a person signed in with a personal
+ * access token or an OIDC bearer token. Every access rule reads only the actor.
+ */
 export interface Actor {
   user_id: string;
   role: Role;
-  api_key_id: number;
+  /** The API key used; null for personal tokens and OIDC. */
+  api_key_id: number | null;
+  email: string;
+  credential: Credential;
+  /** Rate limits count per credential: `key:<id>`, `pat:<id>` or `user:<id>`. */
+  rate_limit_key: string;
+  /** The verified OIDC bearer token (OAuth pass-through forwards it); null for keys and personal tokens. */
+  oidc_token: string | null;
+}
+
+/** The actor of an API key's service-account user. */
+export function apiKeyActor(row: { user_id: string; role: Role; api_key_id: number; email?: string }): Actor {
+  return {
+    user_id: row.user_id,
+    role: row.role,
+    api_key_id: row.api_key_id,
+    email: row.email ?? '',
+    credential: 'api_key',
+    rate_limit_key: `key:${row.api_key_id}`,
+    oidc_token: null,
+  };
 }

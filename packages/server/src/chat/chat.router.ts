@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { basicProcedure, optionalAuthProcedure, router } from '../trpc.ts';
+import { limitedProcedure, optionalAuthProcedure, router } from '../trpc.ts';
 import {
   ChatFullResponse,
   ChatSessionDetail,
@@ -26,7 +26,7 @@ import * as chatService from './chat.service.ts';
 const tags = ['Chat'];
 
 export const chatRouter = router({
-  createSession: basicProcedure
+  createSession: limitedProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -55,7 +55,7 @@ export const chatRouter = router({
     .output(ChatSessionDetail)
     .query(({ ctx, input }) => chatService.getSession({ ctx, actor: ctx.actor, input })),
 
-  listSessions: basicProcedure
+  listSessions: limitedProcedure
     .meta({
       openapi: {
         method: 'GET',
@@ -68,7 +68,7 @@ export const chatRouter = router({
     .output(ListChatSessionsResponse)
     .query(({ ctx, input }) => chatService.listSessions({ ctx, actor: ctx.actor, input })),
 
-  deleteSession: basicProcedure
+  deleteSession: limitedProcedure
     .meta({
       noContent: true,
       openapi: {
@@ -84,7 +84,7 @@ export const chatRouter = router({
     .output(z.void())
     .mutation(({ ctx, input }) => chatService.deleteSession({ ctx, actor: ctx.actor, input })),
 
-  stopSession: basicProcedure
+  stopSession: limitedProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -100,7 +100,7 @@ export const chatRouter = router({
       chatService.stopSession({ ctx, actor: ctx.actor, sessionId: input.chat_session_id }),
     ),
 
-  updateSharing: basicProcedure
+  updateSharing: limitedProcedure
     .meta({
       openapi: {
         method: 'PATCH',
@@ -113,7 +113,7 @@ export const chatRouter = router({
     .output(ChatSessionSummary)
     .mutation(({ ctx, input }) => chatService.updateSharing({ ctx, actor: ctx.actor, input })),
 
-  renameSession: basicProcedure
+  renameSession: limitedProcedure
     .meta({
       openapi: {
         method: 'PUT',
@@ -127,7 +127,7 @@ export const chatRouter = router({
     .output(RenameChatSessionResponse)
     .mutation(({ ctx, input }) => chatService.renameSession({ ctx, actor: ctx.actor, input })),
 
-  setMessageAsLatest: basicProcedure
+  setMessageAsLatest: limitedProcedure
     .meta({
       noContent: true,
       openapi: {
@@ -144,7 +144,7 @@ export const chatRouter = router({
     .output(z.void())
     .mutation(({ ctx, input }) => chatService.setMessageAsLatest({ ctx, actor: ctx.actor, input })),
 
-  search: basicProcedure
+  search: limitedProcedure
     .meta({
       openapi: {
         method: 'GET',
@@ -159,7 +159,7 @@ export const chatRouter = router({
     .output(SearchChatsResponse)
     .query(({ ctx, input }) => chatService.searchSessions({ ctx, actor: ctx.actor, input })),
 
-  sendMessage: basicProcedure
+  sendMessage: limitedProcedure
     .meta({
       streamLine: ChatStreamLine,
       openapi: {
@@ -179,7 +179,7 @@ export const chatRouter = router({
     .mutation(({ ctx, input }) => chatService.sendMessage({ ctx, actor: ctx.actor, input })),
 
   /** The streaming turn for tRPC clients: yields the same lines as the NDJSON route. RPC-only. */
-  sendMessageStream: basicProcedure.input(SendMessageInput).mutation(async function* ({ ctx, input }) {
+  sendMessageStream: limitedProcedure.input(SendMessageInput).mutation(async function* ({ ctx, input }) {
     yield* chatService.streamMessage({ ctx, actor: ctx.actor, input });
   }),
 });

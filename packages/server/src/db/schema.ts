@@ -2,6 +2,7 @@ import type { ColumnType, Generated } from 'kysely';
 import type { ChatMessagesTable, ChatSessionsTable } from '../chat/chat.table.ts';
 import type { DocumentsTables } from '../documents/documents.table.ts';
 import type { UserFilesTable } from '../files/files.table.ts';
+import type { IdentityTables } from '../identity/identity.table.ts';
 import type {
   PersonaDocumentSetsTable,
   PersonaDocumentsTable,
@@ -24,8 +25,9 @@ export type CreatedAt = ColumnType<Date, Date | string | undefined, Date | strin
 export interface UsersTable {
   id: Generated<string>;
   email: string;
-  role: 'basic' | 'curator' | 'admin';
+  role: 'limited' | 'basic' | 'curator' | 'admin';
   account_type: Generated<string>;
+  is_active: Generated<boolean>;
   created_at: CreatedAt;
 }
 
@@ -35,6 +37,7 @@ export interface ApiKeysTable {
   hashed_key: string;
   display: string;
   user_id: string;
+  expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
@@ -76,7 +79,7 @@ export interface DocumentSetUsersTable {
  * The hand-kept database type. Each domain declares its tables in its own `<domain>.table.ts` and
  * they are joined here.
  */
-export interface Database extends DocumentsTables {
+export interface Database extends DocumentsTables, IdentityTables {
   users: UsersTable;
   api_keys: ApiKeysTable;
   user_groups: UserGroupsTable;

@@ -378,6 +378,7 @@ export async function loadIndexedDocuments(db: DbExecutor, ids: string[]) {
       'd.is_public',
       'd.access_user_ids',
       'd.access_group_ids',
+      'd.access_external',
       sql<string[]>`array(
         SELECT DISTINCT s.name FROM document_by_cc_pair o
         JOIN document_set_cc_pairs l ON l.cc_pair_id = o.cc_pair_id

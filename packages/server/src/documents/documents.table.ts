@@ -86,6 +86,8 @@ export interface DocumentsTable {
   is_public: boolean;
   access_user_ids: string[];
   access_group_ids: number[];
+  /** External principals a `sync` source lists (`email:…`, `user:<source>:…`, `group:<source>:…`). */
+  access_external: Generated<string[]>;
   hidden: Generated<boolean>;
   boost: Generated<number>;
   time_created: CreatedAt;

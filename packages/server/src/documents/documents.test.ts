@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as apiKeysService from '../api-keys/api-keys.service.ts';
+import { apiKeyActor } from '../auth/roles.ts';
 import { toErrorResponse } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
@@ -134,7 +135,7 @@ describe('ingestion', () => {
     const search = (key: { user_id: string; api_key_id: number }) =>
       searchService.searchChunks({
         ctx: t.deps,
-        actor: { ...key, role: 'basic' },
+        actor: apiKeyActor({ ...key, role: 'basic' }),
         query: 'zeppelin',
       });
     expect((await search(owner)).map((c) => c.document_id)).toEqual(['shared']);

@@ -1,9 +1,9 @@
-import { basicProcedure, router } from '../trpc.ts';
+import { limitedProcedure, router } from '../trpc.ts';
 import { MAX_UPLOAD_FILES, UploadFilesInput, UploadFilesResponse } from './files.schemas.ts';
 import * as filesService from './files.service.ts';
 
 export const filesRouter = router({
-  upload: basicProcedure
+  upload: limitedProcedure
     .meta({
       openapi: {
         method: 'POST',

@@ -1,3 +1,4 @@
+import { isRetryableStatus } from '../errors.ts';
 /** A tool call the model asked for; `arguments` is the raw JSON text. */
 export interface LlmToolCall {
   id: string;
@@ -77,7 +78,6 @@ export class LlmProviderError extends Error {
     super(message, { cause: options.cause });
     this.name = 'LlmProviderError';
     this.status = options.status;
-    this.retryable =
-      options.retryable ?? (options.status === undefined || options.status === 429 || options.status >= 500);
+    this.retryable = options.retryable ?? (options.status === undefined || isRetryableStatus(options.status));
   }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, basicProcedure, curatorProcedure, router } from '../trpc.ts';
+import { adminProcedure, basicProcedure, curatorProcedure, limitedProcedure, router } from '../trpc.ts';
 import {
   CreateLabelInput,
   CreatePersonaInput,
@@ -111,7 +111,7 @@ export const personasRouter = router({
     .output(PersonaSnapshot)
     .mutation(({ ctx, input }) => personasService.updatePersona({ ctx, input })),
 
-  get: basicProcedure
+  get: limitedProcedure
     .meta({
       openapi: {
         method: 'GET',
@@ -125,7 +125,7 @@ export const personasRouter = router({
     .output(FullPersonaSnapshot)
     .query(({ ctx, input }) => personasService.getPersona({ ctx, id: input.persona_id })),
 
-  list: basicProcedure
+  list: limitedProcedure
     .meta({
       openapi: {
         method: 'GET',

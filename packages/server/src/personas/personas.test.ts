@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../auth/roles.ts';
+import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import type { CreatePersonaInput } from './personas.schemas.ts';
@@ -598,11 +598,12 @@ describe('tools', () => {
 });
 
 describe('getPersonaForChat', () => {
-  const actorOf = (key: Key, role: Actor['role'] = 'basic'): Actor => ({
-    user_id: key.user_id,
-    role,
-    api_key_id: key.api_key_id,
-  });
+  const actorOf = (key: Key, role: Actor['role'] = 'basic'): Actor =>
+    apiKeyActor({
+      user_id: key.user_id,
+      role,
+      api_key_id: key.api_key_id,
+    });
 
   it('returns everything chat needs for an agent the actor may use', async () => {
     const setId = await insertDocumentSet('chat-set', true);

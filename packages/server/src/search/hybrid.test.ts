@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../../../../test/fakes/embeddings.ts';
-import type { Actor } from '../auth/roles.ts';
+import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import { reciprocalRankFusion } from './hybrid.ts';
@@ -30,7 +30,7 @@ describe('hybrid retrieval', () => {
       KAS_EMBEDDING_API_KEY: 'embed-key',
     });
     const key = await t.createKey('admin');
-    admin = { user_id: key.user_id, api_key_id: key.api_key_id, role: 'admin' };
+    admin = apiKeyActor({ user_id: key.user_id, api_key_id: key.api_key_id, role: 'admin' });
   });
   afterAll(async () => {
     await t?.close();

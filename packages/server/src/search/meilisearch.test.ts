@@ -65,7 +65,7 @@ describe.skipIf(!!realUrl)('Meilisearch adapter against the fake server', () => 
     const hits = await index.search({
       query: 'alpha',
       filters: { document_sets: ['Set "A"'] },
-      access: { all: false, user_id: 'u', group_ids: [3] },
+      access: { all: false, user_id: 'u', group_ids: [3], external: [] },
       limit: 5,
     });
     expect(hits).toEqual([{ document_id: 'd"1', chunk_id: 0, score: expect.any(Number) }]);

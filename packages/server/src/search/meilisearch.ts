@@ -26,6 +26,7 @@ interface MeiliChunk {
   is_public: boolean;
   access_user_ids: string[];
   access_group_ids: number[];
+  access_external: string[];
 }
 
 export const MEILI_SETTINGS = {
@@ -41,6 +42,7 @@ export const MEILI_SETTINGS = {
     'is_public',
     'access_user_ids',
     'access_group_ids',
+    'access_external',
   ],
   sortableAttributes: ['updated_at'],
 };
@@ -62,6 +64,7 @@ export function meiliFilter(filters: IndexFilters, access: AccessScope): string 
   if (!access.all) {
     const anyOf = ['is_public = true', `access_user_ids = ${quote(access.user_id)}`];
     if (access.group_ids.length) anyOf.push(`access_group_ids IN [${access.group_ids.join(', ')}]`);
+    if (access.external.length) anyOf.push(`access_external IN ${list(access.external)}`);
     parts.push(`(${anyOf.join(' OR ')})`);
   }
   if (!filters.include_hidden) parts.push('hidden = false');
@@ -88,6 +91,7 @@ function toMeiliChunks(document: IndexedDocument): MeiliChunk[] {
     is_public: document.is_public,
     access_user_ids: document.access_user_ids,
     access_group_ids: document.access_group_ids,
+    access_external: document.access_external ?? [],
   }));
 }
 

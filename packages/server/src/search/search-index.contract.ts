@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from '../auth/roles.ts';
+import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import type { IngestedDocument } from '../documents/documents.schemas.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
@@ -78,11 +78,8 @@ export function searchIndexContract(
     let userB: Actor;
     let userC: Actor;
 
-    const actorOf = (k: { user_id: string; api_key_id: number }, role: Actor['role'] = 'basic'): Actor => ({
-      user_id: k.user_id,
-      api_key_id: k.api_key_id,
-      role,
-    });
+    const actorOf = (k: { user_id: string; api_key_id: number }, role: Actor['role'] = 'basic'): Actor =>
+      apiKeyActor({ user_id: k.user_id, api_key_id: k.api_key_id, role });
     const ingest = (document: Doc, cc_pair_id?: number) =>
       documentsService.ingestDocument({
         ctx: t.deps,

@@ -27,8 +27,13 @@ export interface SearchIndex {
   clear(): Promise<void>;
 }
 
-/** Who is searching: everything (admins), or what the user and their groups may see. */
-export type AccessScope = { all: true } | { all: false; user_id: string; group_ids: number[] };
+/**
+ * Who is searching: everything (admins), or what the user, their groups and their external principals
+ * (`identity/principals.ts`: email, accounts at sources, external groups) may see.
+ */
+export type AccessScope =
+  | { all: true }
+  | { all: false; user_id: string; group_ids: number[]; external: string[] };
 
 /** Filters in the form every index applies them; the service resolves API filters into this. */
 export interface IndexFilters {
@@ -82,6 +87,8 @@ export interface IndexedDocument {
   is_public: boolean;
   access_user_ids: string[];
   access_group_ids: number[];
+  /** External principals a `sync` source lists; absent means none. */
+  access_external?: string[] | undefined;
   chunks: IndexedChunk[];
 }
 

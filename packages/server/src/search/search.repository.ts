@@ -10,7 +10,7 @@ export function documentConditions(filters: IndexFilters, access: AccessScope): 
   const conditions: RawBuilder<unknown>[] = [];
   if (!access.all) {
     conditions.push(
-      sql`(d.is_public OR d.access_user_ids @> ARRAY[${access.user_id}]::uuid[] OR d.access_group_ids && ${access.group_ids}::int[])`,
+      sql`(d.is_public OR d.access_user_ids @> ARRAY[${access.user_id}]::uuid[] OR d.access_group_ids && ${access.group_ids}::int[] OR d.access_external && ${access.external}::text[])`,
     );
   }
   if (!filters.include_hidden) conditions.push(sql`NOT d.hidden`);

@@ -3,6 +3,7 @@ import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
 import { AppError } from '../errors.ts';
+import * as identityRepository from '../identity/identity.repository.ts';
 import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
@@ -48,14 +49,17 @@ export interface SearchChunk {
   boost: number;
 }
 
-/** What the actor may see: everything for admins, else public documents, their own and their groups'. */
+/**
+ * What the actor may see: everything for admins, else public documents, their own, their groups', and
+ * those a `sync` source lists for one of their external principals.
+ */
 export async function accessScopeOf(ctx: { db: Db }, actor: Actor): Promise<AccessScope> {
   if (actor.role === 'admin') return { all: true };
-  return {
-    all: false,
-    user_id: actor.user_id,
-    group_ids: await userGroupsRepository.groupIdsOfUser(ctx.db, actor.user_id),
-  };
+  const [group_ids, external] = await Promise.all([
+    userGroupsRepository.groupIdsOfUser(ctx.db, actor.user_id),
+    identityRepository.externalPrincipalsOfUser(ctx.db, actor.user_id),
+  ]);
+  return { all: false, user_id: actor.user_id, group_ids, external };
 }
 
 async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilters): Promise<IndexFilters> {

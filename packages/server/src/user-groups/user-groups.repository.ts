@@ -30,7 +30,15 @@ export async function listMembers(db: DbExecutor, groupIds: readonly number[]) {
   return db
     .selectFrom('user_group_members as m')
     .innerJoin('users', 'users.id', 'm.user_id')
-    .select(['m.group_id', 'm.is_curator', 'users.id', 'users.email', 'users.role', 'users.account_type'])
+    .select([
+      'm.group_id',
+      'm.is_curator',
+      'users.id',
+      'users.email',
+      'users.role',
+      'users.account_type',
+      'users.is_active',
+    ])
     .where('m.group_id', 'in', groupIds)
     .orderBy('users.created_at')
     .orderBy('users.id')

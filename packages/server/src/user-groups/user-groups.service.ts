@@ -39,7 +39,13 @@ async function loadGroups(db: DbExecutor, groups: { id: number; name: string }[]
     return {
       id: group.id,
       name: group.name,
-      users: own.map(({ id, email, role, account_type }) => ({ id, email, role, account_type })),
+      users: own.map(({ id, email, role, account_type, is_active }) => ({
+        id,
+        email,
+        role,
+        account_type,
+        is_active,
+      })),
       curator_ids: own.filter((m) => m.is_curator).map((m) => m.id),
     };
   });

@@ -33,6 +33,7 @@ describe('user groups', () => {
       email: expect.any(String),
       role: 'basic',
       account_type: 'service_account',
+      is_active: true,
     });
     expect((await admin.userGroups.list({})).map((g) => g.id)).toContain(group.id);
 
@@ -150,6 +151,7 @@ describe('user groups', () => {
       email: expect.any(String),
       role: 'basic',
       account_type: 'service_account',
+      is_active: true,
     });
   });
 

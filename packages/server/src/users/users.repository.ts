@@ -1,12 +1,19 @@
+import { sql } from 'kysely';
 import type { Role } from '../auth/roles.ts';
 import type { DbExecutor } from '../db/database.ts';
+
+const snapshotColumns = ['id', 'email', 'role', 'account_type', 'is_active'] as const;
 
 export function insertUser(db: DbExecutor, row: { email: string; role: Role; account_type?: string }) {
   return db.insertInto('users').values(row).returning(['id', 'email', 'role']).executeTakeFirstOrThrow();
 }
 
-/** Callers must clear `ctx.authCache`: a role is part of the cached actor. */
-export function updateUser(db: DbExecutor, id: string, patch: { email?: string; role?: Role }) {
+/** Callers must clear `ctx.authCache`: role and active flag are part of the cached actor. */
+export function updateUser(
+  db: DbExecutor,
+  id: string,
+  patch: { email?: string; role?: Role; is_active?: boolean },
+) {
   return db.updateTable('users').set(patch).where('id', '=', id).executeTakeFirst();
 }
 
@@ -19,13 +26,44 @@ export function findUser(db: DbExecutor, id: string) {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export function listUsers(db: DbExecutor) {
+export function findUserByEmail(db: DbExecutor, email: string) {
   return db
     .selectFrom('users')
-    .select(['id', 'email', 'role', 'account_type'])
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+    .select(snapshotColumns)
+    .where(sql<boolean>`lower(email) = lower(${email})`)
+    .executeTakeFirst();
+}
+
+export function listUsers(db: DbExecutor) {
+  return db.selectFrom('users').select(snapshotColumns).orderBy('created_at').orderBy('id').execute();
+}
+
+/** One page of users, optionally those whose email contains `q` (case-insensitive). */
+export async function pageUsers(
+  db: DbExecutor,
+  args: { q?: string | undefined; offset: number; limit: number },
+) {
+  let query = db.selectFrom('users');
+  if (args.q) query = query.where(sql<boolean>`strpos(lower(email), lower(${args.q})) > 0`);
+  const [items, total] = await Promise.all([
+    query
+      .select(snapshotColumns)
+      .orderBy('email')
+      .orderBy('id')
+      .offset(args.offset)
+      .limit(args.limit)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items, total_items: Number(total.n) };
+}
+
+/** The user's agents that nobody else can see: deleted with the user (shared ones stay). */
+export function deletePrivatePersonasOf(db: DbExecutor, userId: string) {
+  return sql`
+    DELETE FROM personas p WHERE p.owner_id = ${userId} AND NOT p.is_public
+      AND NOT EXISTS (SELECT 1 FROM persona_users u WHERE u.persona_id = p.id AND u.user_id <> ${userId})
+      AND NOT EXISTS (SELECT 1 FROM persona_groups g WHERE g.persona_id = p.id)`.execute(db);
 }
 
 /** The subset of `ids` that name existing users. */

@@ -11,7 +11,36 @@ export const UserSnapshot = z
     id: z.uuid(),
     email: z.string(),
     role: Role,
-    account_type: z.string().meta({ description: '`service_account` for the user behind an API key' }),
+    account_type: z
+      .string()
+      .meta({ description: '`service_account` for the user behind an API key, `person` for a person' }),
+    is_active: z.boolean().meta({ description: 'A deactivated user is refused on every request' }),
   })
   .meta({ id: 'UserSnapshot' });
 export type UserSnapshot = z.infer<typeof UserSnapshot>;
+
+export const UserPage = z
+  .object({ items: z.array(UserSnapshot), total_items: z.number().int() })
+  .meta({ id: 'UserPage' });
+export type UserPage = z.infer<typeof UserPage>;
+
+export const ListUsersInput = z.object({
+  q: z.string().trim().max(255).optional().meta({ description: 'Only users whose email contains this text' }),
+  page_num: z.number().int().min(0).default(0),
+  page_size: z.number().int().min(1).max(100).default(10),
+});
+export type ListUsersInput = z.infer<typeof ListUsersInput>;
+
+const Email = z.email().max(320);
+
+export const InviteUsersInput = z.object({
+  emails: z.array(Email).min(1).max(1000),
+  role: Role.default('basic'),
+});
+export type InviteUsersInput = z.infer<typeof InviteUsersInput>;
+
+export const SetUserRoleInput = z.object({ user_email: Email, new_role: Role });
+export type SetUserRoleInput = z.infer<typeof SetUserRoleInput>;
+
+export const UserEmailInput = z.object({ user_email: Email });
+export type UserEmailInput = z.infer<typeof UserEmailInput>;

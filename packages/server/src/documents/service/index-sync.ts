@@ -41,6 +41,7 @@ export async function loadIndexedDocuments(
     is_public: d.is_public,
     access_user_ids: d.access_user_ids,
     access_group_ids: d.access_group_ids,
+    access_external: d.access_external,
     chunks: chunksByDocument.get(d.id) ?? [],
   }));
 }

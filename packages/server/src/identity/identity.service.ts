@@ -1,0 +1,134 @@
+import { hashApiKey } from '../api-keys/api-keys.secret.ts';
+import { expiryFrom } from '../api-keys/api-keys.service.ts';
+import type { AuthCache } from '../auth/auth-cache.ts';
+import type { Actor } from '../auth/roles.ts';
+import type { Db } from '../db/database.ts';
+import * as documentsService from '../documents/documents.service.ts';
+import { AppError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { SearchIndex } from '../search/search-index.ts';
+import * as identityRepository from './identity.repository.ts';
+import type { CreatePersonalTokenInput, PersonalAccessToken } from './identity.schemas.ts';
+import { displayPersonalToken, generatePersonalToken } from './identity.secret.ts';
+
+interface Deps {
+  db: Db;
+  authCache?: AuthCache | null;
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+function toToken(
+  row: Awaited<ReturnType<typeof identityRepository.listTokens>>[number],
+): PersonalAccessToken {
+  return {
+    id: row.id,
+    name: row.name,
+    token_display: row.display,
+    created_at: new Date(row.created_at).toISOString(),
+    expires_at: iso(row.expires_at),
+    last_used_at: iso(row.last_used_at),
+  };
+}
+
+/**
+ * A new personal access token for a user (the caller through the API; any person through the CLI);
+ * the only response that carries the full token.
+ */
+export async function createPersonalToken({
+  ctx,
+  userId,
+  input,
+}: {
+  ctx: Deps;
+  userId: string;
+  input: CreatePersonalTokenInput;
+}): Promise<PersonalAccessToken> {
+  const token = generatePersonalToken();
+  const row = await identityRepository.insertToken(ctx.db, {
+    user_id: userId,
+    name: input.name,
+    hashed_token: hashApiKey(token),
+    display: displayPersonalToken(token),
+    expires_at: expiryFrom(input.expiration_days),
+  });
+  return { ...toToken(row), token };
+}
+
+export async function listPersonalTokens({
+  ctx,
+}: {
+  ctx: Deps & { actor: Actor };
+}): Promise<PersonalAccessToken[]> {
+  return (await identityRepository.listTokens(ctx.db, ctx.actor.user_id)).map(toToken);
+}
+
+/** Revokes one of the caller's own tokens; another user's token is "not found", never revealed. */
+export async function revokePersonalToken({
+  ctx,
+  id,
+}: {
+  ctx: Deps & { actor: Actor };
+  id: number;
+}): Promise<void> {
+  const deleted = await identityRepository.deleteToken(ctx.db, ctx.actor.user_id, id);
+  ctx.authCache?.clear();
+  if (!deleted) throw new AppError('TOKEN_NOT_FOUND', `Personal access token ${id} not found`);
+}
+
+/** Links a user to their account at a source (connectors call this when a source names a person). */
+export async function linkExternalIdentity({
+  ctx,
+  identity,
+}: {
+  ctx: Deps;
+  identity: { user_id: string; source: string; external_id: string };
+}): Promise<void> {
+  await identityRepository.linkIdentity(ctx.db, identity);
+}
+
+export async function unlinkExternalIdentity({
+  ctx,
+  identity,
+}: {
+  ctx: Deps;
+  identity: { user_id: string; source: string; external_id: string };
+}): Promise<void> {
+  await identityRepository.unlinkIdentity(ctx.db, identity);
+}
+
+/**
+ * Replaces the external groups one CC pair's permission sync found at a source: each group with its
+ * members as principals (`emailPrincipal`, `userPrincipal`). Atomic: readers see the old or the new set.
+ */
+export async function replaceExternalGroupMembers({
+  ctx,
+  cc_pair_id,
+  source,
+  groups,
+}: {
+  ctx: Deps;
+  cc_pair_id: number | null;
+  source: string;
+  groups: readonly { group_id: string; members: readonly string[] }[];
+}): Promise<void> {
+  await ctx.db
+    .transaction()
+    .execute((trx) => identityRepository.replaceExternalGroupMembers(trx, { cc_pair_id, source, groups }));
+}
+
+/**
+ * Sets which external principals may see each document (a `sync` source's permissions) and brings the
+ * search index up to date for them.
+ */
+export async function setDocumentExternalAccess({
+  ctx,
+  entries,
+}: {
+  ctx: { db: Db; search: SearchIndex; logger: Logger };
+  entries: readonly { document_id: string; principals: readonly string[] }[];
+}): Promise<void> {
+  if (!entries.length) return;
+  await ctx.db.transaction().execute((trx) => identityRepository.setDocumentExternalAccess(trx, entries));
+  await documentsService.syncIndex({ ctx, documentIds: entries.map((e) => e.document_id) });
+}

@@ -1,0 +1,37 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface PersonalAccessTokensTable {
+  id: Generated<number>;
+  user_id: string;
+  name: string;
+  hashed_token: string;
+  display: string;
+  expires_at: NullableTime;
+  last_used_at: NullableTime;
+  created_at: CreatedAt;
+}
+
+/** A user's account at a source (`github` login, `slack` user id, Google email, Confluence account id). */
+export interface UserExternalIdentitiesTable {
+  user_id: string;
+  source: string;
+  external_id: string;
+  created_at: CreatedAt;
+}
+
+/** Members of a source's groups as connectors report them, by principal (`email:…`, `user:<source>:…`). */
+export interface ExternalGroupMembersTable {
+  cc_pair_id: number | null;
+  source: string;
+  group_id: string;
+  member: string;
+}
+
+export interface IdentityTables {
+  personal_access_tokens: PersonalAccessTokensTable;
+  user_external_identities: UserExternalIdentitiesTable;
+  external_group_members: ExternalGroupMembersTable;
+}

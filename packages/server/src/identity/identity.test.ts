@@ -1,0 +1,297 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { hashApiKey } from '../api-keys/api-keys.secret.ts';
+import * as apiKeysService from '../api-keys/api-keys.service.ts';
+import * as documentsService from '../documents/documents.service.ts';
+import type { CreatePersonaInput } from '../personas/personas.schemas.ts';
+import * as searchService from '../search/search.service.ts';
+import { errorOf } from '../testing/errors.ts';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import * as usersService from '../users/users.service.ts';
+import * as identityService from './identity.service.ts';
+import { emailPrincipal, groupPrincipal, userPrincipal } from './principals.ts';
+
+let t: TestRuntime;
+beforeAll(async () => {
+  t = await createTestRuntime();
+});
+afterAll(async () => {
+  vi.useRealTimers();
+  await t?.close();
+});
+
+const agent = (over: Partial<CreatePersonaInput>): CreatePersonaInput => ({
+  name: 'Agent',
+  description: 'An agent',
+  system_prompt: 'You are helpful.',
+  task_prompt: 'Answer briefly.',
+  datetime_aware: true,
+  replace_base_system_prompt: false,
+  is_public: false,
+  is_featured: false,
+  document_set_ids: [],
+  tool_ids: [],
+  ...over,
+});
+
+let n = 0;
+async function person(role: 'limited' | 'basic' | 'curator' | 'admin' = 'basic') {
+  n += 1;
+  const user = await usersService.createPerson({ ctx: t.deps, email: `Person${n}@Example.com`, role });
+  const created = await identityService.createPersonalToken({
+    ctx: t.deps,
+    userId: user.id,
+    input: { name: 'laptop' },
+  });
+  return { ...user, token: created.token!, token_id: created.id };
+}
+
+describe('users', () => {
+  it('keeps emails unique without regard to case', async () => {
+    await usersService.createPerson({ ctx: t.deps, email: 'Dup@Example.com', role: 'basic' });
+    const error = await errorOf(
+      usersService.createPerson({ ctx: t.deps, email: 'dup@example.COM', role: 'basic' }),
+    );
+    expect(error).toMatchObject({ error_code: 'DUPLICATE_RESOURCE', status: 409 });
+  });
+
+  it('invites by email, pages and searches, and lets only admins manage people', async () => {
+    const admin = t.caller(t.adminKey);
+    const invited = await admin.users.invite({
+      emails: ['Zed@Corp.example', 'yan@corp.example'],
+      role: 'curator',
+    });
+    expect(invited.map((u) => [u.email, u.role, u.account_type, u.is_active])).toEqual([
+      ['zed@corp.example', 'curator', 'person', true],
+      ['yan@corp.example', 'curator', 'person', true],
+    ]);
+    const page = await admin.users.page({ q: 'CORP.example', page_num: 0, page_size: 1 });
+    expect(page.total_items).toBe(2);
+    expect(page.items.map((u) => u.email)).toEqual(['yan@corp.example']);
+    const second = await admin.users.page({ q: 'corp.example', page_num: 1, page_size: 1 });
+    expect(second.items.map((u) => u.email)).toEqual(['zed@corp.example']);
+
+    const basic = await person('basic');
+    expect(
+      await errorOf(t.caller(basic.token).users.invite({ emails: ['x@corp.example'], role: 'basic' })),
+    ).toMatchObject({ error_code: 'INSUFFICIENT_PERMISSIONS' });
+    expect(
+      await errorOf(admin.users.setRole({ user_email: 'nobody@corp.example', new_role: 'admin' })),
+    ).toMatchObject({
+      error_code: 'USER_NOT_FOUND',
+      status: 404,
+    });
+  });
+
+  it('applies role changes and deactivation on the very next request', async () => {
+    const admin = t.caller(t.adminKey);
+    const alice = await person('basic');
+    const asAlice = () => t.caller(alice.token);
+    expect(await errorOf(asAlice().apiKeys.list({}))).toMatchObject({
+      error_code: 'INSUFFICIENT_PERMISSIONS',
+    });
+
+    await admin.users.setRole({ user_email: alice.email.toUpperCase(), new_role: 'admin' });
+    expect(await asAlice().apiKeys.list({})).toEqual(expect.any(Array));
+    expect(await asAlice().apiKeys.me({})).toMatchObject({ role: 'admin', credential: 'personal_token' });
+
+    await admin.users.deactivate({ user_email: alice.email });
+    const error = await errorOf(asAlice().apiKeys.me({}));
+    expect(error).toMatchObject({ error_code: 'UNAUTHENTICATED', status: 401 });
+    expect(error.detail).toContain('deactivated');
+
+    await admin.users.activate({ user_email: alice.email });
+    expect(await asAlice().apiKeys.me({})).toMatchObject({ user_id: alice.id });
+  });
+
+  it('refuses to deactivate or delete oneself', async () => {
+    const alice = await person('admin');
+    const error = await errorOf(t.caller(alice.token).users.deactivate({ user_email: alice.email }));
+    expect(error).toMatchObject({ error_code: 'BAD_REQUEST', status: 400 });
+    expect(await errorOf(t.caller(alice.token).users.delete({ user_email: alice.email }))).toMatchObject({
+      error_code: 'BAD_REQUEST',
+    });
+  });
+
+  it('deletes a person with their chats and tokens, and keeps agents shared with others', async () => {
+    const bob = await person('basic');
+    const other = await person('basic');
+    const asBob = t.caller(bob.token);
+    const { chat_session_id } = await asBob.chat.createSession({});
+    const mine = await asBob.personas.create(agent({ name: 'private helper' }));
+    const shared = await asBob.personas.create(agent({ name: 'shared helper', users: [other.id] }));
+    await t.caller(t.adminKey).users.delete({ user_email: bob.email });
+
+    expect(await errorOf(asBob.apiKeys.me({}))).toMatchObject({ error_code: 'UNAUTHENTICATED' });
+    const db = t.deps.db;
+    expect(
+      await db.selectFrom('chat_sessions').select('id').where('id', '=', chat_session_id).execute(),
+    ).toEqual([]);
+    expect(
+      await db.selectFrom('personal_access_tokens').select('id').where('id', '=', bob.token_id).execute(),
+    ).toEqual([]);
+    const left = await db
+      .selectFrom('personas')
+      .select('id')
+      .where('id', 'in', [mine.id, shared.id])
+      .execute();
+    expect(left.map((r) => r.id)).toEqual([shared.id]);
+  });
+});
+
+describe('personal access tokens', () => {
+  it('are shown once, stored hashed, listed masked, and act as their user', async () => {
+    const alice = await person('basic');
+    const asAlice = t.caller(alice.token);
+    const created = await asAlice.personalTokens.create({ name: 'ci', expiration_days: 30 });
+    expect(created.token).toMatch(/^kpat-[A-Za-z0-9_-]{43}$/);
+    expect(created.token_display).toMatch(/^kpat-.{4}\*\*\*\*.{4}$/);
+    expect(Date.parse(created.expires_at!) - Date.now()).toBeGreaterThan(29 * 86_400_000);
+    const row = await t.deps.db
+      .selectFrom('personal_access_tokens')
+      .select('hashed_token')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    expect(row.hashed_token).toBe(hashApiKey(created.token!));
+
+    const listed = await asAlice.personalTokens.list({});
+    expect(listed.map((x) => x.name)).toEqual(['laptop', 'ci']);
+    expect(listed.every((x) => x.token === undefined)).toBe(true);
+    expect(await t.caller(created.token).apiKeys.me({})).toEqual({
+      user_id: alice.id,
+      role: 'basic',
+      api_key_id: null,
+      email: alice.email,
+      credential: 'personal_token',
+    });
+  });
+
+  it("never lists or revokes another user's tokens", async () => {
+    const alice = await person('basic');
+    const mallory = await person('admin');
+    expect((await t.caller(mallory.token).personalTokens.list({})).map((x) => x.id)).toEqual([
+      mallory.token_id,
+    ]);
+    const error = await errorOf(t.caller(mallory.token).personalTokens.revoke({ token_id: alice.token_id }));
+    expect(error).toMatchObject({ error_code: 'TOKEN_NOT_FOUND', status: 404 });
+    expect(await t.caller(alice.token).apiKeys.me({})).toMatchObject({ user_id: alice.id });
+
+    await t.caller(alice.token).personalTokens.revoke({ token_id: alice.token_id });
+    expect(await errorOf(t.caller(alice.token).apiKeys.me({}))).toMatchObject({
+      error_code: 'UNAUTHENTICATED',
+      detail: 'Invalid personal access token',
+    });
+  });
+
+  it('401 without a credential', async () => {
+    expect(await errorOf(t.caller().personalTokens.list({}))).toMatchObject({
+      error_code: 'UNAUTHENTICATED',
+    });
+  });
+});
+
+describe('expiry', () => {
+  it('refuses an expired API key or token with 401 saying it expired, even when cached', async () => {
+    const admin = t.caller(t.adminKey);
+    const key = await admin.apiKeys.create({ name: 'short', role: 'basic', expires_in_days: 1 });
+    expect(Date.parse(key.expires_at!)).toBeGreaterThan(Date.now());
+    const alice = await person('basic');
+    const token = await t.caller(alice.token).personalTokens.create({ name: 'short', expiration_days: 1 });
+    expect(await t.caller(key.api_key).apiKeys.me({})).toMatchObject({ credential: 'api_key' });
+    expect(await t.caller(token.token).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
+
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 86_400_000);
+    try {
+      for (const credential of [key.api_key, token.token]) {
+        const error = await errorOf(t.caller(credential).apiKeys.me({}));
+        expect(error).toMatchObject({ error_code: 'UNAUTHENTICATED', status: 401 });
+        expect(error.detail).toMatch(/expired at/);
+      }
+      expect(await t.caller(alice.token).apiKeys.me({})).toMatchObject({ user_id: alice.id });
+    } finally {
+      vi.useRealTimers();
+    }
+
+    const updated = await admin.apiKeys.update({ api_key_id: key.api_key_id, expires_in_days: null });
+    expect(updated.expires_at).toBeNull();
+    expect(await t.caller(key.api_key).apiKeys.me({})).toMatchObject({ credential: 'api_key' });
+  });
+});
+
+describe('limited role', () => {
+  it('may chat and read agents, nothing else', async () => {
+    const limited = await person('limited');
+    const c = t.caller(limited.token);
+    await c.chat.createSession({});
+    expect(await c.chat.listSessions({})).toMatchObject({ sessions: expect.any(Array) });
+    const error = await errorOf(c.personalTokens.list({}).then(() => c.documentSets.list({})));
+    expect(error).toMatchObject({ error_code: 'INSUFFICIENT_PERMISSIONS', status: 403 });
+  });
+});
+
+describe('external principals (permission sync)', () => {
+  it('shows a sync document to exactly the users the source lists', async () => {
+    const listed = await person('basic');
+    const viaGithub = await person('basic');
+    const viaGroup = await person('basic');
+    const outsider = await person('basic');
+    await identityService.linkExternalIdentity({
+      ctx: t.deps,
+      identity: { user_id: viaGithub.id, source: 'github', external_id: 'octocat' },
+    });
+    await identityService.linkExternalIdentity({
+      ctx: t.deps,
+      identity: { user_id: viaGroup.id, source: 'slack', external_id: 'U123' },
+    });
+    const pair = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'synced drive', access_type: 'sync' },
+    });
+    await identityService.replaceExternalGroupMembers({
+      ctx: t.deps,
+      cc_pair_id: pair.cc_pair_id,
+      source: 'slack',
+      groups: [{ group_id: 'eng', members: [userPrincipal('slack', 'U123')] }],
+    });
+    await t.caller(t.adminKey).documents.ingest({
+      document: {
+        id: 'synced-doc',
+        semantic_identifier: 'Zeppelin roadmap',
+        sections: [{ text: 'The zeppelin roadmap for next year.', link: null }],
+      },
+      cc_pair_id: pair.cc_pair_id,
+    } as never);
+    await identityService.setDocumentExternalAccess({
+      ctx: t.deps,
+      entries: [
+        {
+          document_id: 'synced-doc',
+          principals: [
+            emailPrincipal(listed.email),
+            userPrincipal('github', 'octocat'),
+            groupPrincipal('slack', 'eng'),
+          ],
+        },
+      ],
+    });
+    // Chat retrieval calls the same searchChunks, so this is the condition chat applies too.
+    const visible = async (token: string) => {
+      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'zeppelin roadmap' });
+      return chunks.some((c) => c.document_id === 'synced-doc');
+    };
+    expect(await visible(listed.token)).toBe(true);
+    expect(await visible(viaGithub.token)).toBe(true);
+    expect(await visible(viaGroup.token)).toBe(true);
+    expect(await visible(outsider.token)).toBe(false);
+
+    // The next sync drops the group membership: the member no longer sees the document.
+    await identityService.replaceExternalGroupMembers({
+      ctx: t.deps,
+      cc_pair_id: pair.cc_pair_id,
+      source: 'slack',
+      groups: [],
+    });
+    expect(await visible(viaGroup.token)).toBe(false);
+  });
+});
