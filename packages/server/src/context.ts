@@ -7,6 +7,7 @@ import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { IngestionState } from './documents/service/ingest.ts';
+import type { OidcVerifier } from './identity/oidc.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { Outbound } from './outbound/outbound.ts';
@@ -38,6 +39,8 @@ export interface AppDeps {
   sources: SourceRegistry;
   /** This process's connector worker: its id and the attempts it runs. */
   indexing: IndexingState;
+  /** Verifies OIDC bearer tokens when `KAS_OIDC_ISSUER` is set; null otherwise. */
+  oidc: OidcVerifier | null;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { AppDeps } from './context.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
 import { createIngestionState } from './documents/service/ingest.ts';
+import { createOidcVerifier } from './identity/oidc.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
@@ -38,6 +39,7 @@ export async function createRuntime(
   try {
     const applied = await migrateToLatest(database.db);
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+    const outbound = createOutbound(outboundOptionsFrom(config));
     const deps: AppDeps = {
       config,
       db: database.db,
@@ -52,9 +54,10 @@ export async function createRuntime(
       llm: createLlmProvider(config),
       ingestion: createIngestionState(),
       stopRegistry: new StopRegistry(database.db),
-      outbound: createOutbound(outboundOptionsFrom(config)),
+      outbound,
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
+      oidc: createOidcVerifier(config, outbound.fetch),
     };
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)
