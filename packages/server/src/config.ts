@@ -76,6 +76,14 @@ const ConfigSchema = z.object({
     .default(50 * 1024 * 1024),
   /** Retries of idempotent outbound requests after network errors, 429, 502, 503, 504. */
   KAS_OUTBOUND_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  /** Index attempts one worker process runs at once (each pair runs at most one). */
+  KAS_CONNECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** How often a running attempt records a heartbeat and checks for a pause (ms). */
+  KAS_CONNECTOR_HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  /** A running attempt without a heartbeat for this long is resumed by another worker (ms). */
+  KAS_CONNECTOR_STALE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000),
+  /** First retry delay after a failed attempt (ms); doubled per consecutive failure, at most an hour. */
+  KAS_CONNECTOR_BACKOFF_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** Accept bearer JWTs (ID tokens or JWT access tokens) from this OpenID provider as signed-in people. */
   KAS_OIDC_ISSUER: optionalUrl,
   /** The `aud` the tokens must carry (usually the client id registered for kas); required with the issuer. */

@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
 import { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
+import { createIndexingState } from './connectors/service/run-attempt.ts';
 import { createSourceRegistry } from './connectors/sources/index.ts';
 import type { AppDeps } from './context.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
@@ -53,6 +56,7 @@ export async function createRuntime(
       stopRegistry: new StopRegistry(database.db),
       outbound,
       sources: createSourceRegistry(),
+      indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
       oidc: createOidcVerifier(config, outbound.fetch),
     };
     const bootstrap = options.skipBootstrap
