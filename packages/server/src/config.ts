@@ -76,6 +76,38 @@ const ConfigSchema = z.object({
     .default(50 * 1024 * 1024),
   /** Retries of idempotent outbound requests after network errors, 429, 502, 503, 504. */
   KAS_OUTBOUND_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  /** Index attempts one worker process runs at once (each pair runs at most one). */
+  KAS_CONNECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** How often a running attempt records a heartbeat and checks for a pause (ms). */
+  KAS_CONNECTOR_HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  /** A running attempt without a heartbeat for this long is resumed by another worker (ms). */
+  KAS_CONNECTOR_STALE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000),
+  /** First retry delay after a failed attempt (ms); doubled per consecutive failure, at most an hour. */
+  KAS_CONNECTOR_BACKOFF_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** Accept bearer JWTs (ID tokens or JWT access tokens) from this OpenID provider as signed-in people. */
+  KAS_OIDC_ISSUER: optionalUrl,
+  /** The `aud` the tokens must carry (usually the client id registered for kas); required with the issuer. */
+  KAS_OIDC_AUDIENCE: optionalString,
+  /** Emails (comma-separated, case-insensitive) that are admins when they sign in. */
+  KAS_OIDC_ADMIN_EMAILS: z.string().default(''),
+  /** The token claim that lists the person's groups at the provider. */
+  KAS_OIDC_GROUPS_CLAIM: z.string().min(1).default('groups'),
+  /** Provider groups (comma-separated) whose members are admins / curators when they sign in. */
+  KAS_OIDC_ADMIN_GROUPS: z.string().default(''),
+  KAS_OIDC_CURATOR_GROUPS: z.string().default(''),
+  /** Create a `basic` user the first time an unknown email signs in. */
+  KAS_OIDC_AUTO_PROVISION: booleanString.default(true),
+  /** Signature algorithms accepted (comma-separated); `none` and HMAC are never accepted. */
+  KAS_OIDC_ALGORITHMS: z
+    .string()
+    .default('RS256,PS256,ES256,EdDSA')
+    .refine((v) => v.split(',').every((a) => /^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/.test(a.trim())), {
+      message: 'must be asymmetric JWS algorithms such as RS256,ES256',
+    }),
+  /** Tolerance for `exp`/`nbf`/`iat` against the provider's clock, in seconds. */
+  KAS_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(600).default(60),
+  /** Internal: least time between two JWKS fetches for unknown key ids (tests shorten it). */
+  KAS_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `pretty` lines for people, `json` for log collectors; `auto`: pretty on a terminal unless in production. */
   KAS_LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
@@ -100,6 +132,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.DATABASE_URL && !config.KAS_ENCRYPTION_KEY) {
     throw new ConfigError(
       'Invalid configuration:\n  KAS_ENCRYPTION_KEY: required when DATABASE_URL is set (32 random bytes, base64)',
+    );
+  }
+  if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {
+    throw new ConfigError(
+      'Invalid configuration:\n  KAS_OIDC_AUDIENCE: required when KAS_OIDC_ISSUER is set (the client id tokens are issued for)',
     );
   }
   return config;

@@ -2,10 +2,12 @@ import type { AuthCache } from './auth/auth-cache.ts';
 import type { Actor } from './auth/roles.ts';
 import type { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
+import type { IndexingState } from './connectors/service/run-attempt.ts';
 import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { IngestionState } from './documents/service/ingest.ts';
+import type { OidcVerifier } from './identity/oidc.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { Outbound } from './outbound/outbound.ts';
@@ -35,6 +37,10 @@ export interface AppDeps {
   outbound: Outbound;
   /** Connector sources by name (`web`, `file`, `github`, …). */
   sources: SourceRegistry;
+  /** This process's connector worker: its id and the attempts it runs. */
+  indexing: IndexingState;
+  /** Verifies OIDC bearer tokens when `KAS_OIDC_ISSUER` is set; null otherwise. */
+  oidc: OidcVerifier | null;
 }
 
 /**

@@ -1,12 +1,16 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
 import { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
+import { createIndexingState } from './connectors/service/run-attempt.ts';
 import { createSourceRegistry } from './connectors/sources/index.ts';
 import type { AppDeps } from './context.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
 import { createIngestionState } from './documents/service/ingest.ts';
+import { createOidcVerifier } from './identity/oidc.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
@@ -35,6 +39,7 @@ export async function createRuntime(
   try {
     const applied = await migrateToLatest(database.db);
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+    const outbound = createOutbound(outboundOptionsFrom(config));
     const deps: AppDeps = {
       config,
       db: database.db,
@@ -49,8 +54,10 @@ export async function createRuntime(
       llm: createLlmProvider(config),
       ingestion: createIngestionState(),
       stopRegistry: new StopRegistry(database.db),
-      outbound: createOutbound(outboundOptionsFrom(config)),
+      outbound,
       sources: createSourceRegistry(),
+      indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
+      oidc: createOidcVerifier(config, outbound.fetch),
     };
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)

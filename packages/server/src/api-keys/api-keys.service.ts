@@ -5,12 +5,14 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
 import { PERSONAL_TOKEN_PREFIX } from '../identity/identity.secret.ts';
+import * as oidcService from '../identity/oidc.service.ts';
+import { looksLikeJwt } from '../identity/oidc.ts';
 import * as usersRepository from '../users/users.repository.ts';
 import * as apiKeysRepository from './api-keys.repository.ts';
 import type { ApiKeyDescriptor, CreateApiKeyInput, Me, UpdateApiKeyInput } from './api-keys.schemas.ts';
 import { displayApiKey, generateApiKey, hashApiKey, parseAuthorizationHeader } from './api-keys.secret.ts';
 
-type Deps = ServiceContext<'db'> & Partial<ServiceContext<'authCache'>>;
+type Deps = ServiceContext<'db'> & Partial<ServiceContext<'authCache' | 'oidc'>>;
 
 function serviceAccountEmail(): string {
   return `api-key-${randomUUID()}@service-account.kas`;
@@ -164,8 +166,8 @@ function deactivated(): AppError {
 }
 
 /**
- * Resolves the caller from the Authorization header: an API key (`svck-…`) or a personal access token
- * (`kpat-…`). Read from the database on every request (or from the embedded mode's cache, which every
+ * Resolves the caller from the Authorization header: an API key (`svck-…`), a personal access token
+ * (`kpat-…`) or an OIDC bearer JWT (`identity/oidc.service.ts`). Read from the database on every request (or from the embedded mode's cache, which every
  * write to keys, tokens, users, roles and the active flag clears), so deletion, regeneration, expiry,
  * deactivation and role changes take effect at once in every process.
  */
@@ -179,6 +181,7 @@ export async function authenticate({
   const credential = parseAuthorizationHeader(authorization);
   if (!credential)
     throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
+  if (looksLikeJwt(credential)) return oidcService.authenticateOidc({ ctx, token: credential });
   const isToken = credential.startsWith(PERSONAL_TOKEN_PREFIX);
   const what = isToken ? 'personal access token' : 'API key';
   const hash = hashApiKey(credential);

@@ -5,6 +5,8 @@ import * as maintenanceRepository from './maintenance.repository.ts';
 export interface WorkerTask {
   name: string;
   intervalMs: number;
+  /** Default true: one worker at a time runs it (advisory lock). False: every worker runs it (the task coordinates itself). */
+  exclusive?: boolean;
   run(deps: AppDeps, signal: AbortSignal): Promise<void>;
 }
 
@@ -33,7 +35,7 @@ export function startWorker(deps: AppDeps, tasks: WorkerTask[]): Worker {
   const runTask = async (task: WorkerTask) => {
     if (controller.signal.aborted) return;
     try {
-      if (deps.dbKind === 'postgres') {
+      if (deps.dbKind === 'postgres' && task.exclusive !== false) {
         await deps.db.transaction().execute(async (trx) => {
           if (await maintenanceRepository.tryAdvisoryTransactionLock(trx, lockKey(task.name))) {
             await task.run(deps, controller.signal);

@@ -123,6 +123,8 @@ export interface Source<Config = unknown, Credential = unknown> {
   permissions?(
     args: SourceRunContext<Config, Credential>,
   ): AsyncIterable<{ document_id: string; access: ExternalAccess }[]>;
+  /** Every `load` yields every document the source has (a crawl), so documents it did not yield were deleted. */
+  readonly fullListing?: boolean;
   /** Credential keys whose values are secret (masked on read); default: every key. */
   readonly publicCredentialKeys?: readonly string[];
 }

@@ -300,11 +300,14 @@ function schedule(ctx: Deps, queue: IngestionState) {
 export async function ingestDocument({
   ctx,
   input,
+  fromConnector,
 }: {
   ctx: Deps;
   input: IngestDocumentInput;
+  /** Synced by a connector (the same path, but not an ingestion-API document). */
+  fromConnector?: boolean;
 }): Promise<IngestionResult> {
-  const p = prepareDocument(input);
+  const p = prepareDocument(input, { fromConnector });
   const queue = ctx.ingestion;
   return new Promise<IngestionResult>((resolve, reject) => {
     queue.pending.push({ p, resolve, reject });

@@ -48,7 +48,11 @@ export interface PreparedDocument {
   chunks: Chunk[];
 }
 
-export function prepareDocument(input: IngestDocumentInput): PreparedDocument {
+/** `fromConnector`: synced by a connector, so not listed or deletable through the ingestion API. */
+export function prepareDocument(
+  input: IngestDocumentInput,
+  options: { fromConnector?: boolean } = {},
+): PreparedDocument {
   const { document } = input;
   const id = document.id ?? deriveDocumentId(document);
   const title = document.title?.trim() || document.semantic_identifier;
@@ -78,7 +82,7 @@ export function prepareDocument(input: IngestDocumentInput): PreparedDocument {
       title,
       link: document.sections.find((s) => s.link)?.link ?? null,
       source,
-      from_ingestion_api: true,
+      from_ingestion_api: !options.fromConnector,
       metadata,
       tags: tagsOf(metadata),
       primary_owners,

@@ -1,0 +1,63 @@
+import type { AppDeps } from '../context.ts';
+import type { WorkerTask } from '../worker/worker.ts';
+import * as connectorsRepository from './connectors.repository.ts';
+import * as indexingRepository from './indexing.repository.ts';
+import { processDeletion } from './service/pairs.ts';
+import { type IndexingOptions, runAttempt } from './service/run-attempt.ts';
+
+export function indexingOptionsFrom(deps: AppDeps): IndexingOptions {
+  return {
+    heartbeatMs: deps.config.KAS_CONNECTOR_HEARTBEAT_MS,
+    repeatedAfter: 3,
+    backoffBaseMs: deps.config.KAS_CONNECTOR_BACKOFF_MS,
+    files: { read: async () => null },
+  };
+}
+
+/**
+ * One scheduler pass: stale attempts go back to the queue, due pairs get an attempt, pairs being
+ * deleted are (re)tried, then this process claims attempts up to its concurrency and runs them.
+ * Resolves when the attempts it started have finished or been handed back.
+ */
+export async function schedulerPass(
+  deps: AppDeps,
+  signal: AbortSignal,
+  options = indexingOptionsFrom(deps),
+): Promise<void> {
+  const state = deps.indexing;
+  const started: Promise<void>[] = [];
+  if (!state.ticking) {
+    state.ticking = true;
+    try {
+      const requeued = await indexingRepository.requeueStaleAttempts(
+        deps.db,
+        deps.config.KAS_CONNECTOR_STALE_MS,
+      );
+      if (requeued.length)
+        deps.logger.warn({ index_attempt_ids: requeued }, 'resuming attempts whose worker stopped');
+      await indexingRepository.queueDueAttempts(deps.db);
+      if (!state.running.size) {
+        for (const pairId of await connectorsRepository.pairsInDeletion(deps.db)) {
+          await processDeletion({ ctx: deps, pairId });
+        }
+      }
+    } finally {
+      state.ticking = false;
+    }
+  }
+  while (!signal.aborted && state.running.size < deps.config.KAS_CONNECTOR_CONCURRENCY) {
+    const busy = [...state.running.values()].map((r) => r.pairId);
+    const attempt = await indexingRepository.claimAttempt(deps.db, state.workerId, busy);
+    if (!attempt) break;
+    started.push(runAttempt(deps, attempt, options, signal));
+  }
+  await Promise.all(started);
+}
+
+/** The connector scheduler and indexer as a worker task; not exclusive, so several workers share the queue. */
+export const connectorIndexingTask: WorkerTask = {
+  name: 'connector-indexing',
+  intervalMs: 1000,
+  exclusive: false,
+  run: (deps, signal) => schedulerPass(deps, signal),
+};

@@ -1,0 +1,229 @@
+import type { IngestedDocument } from '../../documents/documents.schemas.ts';
+import * as documentsService from '../../documents/documents.service.ts';
+import { OutboundError } from '../../outbound/outbound.ts';
+import type { AttemptRow } from '../connectors.repository.ts';
+import * as connectorsRepository from '../connectors.repository.ts';
+import * as indexingRepository from '../indexing.repository.ts';
+import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
+import { type Deps, openCredential } from './shared.ts';
+
+/** Per-process state of the connector worker, created with the app. */
+export interface IndexingState {
+  workerId: string;
+  /** Attempts this process runs, by attempt id. */
+  running: Map<number, { pairId: number; controller: AbortController }>;
+  ticking: boolean;
+}
+
+export function createIndexingState(workerId: string): IndexingState {
+  return { workerId, running: new Map(), ticking: false };
+}
+
+export interface IndexingOptions {
+  heartbeatMs: number;
+  /** Consecutive failures after which a pair is in a repeated error state. */
+  repeatedAfter: number;
+  /** Backoff after the first failure; doubled per further failure, capped at an hour. */
+  backoffBaseMs: number;
+  files: SourceFileStore;
+}
+
+const POLL_OVERLAP_MS = 5 * 60_000;
+const MAX_BACKOFF_MS = 60 * 60_000;
+
+function toIngested(doc: SourceDocument, source: string): IngestedDocument {
+  return {
+    id: doc.id,
+    semantic_identifier: doc.semantic_identifier,
+    title: doc.title ?? null,
+    sections: doc.sections.length ? doc.sections : [{ text: '', link: null }],
+    source,
+    metadata: doc.metadata ?? null,
+    doc_updated_at: doc.doc_updated_at ?? null,
+    primary_owners: doc.primary_owners ?? null,
+    secondary_owners: doc.secondary_owners ?? null,
+  };
+}
+
+function reasonOf(error: unknown): string {
+  if (error instanceof SourceError) return error.message;
+  if (error instanceof OutboundError) return error.message;
+  return 'The connector failed unexpectedly (see the server log)';
+}
+
+type Ctx = Deps & { indexing: IndexingState };
+
+/**
+ * Runs one claimed attempt: streams the source's batches from the stored checkpoint through the
+ * ingestion path, saving progress and the checkpoint after each batch; heartbeats let a pause or a
+ * deletion stop it within a heartbeat and let another worker resume it if this one dies.
+ */
+export async function runAttempt(
+  ctx: Ctx,
+  attempt: AttemptRow,
+  options: IndexingOptions,
+  stop: AbortSignal,
+): Promise<void> {
+  const { workerId } = ctx.indexing;
+  const controller = new AbortController();
+  ctx.indexing.running.set(attempt.id, { pairId: attempt.cc_pair_id, controller });
+  const onStop = () => controller.abort();
+  stop.addEventListener('abort', onStop, { once: true });
+  const beat = setInterval(() => {
+    indexingRepository
+      .heartbeat(ctx.db, attempt.id, workerId)
+      .then((status) => {
+        if (status === null || status === 'paused' || status === 'deleting') controller.abort();
+      })
+      .catch(() => {});
+  }, options.heartbeatMs);
+  const log = ctx.logger.child({ cc_pair_id: attempt.cc_pair_id, index_attempt_id: attempt.id });
+  try {
+    const pair = await connectorsRepository.findPair(ctx.db, attempt.cc_pair_id);
+    const connector = pair && (await connectorsRepository.findConnector(ctx.db, pair.connector_id));
+    const credential = pair && (await connectorsRepository.findCredential(ctx.db, pair.credential_id));
+    if (!pair || !connector || !credential) return;
+    const source = ctx.sources.get(connector.source);
+    if (!source) throw new SourceError('config', `Unknown source "${connector.source}"`);
+    const config = source.validateConfig(connector.connector_specific_config);
+    const secret = source.validateCredential(openCredential(ctx, credential));
+    if (!config.ok || !secret.ok) {
+      const problems = [...(config.ok ? [] : config.problems), ...(secret.ok ? [] : secret.problems)];
+      throw new SourceError(
+        'config',
+        `Invalid configuration: ${problems.map((p) => `${p.key}: ${p.message}`).join('; ')}`,
+      );
+    }
+    await indexingRepository.markPairStarted(ctx.db, pair.id);
+    const fullRun =
+      source.fullListing ||
+      attempt.from_beginning ||
+      connector.input_type === 'load_state' ||
+      !pair.last_successful_index_time;
+    const lastEnd = fullRun ? null : await indexingRepository.lastSuccessfulPollEnd(ctx.db, pair.id);
+    const start = lastEnd
+      ? new Date(lastEnd.getTime() - POLL_OVERLAP_MS)
+      : connector.indexing_start
+        ? new Date(connector.indexing_start)
+        : null;
+    const end = attempt.poll_range_end ? new Date(attempt.poll_range_end) : new Date();
+    // Pruning needs every id of a complete listing in this process; a resumed run does not prune.
+    const seen = fullRun && attempt.checkpoint === null ? new Set<string>() : null;
+    const runContext = {
+      config: config.value,
+      credential: secret.value,
+      fetch: ctx.outbound.fetch,
+      signal: controller.signal,
+      logger: log,
+      files: options.files,
+      connectorId: connector.id,
+    };
+    let done = attempt.docs_done;
+    let errors = 0;
+    log.info({ source: connector.source, resumed: attempt.checkpoint !== null }, 'index attempt started');
+    for await (const batch of source.load({
+      ...runContext,
+      checkpoint: (attempt.checkpoint ?? null) as never,
+      window: { start, end },
+    })) {
+      if (controller.signal.aborted) break;
+      const results = await Promise.allSettled(
+        batch.documents.map((doc) =>
+          documentsService.ingestDocument({
+            ctx,
+            input: { document: toIngested(doc, connector.source), cc_pair_id: pair.id },
+            fromConnector: true,
+          }),
+        ),
+      );
+      const failures = [
+        ...(batch.failures ?? []).map((f) => ({
+          document_id: f.document_id,
+          document_link: f.link ?? null,
+          failure_message: f.message,
+        })),
+        ...results.flatMap((r, i) =>
+          r.status === 'rejected'
+            ? [
+                {
+                  document_id: batch.documents[i]?.id ?? null,
+                  document_link: null,
+                  failure_message: 'Could not index the document',
+                },
+              ]
+            : [],
+        ),
+      ];
+      for (const doc of batch.documents) seen?.add(doc.id);
+      // A page that failed this time is not a deleted page.
+      for (const failure of batch.failures ?? []) if (failure.document_id) seen?.add(failure.document_id);
+      const created = results.filter((r) => r.status === 'fulfilled' && !r.value.already_existed).length;
+      const indexed = results.filter((r) => r.status === 'fulfilled').length;
+      if (failures.length)
+        await connectorsRepository.insertAttemptErrors(ctx.db, attempt.id, pair.id, failures);
+      errors += failures.length;
+      done += indexed;
+      const mine = await indexingRepository.saveProgress(ctx.db, attempt.id, workerId, {
+        checkpoint: batch.checkpoint,
+        done: indexed,
+        total: batch.total ?? null,
+        created,
+        errors: failures.length,
+        poll_range_start: start,
+      });
+      if (!mine) return;
+      log.info({ docs_done: done, docs_total: batch.total ?? null }, 'index attempt progress');
+    }
+    if (controller.signal.aborted) {
+      await indexingRepository.releaseAttempt(ctx.db, attempt.id, workerId);
+      log.info({ docs_done: done }, 'index attempt handed back (paused, deleted or worker stopping)');
+      return;
+    }
+    let removed = 0;
+    if (seen) {
+      const vanished = (await indexingRepository.pairDocumentIds(ctx.db, pair.id)).filter(
+        (id) => !seen.has(id),
+      );
+      const orphans = await indexingRepository.dropOwnership(ctx.db, pair.id, vanished);
+      await connectorsRepository.deleteDocuments(ctx.db, orphans);
+      if (orphans.length) await ctx.search.deleteDocuments(orphans);
+      removed = vanished.length;
+    }
+    const finished = await indexingRepository.finishAttempt(ctx.db, attempt.id, workerId, {
+      status: errors ? 'completed_with_errors' : 'success',
+      error_msg: errors ? `${errors} document(s) could not be indexed` : null,
+      removed,
+    });
+    if (finished) await indexingRepository.markPairSucceeded(ctx.db, pair.id, end, seen !== null);
+    log.info({ docs_done: done, errors, removed }, 'index attempt finished');
+  } catch (error) {
+    if (controller.signal.aborted && !(error instanceof SourceError)) {
+      await indexingRepository.releaseAttempt(ctx.db, attempt.id, workerId).catch(() => {});
+      return;
+    }
+    const reason = reasonOf(error);
+    log.warn({ err: error }, `index attempt failed: ${reason}`);
+    const finished = await indexingRepository
+      .finishAttempt(ctx.db, attempt.id, workerId, { status: 'failed', error_msg: reason, removed: 0 })
+      .catch(() => false);
+    if (finished) {
+      const failures = await indexingRepository.markPairFailed(
+        ctx.db,
+        attempt.cc_pair_id,
+        new Date(),
+        options.repeatedAfter,
+      );
+      const asked = error instanceof SourceError ? error.retryAfterMs : null;
+      const backoff = Math.min(MAX_BACKOFF_MS, options.backoffBaseMs * 2 ** Math.max(0, failures - 1));
+      await indexingRepository.setRetryAfter(
+        ctx.db,
+        attempt.cc_pair_id,
+        new Date(Date.now() + Math.max(asked ?? 0, backoff)),
+      );
+    }
+  } finally {
+    clearInterval(beat);
+    stop.removeEventListener('abort', onStop);
+    ctx.indexing.running.delete(attempt.id);
+  }
+}

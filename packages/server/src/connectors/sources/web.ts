@@ -1,0 +1,237 @@
+import { z } from 'zod';
+import { extractText } from '../../files/files.parse.ts';
+import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
+import { extractHtml, parseRobots, sitemapLocations } from './html.ts';
+import {
+  type JsonValue,
+  type LoadArgs,
+  type Source,
+  type SourceBatch,
+  type SourceDocument,
+  type SourceDocumentFailure,
+  SourceError,
+  validateWith,
+} from './source.ts';
+
+const WebConfig = z.object({
+  base_url: z
+    .string()
+    .min(1)
+    .transform((v) => (/^https?:\/\//i.test(v) ? v : `https://${v}`))
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' })),
+  web_connector_type: z.enum(['recursive', 'single', 'sitemap']).default('recursive'),
+});
+export type WebConfig = z.infer<typeof WebConfig>;
+
+const BATCH_SIZE = 50;
+const PARALLEL = 8;
+
+interface Checkpoint {
+  queue: string[];
+  visited: string[];
+  started: boolean;
+}
+
+function normalise(raw: string, base: string): string | null {
+  try {
+    const url = new URL(raw, base);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    url.hash = '';
+    return url.href;
+  } catch {
+    return null;
+  }
+}
+
+const hostOf = (url: URL) => url.hostname.replace(/^www\./, '');
+
+/** Same host (`www.` ignored) and under the base URL's path. */
+function inScope(candidate: string, base: URL): boolean {
+  const url = new URL(candidate);
+  const basePath = base.pathname.endsWith('/') ? base.pathname : base.pathname.replace(/[^/]*$/, '');
+  return hostOf(url) === hostOf(base) && url.pathname.startsWith(basePath);
+}
+
+type Fetched =
+  | { kind: 'page'; doc: SourceDocument; links: string[]; finalUrl: string }
+  | { kind: 'skip' }
+  | { kind: 'failure'; failure: SourceDocumentFailure };
+
+async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promise<Fetched> {
+  let response: Response;
+  try {
+    response = await args.fetch(url, {
+      signal: args.signal,
+      headers: { accept: 'text/html,application/pdf;q=0.9,*/*;q=0.5' },
+    });
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    if (error instanceof OutboundError && error.code === 'BLOCKED_ADDRESS')
+      throw new SourceError('config', error.message);
+    return { kind: 'failure', failure: { document_id: url, link: url, message: (error as Error).message } };
+  }
+  if (response.status === 429 || response.status === 503) {
+    await response.body?.cancel();
+    throw new SourceError('rate_limited', `${new URL(url).host} answered ${response.status}`, {
+      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+    });
+  }
+  if (response.status === 401 || response.status === 403) {
+    await response.body?.cancel();
+    throw new SourceError('auth', `${new URL(url).host} refused access (${response.status})`);
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    if (response.status === 404 || response.status === 410) return { kind: 'skip' };
+    return { kind: 'failure', failure: { document_id: url, link: url, message: `HTTP ${response.status}` } };
+  }
+  const finalUrl = normalise(response.url || url, url) ?? url;
+  const type = response.headers.get('content-type') ?? '';
+  const updated = response.headers.get('last-modified');
+  const doc_updated_at = updated && !Number.isNaN(Date.parse(updated)) ? new Date(updated) : null;
+  if (/application\/pdf/i.test(type) || /\.pdf$/i.test(new URL(finalUrl).pathname)) {
+    const data = Buffer.from(await response.arrayBuffer());
+    const text = await extractText('page.pdf', 'application/pdf', data).catch(() => null);
+    if (!text?.trim())
+      return {
+        kind: 'failure',
+        failure: { document_id: finalUrl, link: finalUrl, message: 'Unreadable PDF' },
+      };
+    const name = decodeURIComponent(new URL(finalUrl).pathname.split('/').pop() || finalUrl);
+    return {
+      kind: 'page',
+      finalUrl,
+      links: [],
+      doc: { id: finalUrl, semantic_identifier: name, sections: [{ text, link: finalUrl }], doc_updated_at },
+    };
+  }
+  if (!/html|xml|text\/plain/i.test(type) && type) {
+    await response.body?.cancel();
+    return { kind: 'skip' };
+  }
+  const body = await response.text();
+  if (/text\/plain/i.test(type)) {
+    return {
+      kind: 'page',
+      finalUrl,
+      links: [],
+      doc: {
+        id: finalUrl,
+        semantic_identifier: finalUrl,
+        sections: [{ text: body, link: finalUrl }],
+        doc_updated_at,
+      },
+    };
+  }
+  const page = extractHtml(body);
+  const links = page.links.map((l) => normalise(l, finalUrl)).filter((l): l is string => !!l);
+  if (page.noindex || !page.text.trim()) return { kind: 'skip' };
+  return {
+    kind: 'page',
+    finalUrl,
+    links,
+    doc: {
+      id: finalUrl,
+      semantic_identifier: page.title ?? finalUrl,
+      title: page.title,
+      sections: [{ text: page.text, link: finalUrl }],
+      doc_updated_at,
+    },
+  };
+}
+
+async function robotsOf(args: LoadArgs<WebConfig, unknown>, base: URL): Promise<(path: string) => boolean> {
+  try {
+    const response = await args.fetch(new URL('/robots.txt', base).href, { signal: args.signal });
+    if (!response.ok) {
+      await response.body?.cancel();
+      return () => true;
+    }
+    return parseRobots(await response.text());
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    return () => true;
+  }
+}
+
+async function sitemapUrls(
+  args: LoadArgs<WebConfig, unknown>,
+  sitemap: string,
+  depth = 0,
+): Promise<string[]> {
+  const response = await args.fetch(sitemap, { signal: args.signal });
+  if (response.status === 429 || response.status === 503) {
+    await response.body?.cancel();
+    throw new SourceError('rate_limited', `The sitemap answered ${response.status}`, {
+      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+    });
+  }
+  if (response.status === 401 || response.status === 403)
+    throw new SourceError('auth', `The sitemap refused access (${response.status})`);
+  if (!response.ok) throw new SourceError('config', `The sitemap ${sitemap} answered ${response.status}`);
+  const { urls, isIndex } = sitemapLocations(await response.text());
+  if (!isIndex || depth > 2) return urls;
+  const nested: string[] = [];
+  for (const url of urls) nested.push(...(await sitemapUrls(args, url, depth + 1)));
+  return nested;
+}
+
+async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBatch> {
+  const { base_url, web_connector_type } = args.config;
+  const base = new URL(base_url);
+  const allowed = await robotsOf(args, base);
+  const saved = args.checkpoint as unknown as Checkpoint | null;
+  let queue: string[];
+  const visited = new Set<string>(saved?.visited ?? []);
+  if (saved?.started) {
+    queue = [...saved.queue];
+  } else if (web_connector_type === 'sitemap') {
+    queue = (await sitemapUrls(args, base.href))
+      .map((u) => normalise(u, base.href))
+      .filter((u): u is string => !!u);
+  } else {
+    queue = [normalise(base.href, base.href) as string];
+  }
+  for (const url of queue) visited.add(url);
+  while (queue.length) {
+    const documents: SourceDocument[] = [];
+    const failures: SourceDocumentFailure[] = [];
+    while (queue.length && documents.length + failures.length < BATCH_SIZE) {
+      const slice = queue.splice(0, PARALLEL).filter((url) => allowed(new URL(url).pathname));
+      const fetched = await Promise.all(slice.map((url) => fetchPage(args, url)));
+      for (const result of fetched) {
+        if (result.kind === 'failure') failures.push(result.failure);
+        if (result.kind !== 'page') continue;
+        if (!visited.has(result.finalUrl)) visited.add(result.finalUrl);
+        documents.push(result.doc);
+        if (web_connector_type !== 'recursive') continue;
+        for (const link of result.links) {
+          if (!visited.has(link) && inScope(link, base)) {
+            visited.add(link);
+            queue.push(link);
+          }
+        }
+      }
+    }
+
+    const checkpoint: Checkpoint = { queue, visited: [...visited], started: true };
+    yield {
+      documents,
+      failures,
+      checkpoint: queue.length ? (checkpoint as unknown as JsonValue) : null,
+      total: visited.size,
+    };
+  }
+}
+
+/** Web pages: one site crawled under its base path, one page, or a sitemap; robots.txt honoured. */
+export const webSource: Source<WebConfig, Record<string, never>> = {
+  name: 'web',
+  displayName: 'Web',
+  needsCredential: false,
+  inputTypes: ['poll', 'load_state'],
+  fullListing: true,
+  validateConfig: (raw) => validateWith(WebConfig, raw),
+  validateCredential: (raw) => validateWith(z.object({}).passthrough(), raw) as never,
+  load: (args) => load(args as LoadArgs<WebConfig, unknown>),
+};
