@@ -69,7 +69,9 @@ describe('chat uploads: PDF and DOCX reach the model; bad files are refused clea
 
   it('a file holding one 300 KB word is read in linear time while other requests are answered', async () => {
     const started = Date.now();
-    const uploading = upload([{ data: `start ${'z'.repeat(300_000)} end`, type: 'text/plain', name: 'blob.txt' }]);
+    const uploading = upload([
+      { data: `start ${'z'.repeat(300_000)} end`, type: 'text/plain', name: 'blob.txt' },
+    ]);
     const health = await fetch(`${s.url}/api/health`);
     expect(health.status).toBe(200);
     const res = await uploading;
