@@ -124,6 +124,43 @@ describe('kas CLI', () => {
     await stop(server.child);
   });
 
+  it('user create and user token create give a person a working personal token', async () => {
+    const dataDir = tempDir();
+    const env = { env: cleanEnv({ KAS_DATA_DIR: dataDir }) };
+    const created = await run(
+      process.execPath,
+      [cli, 'user', 'create', '--email', 'Ann@Corp.example', '--role', 'curator'],
+      env,
+    );
+    expect(JSON.parse(created.stdout)).toMatchObject({
+      email: 'Ann@Corp.example',
+      role: 'curator',
+      account_type: 'person',
+    });
+    const duplicate = await run(
+      process.execPath,
+      [cli, 'user', 'create', '--email', 'ann@corp.example'],
+      env,
+    ).catch((e: { code: number; stderr: string }) => e);
+    expect(duplicate).toMatchObject({ code: 1, stderr: expect.stringContaining('already exists') });
+    const token = (
+      await run(
+        process.execPath,
+        [cli, 'user', 'token', 'create', '--email', 'ann@corp.example', '--expires-in-days', '7'],
+        env,
+      )
+    ).stdout.trim();
+    expect(token).toMatch(/^kpat-[A-Za-z0-9_-]{43}$/);
+    const server = await serve({ KAS_DATA_DIR: dataDir });
+    const res = await fetch(`${server.url}/api/me`, { headers: { authorization: `Bearer ${token}` } });
+    expect(await res.json()).toMatchObject({
+      email: 'Ann@Corp.example',
+      role: 'curator',
+      credential: 'personal_token',
+    });
+    await stop(server.child);
+  });
+
   it('KAS_BOOTSTRAP_ADMIN_KEY ensures an admin key with exactly that value', async () => {
     const dataDir = tempDir();
     const bootstrap = `svck-${'b'.repeat(43)}`;

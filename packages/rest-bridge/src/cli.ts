@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import {
+  AppError,
   apiKeysService,
   ConfigError,
   createDatabase,
@@ -8,10 +9,12 @@ import {
   createRuntime,
   DataDirLockedError,
   documentsService,
+  identityService,
   loadConfig,
   migrateToLatest,
-  type Role,
+  Role,
   startWorker,
+  usersService,
   WORKER_TASKS,
 } from '@kas/server';
 import { startServer } from './server.ts';
@@ -23,8 +26,12 @@ Commands:
   worker                                      Run only the background worker (scale-out, with DATABASE_URL)
   migrate                                     Apply database migrations and exit
   reindex                                     Rebuild the search index from the database
-  api-key create --role <basic|curator|admin> [--name <name>]
+  api-key create --role <limited|basic|curator|admin> [--name <name>] [--expires-in-days <n>]
                                               Create an API key and print it
+  user create --email <email> --role <limited|basic|curator|admin>
+                                              Create a person (they sign in with OIDC or a personal token)
+  user token create --email <email> [--name <name>] [--expires-in-days <n>]
+                                              Create a personal access token for a person and print it
 
 Configuration comes from the environment; see the README.`;
 
@@ -103,27 +110,86 @@ async function reindex() {
   }
 }
 
-async function createKey(args: string[]) {
-  const { values } = parseArgs({
-    args,
-    options: { role: { type: 'string', default: 'basic' }, name: { type: 'string' } },
-  });
-  if (!['basic', 'curator', 'admin'].includes(values.role))
-    fail(`--role must be basic, curator or admin (got "${values.role}")`, 2);
-  const config = loadConfig();
-  const runtime = await createRuntime(config, {
+function parseRole(value: string): Role {
+  const role = Role.safeParse(value);
+  if (!role.success) fail(`--role must be one of ${Role.options.join(', ')} (got "${value}")`, 2);
+  return role.data as Role;
+}
+
+function parseDays(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const days = Number(value);
+  if (!Number.isInteger(days) || days < 1 || days > 36_500)
+    fail(`--expires-in-days must be a whole number of days from 1 to 36500 (got "${value}")`, 2);
+  return days;
+}
+
+/** Runs `work` against the configured database without starting the API. */
+async function withRuntime<T>(work: (deps: Awaited<ReturnType<typeof createRuntime>>['deps']) => Promise<T>) {
+  const runtime = await createRuntime(loadConfig(), {
     logger: createLogger({ KAS_LOG_LEVEL: 'warn' }),
     skipBootstrap: true,
   });
   try {
-    const key = await apiKeysService.createApiKey({
-      ctx: runtime.deps,
-      input: { name: values.name ?? null, role: values.role as Role },
-    });
-    process.stdout.write(`${key.api_key}\n`);
+    return await work(runtime.deps);
   } finally {
     await runtime.close();
   }
+}
+
+async function createKey(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      role: { type: 'string', default: 'basic' },
+      name: { type: 'string' },
+      'expires-in-days': { type: 'string' },
+    },
+  });
+  const role = parseRole(values.role);
+  const days = parseDays(values['expires-in-days']);
+  const key = await withRuntime((deps) =>
+    apiKeysService.createApiKey({
+      ctx: deps,
+      input: { name: values.name ?? null, role, expires_in_days: days },
+    }),
+  );
+  process.stdout.write(`${key.api_key}\n`);
+}
+
+async function createUser(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: 'string' }, role: { type: 'string', default: 'basic' } },
+  });
+  if (!values.email) fail(`--email is required\n\n${USAGE}`, 2);
+  const role = parseRole(values.role);
+  const user = await withRuntime((deps) =>
+    usersService.createPerson({ ctx: deps, email: values.email!, role }),
+  );
+  process.stdout.write(`${JSON.stringify(user)}\n`);
+}
+
+async function createUserToken(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      email: { type: 'string' },
+      name: { type: 'string', default: 'cli' },
+      'expires-in-days': { type: 'string' },
+    },
+  });
+  if (!values.email) fail(`--email is required\n\n${USAGE}`, 2);
+  const days = parseDays(values['expires-in-days']);
+  const token = await withRuntime(async (deps) => {
+    const user = await usersService.findPersonByEmail({ ctx: deps, email: values.email! });
+    return identityService.createPersonalToken({
+      ctx: deps,
+      userId: user.id,
+      input: { name: values.name, expiration_days: days },
+    });
+  });
+  process.stdout.write(`${token.token}\n`);
 }
 
 async function main(argv: string[]) {
@@ -140,6 +206,10 @@ async function main(argv: string[]) {
     case 'api-key':
       if (rest[0] === 'create') return createKey(rest.slice(1));
       return fail(USAGE, 2);
+    case 'user':
+      if (rest[0] === 'create') return createUser(rest.slice(1));
+      if (rest[0] === 'token' && rest[1] === 'create') return createUserToken(rest.slice(2));
+      return fail(USAGE, 2);
     case undefined:
     case 'help':
     case '--help':
@@ -152,6 +222,7 @@ async function main(argv: string[]) {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof ConfigError || error instanceof DataDirLockedError) fail(error.message);
+  if (error instanceof AppError) fail(error.detail);
   if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))
     fail(`${error.message}\n\n${USAGE}`, 2);
   process.stderr.write(`kas failed to start: ${(error as Error)?.stack ?? String(error)}\n`);

@@ -295,3 +295,42 @@ describe('external principals (permission sync)', () => {
     expect(await visible(viaGroup.token)).toBe(false);
   });
 });
+
+describe('people and service accounts own resources alike', () => {
+  const refused = async (promise: Promise<unknown>) => {
+    const error = await errorOf(promise);
+    expect([403, 404]).toContain(error.status);
+  };
+
+  it.each([
+    ['a person (personal token) against a key', 'person', 'key'],
+    ['a key against a person (personal token)', 'key', 'person'],
+  ] as const)('never lets another caller touch private resources: %s', async (_, ownerKind, otherKind) => {
+    const credential = async (kind: 'person' | 'key') =>
+      kind === 'person' ? (await person('basic')).token : (await t.createKey('basic')).key;
+    const owner = t.caller(await credential(ownerKind));
+    const other = t.caller(await credential(otherKind));
+
+    const { chat_session_id: sessionId } = await owner.chat.createSession({ description: 'private talk' });
+    const project = await owner.projects.create({ name: 'secret project' });
+    const agent_ = await owner.personas.create(agent({ name: 'secret agent' }));
+
+    await refused(other.chat.getSession({ session_id: sessionId }));
+    await refused(other.chat.renameSession({ chat_session_id: sessionId, name: 'mine now' }));
+    await refused(other.chat.updateSharing({ session_id: sessionId, sharing_status: 'public' }));
+    await refused(other.chat.stopSession({ chat_session_id: sessionId }));
+    await refused(other.chat.deleteSession({ session_id: sessionId }));
+    expect((await other.chat.listSessions({})).sessions.map((x) => x.id)).not.toContain(sessionId);
+    await refused(other.projects.update({ project_id: project.id, name: 'mine now' }));
+    await refused(other.projects.delete({ project_id: project.id }));
+    expect((await other.projects.list({})).map((x) => x.id)).not.toContain(project.id);
+    await refused(other.personas.get({ persona_id: agent_.id }));
+
+    const session = await owner.chat.getSession({ session_id: sessionId });
+    expect(session).toMatchObject({ description: 'private talk', shared_status: 'private' });
+    expect((await owner.projects.list({})).find((x) => x.id === project.id)).toMatchObject({
+      name: 'secret project',
+    });
+    expect(await owner.personas.get({ persona_id: agent_.id })).toMatchObject({ name: 'secret agent' });
+  });
+});

@@ -113,4 +113,16 @@ describe.skipIf(!!realUrl)('Meilisearch adapter against the fake server', () => 
       'source_type IN ["web"] AND updated_at >= 1704067200 AND tags IN ["team\u001ffinance"] AND document_id IN ["a"]',
     );
   });
+
+  it('lets external principals of a sync source see a document, beside users and groups', () => {
+    expect(
+      meiliFilter(
+        {},
+        { all: false, user_id: 'u', group_ids: [3], external: ['email:a@b.example', 'group:slack:eng'] },
+      ),
+    ).toBe(
+      '(is_public = true OR access_user_ids = "u" OR access_group_ids IN [3] OR access_external IN ["email:a@b.example", "group:slack:eng"]) AND hidden = false',
+    );
+    expect(MEILI_SETTINGS.filterableAttributes).toContain('access_external');
+  });
 });

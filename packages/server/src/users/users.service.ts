@@ -81,6 +81,15 @@ export async function inviteUsers({
   return result;
 }
 
+/** A person (not a service account) by email, for the CLI's token command. */
+export async function findPersonByEmail({ ctx, email }: { ctx: Deps; email: string }): Promise<UserSnapshot> {
+  const user = await userByEmail(ctx, email);
+  if (user.account_type === 'service_account') {
+    throw new AppError('BAD_REQUEST', `${email} belongs to an API key, not a person`);
+  }
+  return user;
+}
+
 async function userByEmail(ctx: Deps, email: string) {
   const user = await usersRepository.findUserByEmail(ctx.db, email);
   if (!user) throw new AppError('USER_NOT_FOUND', `No user with the email ${email}`);
