@@ -313,11 +313,47 @@ export function documentIdsOfCcPairs(db: DbExecutor, ccPairIds: number[]) {
 
 const minimalInfo = ['d.id as document_id', 'd.semantic_id', 'd.link'] as const;
 
-export function listIngestedDocuments(db: DbExecutor) {
+/** CC pairs a curator manages: the system ingestion pair, and pairs linked to a group they curate. */
+export async function managedCcPairIds(
+  db: DbExecutor,
+  curatedGroupIds: readonly number[],
+): Promise<number[]> {
+  const rows = await sql<{ id: number }>`
+    SELECT p.id FROM cc_pairs p
+    WHERE p.is_system OR EXISTS (
+      SELECT 1 FROM cc_pair_groups g WHERE g.cc_pair_id = p.id AND g.group_id = ANY(${curatedGroupIds as number[]}::int[]))`.execute(
+    db,
+  );
+  return rows.rows.map((r) => r.id);
+}
+
+/** Owning CC pairs of a document that are not among `pairIds` (a curator may change a document only when none are). */
+export async function ownersOutside(
+  db: DbExecutor,
+  documentId: string,
+  pairIds: readonly number[],
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('document_by_cc_pair')
+    .select('cc_pair_id')
+    .where('document_id', '=', documentId)
+    .execute();
+  return rows.map((r) => r.cc_pair_id).filter((id) => !pairIds.includes(id));
+}
+
+/** Documents of the ingestion API; with `withinPairs`, only those every owner of which is in that list. */
+export function listIngestedDocuments(db: DbExecutor, withinPairs: readonly number[] | null) {
   return db
     .selectFrom('documents as d')
     .select(minimalInfo)
     .where('d.from_ingestion_api', '=', true)
+    .$call((q) =>
+      withinPairs === null
+        ? q
+        : q.where(
+            sql<boolean>`NOT EXISTS (SELECT 1 FROM document_by_cc_pair o WHERE o.document_id = d.id AND NOT (o.cc_pair_id = ANY(${withinPairs as number[]}::int[])))`,
+          ),
+    )
     .orderBy('d.time_created')
     .orderBy('d.id')
     .execute();

@@ -26,7 +26,7 @@ export const documentsRouter = router({
     })
     .input(IngestDocumentInput)
     .output(IngestionResult)
-    .mutation(({ ctx, input }) => documentsService.ingestDocument({ ctx, input })),
+    .mutation(({ ctx, input }) => documentsService.ingestDocument({ ctx, input, actor: ctx.actor })),
 
   listIngested: curatorProcedure
     .meta({
@@ -39,7 +39,7 @@ export const documentsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(DocMinimalInfo))
-    .query(({ ctx }) => documentsService.listIngestedDocuments({ ctx })),
+    .query(({ ctx }) => documentsService.listIngestedDocuments({ ctx, actor: ctx.actor })),
 
   deleteIngested: curatorProcedure
     .meta({
@@ -56,7 +56,7 @@ export const documentsRouter = router({
     .input(DocumentIdInput)
     .output(z.void())
     .mutation(({ ctx, input }) =>
-      documentsService.deleteIngestedDocument({ ctx, documentId: input.document_id }),
+      documentsService.deleteIngestedDocument({ ctx, actor: ctx.actor, documentId: input.document_id }),
     ),
 
   listCcPairDocuments: curatorProcedure
@@ -70,5 +70,7 @@ export const documentsRouter = router({
     })
     .input(CcPairIdInput)
     .output(z.array(DocMinimalInfo))
-    .query(({ ctx, input }) => documentsService.listCcPairDocuments({ ctx, ccPairId: input.cc_pair_id })),
+    .query(({ ctx, input }) =>
+      documentsService.listCcPairDocuments({ ctx, actor: ctx.actor, ccPairId: input.cc_pair_id }),
+    ),
 });

@@ -231,6 +231,53 @@ describe('ingestion', () => {
     });
   });
 
+  it('limits curators to the CC pairs of groups they curate (list, pair documents, delete, re-ingest)', async () => {
+    const admin = t.caller(t.adminKey);
+    const curator = await t.createKey('curator', 'curates eng');
+    const ownGroup = await admin.userGroups.create({ name: 'eng-docs', user_ids: [curator.user_id] });
+    await admin.userGroups.setCurator({
+      user_group_id: ownGroup.id,
+      user_id: curator.user_id,
+      is_curator: true,
+    });
+    const otherGroup = await admin.userGroups.create({ name: 'hr-docs', user_ids: [] });
+    const own = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'eng pair', access_type: 'private', group_ids: [ownGroup.id] },
+    });
+    const other = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'hr pair', access_type: 'private', group_ids: [otherGroup.id] },
+    });
+    await admin.documents.ingest({ cc_pair_id: other.cc_pair_id, document: doc({ id: 'salaries' }) });
+    await admin.documents.ingest({ cc_pair_id: own.cc_pair_id, document: doc({ id: 'runbook' }) });
+    const asCurator = t.caller(curator.key);
+
+    const listed = (await asCurator.documents.listIngested({})).map((d) => d.document_id);
+    expect(listed).toContain('runbook');
+    expect(listed).not.toContain('salaries');
+    expect(
+      await errorOf(asCurator.documents.listCcPairDocuments({ cc_pair_id: other.cc_pair_id })),
+    ).toMatchObject({
+      status: 403,
+    });
+    expect(await asCurator.documents.listCcPairDocuments({ cc_pair_id: own.cc_pair_id })).toHaveLength(1);
+    expect(await errorOf(asCurator.documents.deleteIngested({ document_id: 'salaries' }))).toMatchObject({
+      status: 404,
+    });
+    // Re-ingesting the private document's id into the public pair would publish it.
+    expect(await errorOf(asCurator.documents.ingest({ document: doc({ id: 'salaries' }) }))).toMatchObject({
+      status: 404,
+    });
+    expect(
+      await errorOf(
+        asCurator.documents.ingest({ cc_pair_id: other.cc_pair_id, document: doc({ id: 'new' }) }),
+      ),
+    ).toMatchObject({ status: 403 });
+    expect((await admin.documents.listIngested({})).map((d) => d.document_id)).toContain('salaries');
+    await asCurator.documents.deleteIngested({ document_id: 'runbook' });
+  });
+
   it('rejects an invalid document (422)', async () => {
     const admin = t.caller(t.adminKey);
     for (const document of [

@@ -1,3 +1,4 @@
+import type { Actor } from '../../auth/roles.ts';
 import type { Db, DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
@@ -5,7 +6,7 @@ import * as documentsRepository from '../documents.repository.ts';
 import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.ts';
 import { indexDocumentsAfterCommit } from './index-sync.ts';
 import { indexedNew, type PreparedDocument, prepareDocument, rowFor } from './prepare.ts';
-import type { DocumentsDeps as Deps } from './shared.ts';
+import { assertMayChange, type DocumentsDeps as Deps, managedPairs } from './shared.ts';
 
 function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === '23505';
@@ -300,14 +301,22 @@ function schedule(ctx: Deps, queue: IngestionState) {
 export async function ingestDocument({
   ctx,
   input,
+  actor,
   fromConnector,
 }: {
   ctx: Deps;
   input: IngestDocumentInput;
+  /** The caller of the ingestion API: curators write only into pairs they manage. */
+  actor?: Actor;
   /** Synced by a connector (the same path, but not an ingestion-API document). */
   fromConnector?: boolean;
 }): Promise<IngestionResult> {
   const p = prepareDocument(input, { fromConnector });
+  if (actor)
+    await assertMayChange(ctx.db, await managedPairs(ctx.db, actor), {
+      documentId: p.row.id,
+      targetPairId: input.cc_pair_id,
+    });
   const queue = ctx.ingestion;
   return new Promise<IngestionResult>((resolve, reject) => {
     queue.pending.push({ p, resolve, reject });

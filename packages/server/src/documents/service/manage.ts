@@ -1,8 +1,9 @@
+import type { Actor } from '../../auth/roles.ts';
 import { AppError } from '../../errors.ts';
 import * as documentsRepository from '../documents.repository.ts';
 import type { DocMinimalInfo } from '../documents.schemas.ts';
 import type { AccessType } from '../documents.table.ts';
-import type { DocumentsDeps as Deps } from './shared.ts';
+import { assertMayChange, type DocumentsDeps as Deps, managedPairs } from './shared.ts';
 
 /**
  * Creates a connector, credential and CC pair in one go. No endpoint yet (the connectors issue adds
@@ -36,27 +37,50 @@ export async function createCcPair({
   });
 }
 
-export async function listIngestedDocuments({ ctx }: { ctx: Deps }): Promise<DocMinimalInfo[]> {
-  return documentsRepository.listIngestedDocuments(ctx.db);
+export async function listIngestedDocuments({
+  ctx,
+  actor,
+}: {
+  ctx: Deps;
+  actor: Actor;
+}): Promise<DocMinimalInfo[]> {
+  return documentsRepository.listIngestedDocuments(ctx.db, await managedPairs(ctx.db, actor));
 }
 
 export async function listCcPairDocuments({
   ctx,
+  actor,
   ccPairId,
 }: {
   ctx: Deps;
+  actor: Actor;
   ccPairId: number;
 }): Promise<DocMinimalInfo[]> {
   if (!(await documentsRepository.findExistingCcPairIds(ctx.db, [ccPairId])).length) {
     throw new AppError('CC_PAIR_NOT_FOUND', `CC pair ${ccPairId} not found`);
   }
+  const managed = await managedPairs(ctx.db, actor);
+  if (managed && !managed.includes(ccPairId))
+    throw new AppError(
+      'INSUFFICIENT_PERMISSIONS',
+      `Curators see only CC pairs of groups they curate (CC pair ${ccPairId})`,
+    );
   return documentsRepository.listCcPairDocuments(ctx.db, ccPairId);
 }
 
 /** Deletes an API-ingested document completely, whatever other pairs own it. */
-export async function deleteIngestedDocument({ ctx, documentId }: { ctx: Deps; documentId: string }) {
+export async function deleteIngestedDocument({
+  ctx,
+  actor,
+  documentId,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  documentId: string;
+}) {
   const origin = await documentsRepository.findDocumentOrigin(ctx.db, documentId);
   if (!origin) throw new AppError('DOCUMENT_NOT_FOUND', `Document ${documentId} not found`);
+  await assertMayChange(ctx.db, await managedPairs(ctx.db, actor), { documentId });
   if (!origin.from_ingestion_api) {
     throw new AppError('INVALID_INPUT', 'Document was not created via the ingestion API');
   }
