@@ -10,7 +10,7 @@ if (error) throw new Error(`REST call failed: ${error.error_code}`);
 const firstKeyName: string | null | undefined = keys[0]?.api_key_name;
 
 const me = await kas.trpc.apiKeys.me.query({});
-const role: 'basic' | 'curator' | 'admin' = me.role;
+const role: 'limited' | 'basic' | 'curator' | 'admin' = me.role;
 
 const lines: ChatStreamLine[] = [];
 for await (const line of kas.chat.stream({ message: 'What is kas?', chat_session_info: {} }))
