@@ -67,6 +67,19 @@ describe('chat uploads: PDF and DOCX reach the model; bad files are refused clea
   const pdf = minimalPdf(['The reactor code is HELIUM-55.', 'Keep it (strictly) secret.']);
   const docx = minimalDocx(['The vault code is COBALT-19.', 'Second paragraph & more.']);
 
+  it('a file holding one 300 KB word is read in linear time while other requests are answered', async () => {
+    const started = Date.now();
+    const uploading = upload([
+      { data: `start ${'z'.repeat(300_000)} end`, type: 'text/plain', name: 'blob.txt' },
+    ]);
+    const health = await fetch(`${s.url}/api/health`);
+    expect(health.status).toBe(200);
+    const res = await uploading;
+    expect(res.status).toBe(200);
+    // Tokenising the word whole was quadratic (~50 s, the event loop blocked throughout).
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it('reads a PDF and gives its text to the model', async () => {
     const res = await upload([{ data: pdf, type: 'application/pdf', name: 'reactor.pdf' }]);
     expect(res.status).toBe(200);

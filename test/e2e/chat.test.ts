@@ -301,11 +301,20 @@ describe('REST: chat with the built-in answerer', () => {
       key: alice,
       body: { project_id: project.id },
     });
-    expect(forbidden.status).toBe(403);
+    // Another user's project answers exactly as an absent one, so ids reveal nothing.
+    expect(forbidden.status).toBe(404);
+    const absent = await s.request('POST', '/api/chat/create-chat-session', {
+      key: alice,
+      body: { project_id: 999_999 },
+    });
+    expect(await forbidden.json()).toEqual({
+      ...((await absent.json()) as object),
+      detail: `Project ${project.id} not found`,
+    });
     expect(
       (await s.request('PATCH', `/api/user/projects/${project.id}`, { key: alice, body: { name: 'x' } }))
         .status,
-    ).toBe(403);
+    ).toBe(404);
     const renamed = await s.request('PATCH', `/api/user/projects/${project.id}`, {
       key: dave,
       body: { name: 'Launch 2' },

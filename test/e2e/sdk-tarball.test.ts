@@ -63,7 +63,12 @@ describe('the published SDK, outside this repository', () => {
 
     // Any error fails: missing declarations (an import of the private @kas/server), `any` leaking
     // into a strict program, or a wrong call shape.
-    await run(process.execPath, [join(project, 'node_modules/typescript/bin/tsc'), '-p', project], npm);
+    const typecheck = await run(
+      process.execPath,
+      [join(project, 'node_modules/typescript/bin/tsc'), '-p', project],
+      npm,
+    ).catch((error: { stdout?: string }) => ({ failed: true, stdout: error.stdout ?? String(error) }));
+    expect('failed' in typecheck ? typecheck.stdout : '').toBe('');
     const installed = readFileSync(join(project, 'node_modules/@kas/sdk/dist/index.d.ts'), 'utf8');
     expect(installed).not.toContain('@kas/server');
 

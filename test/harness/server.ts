@@ -18,7 +18,12 @@ export interface TestServer {
 
 /** Starts the real HTTP server in this process on a free port, over a fresh database of its own. */
 export async function startTestServer(
-  options: { db?: TestDbKind; env?: Record<string, string>; dbOptions?: CreateDbOptions } = {},
+  options: {
+    db?: TestDbKind;
+    env?: Record<string, string>;
+    dbOptions?: CreateDbOptions;
+    worker?: boolean;
+  } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase(options.db ?? testDbKind());
   const config = configFrom({
@@ -29,7 +34,10 @@ export async function startTestServer(
     ...database.env,
     ...options.env,
   });
-  const running = await startServer(config, { db: { ...database.dbOptions, ...options.dbOptions } });
+  const running = await startServer(config, {
+    db: { ...database.dbOptions, ...options.dbOptions },
+    worker: options.worker ?? false,
+  });
   const adminKey = config.KAS_BOOTSTRAP_ADMIN_KEY!;
   const request: TestServer['request'] = (method, path, { key, body, rawBody, headers } = {}) =>
     fetch(`${running.url}${path}`, {

@@ -1,6 +1,6 @@
 // A program outside the repository that uses the published SDK: the REST client, the tRPC client
 // and chat.stream(). The tarball test type-checks it under strict settings and runs it.
-import { ApiError, type ChatStreamLine, createKasClient, type ErrorCode } from '@kas/sdk';
+import { ApiError, type ChatStreamLine, createKasClient, type ErrorCode, type Role } from '@kas/sdk';
 
 const baseUrl = process.env.KAS_URL ?? 'http://127.0.0.1:8080';
 const kas = createKasClient({ baseUrl, apiKey: process.env.KAS_API_KEY });
@@ -10,7 +10,7 @@ if (error) throw new Error(`REST call failed: ${error.error_code}`);
 const firstKeyName: string | null | undefined = keys[0]?.api_key_name;
 
 const me = await kas.trpc.apiKeys.me.query({});
-const role: 'limited' | 'basic' | 'curator' | 'admin' = me.role;
+const role: Role = me.role;
 
 const lines: ChatStreamLine[] = [];
 for await (const line of kas.chat.stream({ message: 'What is kas?', chat_session_info: {} }))

@@ -32,17 +32,34 @@ export function createHttpApp(deps: AppDeps): express.Express {
   const openApiDocument = JSON.stringify(buildOpenApiDocument());
   const api = express.Router();
 
-  api.use(
-    express.json({
-      limit: '20mb',
-      // Clients that omit Content-Type still mean JSON; multipart uploads are handled by their own routes.
-      type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
-    }),
+  const jsonBody = express.json({
+    limit: '20mb',
+    // Clients that omit Content-Type still mean JSON; multipart uploads are handled by their own routes.
+    type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
+  });
+  // Whatever fails while reading a body (a corrupt gzip or brotli stream, a broken connection) is the
+  // request's fault; the mapping knows the parser's own errors (too large, bad JSON) by their type.
+  api.use((req, res, next) =>
+    jsonBody(req, res, (error?: unknown) =>
+      next(
+        error === undefined || (error as { type?: unknown }).type
+          ? error
+          : new AppError('VALIDATION_ERROR', 'Unreadable request body (check Content-Encoding)'),
+      ),
+    ),
   );
   api.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openApiDocument);
   });
   api.use('/docs', createDocsRouter());
+  api.use('/trpc', (req, res, next) => {
+    if (req.method === 'GET' || req.method === 'POST') return next();
+    sendError(
+      res,
+      new AppError('METHOD_NOT_ALLOWED', `${req.method} is not supported on /api/trpc (use GET or POST)`),
+      deps.logger,
+    );
+  });
   api.use(
     '/trpc',
     createExpressMiddleware({

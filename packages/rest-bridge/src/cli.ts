@@ -12,7 +12,7 @@ import {
   identityService,
   loadConfig,
   migrateToLatest,
-  type Role,
+  Role,
   startWorker,
   usersService,
   WORKER_TASKS,
@@ -110,11 +110,10 @@ async function reindex() {
   }
 }
 
-const ROLES = ['limited', 'basic', 'curator', 'admin'];
-
 function parseRole(value: string): Role {
-  if (!ROLES.includes(value)) fail(`--role must be limited, basic, curator or admin (got "${value}")`, 2);
-  return value as Role;
+  const role = Role.safeParse(value);
+  if (!role.success) fail(`--role must be one of ${Role.options.join(', ')} (got "${value}")`, 2);
+  return role.data as Role;
 }
 
 function parseDays(value: string | undefined): number | null {

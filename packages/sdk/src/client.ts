@@ -2,6 +2,7 @@ import createClient from 'openapi-fetch';
 import { type KasRestClient, unwrap } from './client-core.ts';
 import { agentsApi, groupsApi } from './domains/agents.ts';
 import { chatApi } from './domains/chat.ts';
+import { connectorsApi } from './domains/connectors.ts';
 import { documentsApi } from './domains/documents.ts';
 import type { components, paths } from './generated/openapi.ts';
 import { createTrpcClient, type KasTrpcClient, toApiError } from './trpc.ts';
@@ -45,6 +46,8 @@ export interface KasClient {
   documents: ReturnType<typeof documentsApi>;
   /** Chat: sessions, `stream()` and `send()`, sharing, history search, projects, uploads. */
   chat: ReturnType<typeof chatApi>;
+  /** Connectors, credentials, CC pairs, index attempts and progress. */
+  connectors: ReturnType<typeof connectorsApi>;
 }
 
 /**
@@ -97,6 +100,7 @@ export function createKasClient(options: KasClientOptions): KasClient {
     agents: agentsApi(rest),
     groups: groupsApi(rest),
     documents: documentsApi(rest),
+    connectors: connectorsApi(rest),
     chat: chatApi(rest, trpc, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
   };
 }

@@ -17,6 +17,13 @@ export {
   type SendMessageInput,
   type UploadFile,
 } from './domains/chat.ts';
+export type {
+  CcPair,
+  Connector,
+  ConnectorInput,
+  Credential,
+  IndexingProgress,
+} from './domains/connectors.ts';
 export type { IngestedDocument, SearchFilters } from './domains/documents.ts';
 export { ApiError, type ApiErrorCode } from './errors.ts';
 export { ERROR_CODES, type ErrorCode, RETRYABLE_ERROR_CODES } from './generated/errors.ts';

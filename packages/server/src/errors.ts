@@ -124,6 +124,28 @@ function fromTransport(error: object): AppError | undefined {
   return undefined;
 }
 
+/**
+ * Values the database refuses to store — a NUL character, a number beyond its column, a value too
+ * large for an index — are the caller's input, not our failure (recognised by their SQLSTATE, the
+ * same from Postgres and PGlite).
+ */
+function fromDatabase(error: object): AppError | undefined {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  if (code === '22003')
+    return new AppError('VALIDATION_ERROR', 'A number in the request is out of range (at most 2147483647)');
+  if (code === '22021' || code === '22P05')
+    return new AppError('VALIDATION_ERROR', 'The request contains a character that cannot be stored (NUL)');
+  if (code === '54000')
+    return new AppError(
+      'VALIDATION_ERROR',
+      'A value in the request is too large to be indexed (ids, tags and metadata values must stay under 2 KB)',
+    );
+  if (code.startsWith('22'))
+    return new AppError('VALIDATION_ERROR', 'A value in the request cannot be stored');
+  return undefined;
+}
+
 /** The one mapping from anything thrown to status, body, headers and retryability. */
 export function toErrorResponse(error: unknown): ErrorResponse {
   for (
@@ -132,7 +154,12 @@ export function toErrorResponse(error: unknown): ErrorResponse {
     current = current.cause, depth++
   ) {
     if (current instanceof AppError) return responseOf(current);
+    const refused = fromDatabase(current);
+    if (refused) return responseOf(refused);
   }
+  // A path whose percent-encoding does not decode (`%ff%fe`).
+  if (error instanceof URIError)
+    return responseOf(new AppError('VALIDATION_ERROR', 'Malformed percent-encoding in the URL'));
   if (typeof error === 'object' && error !== null) {
     const translated = fromTransport(error);
     if (translated) return responseOf(translated);

@@ -1,5 +1,5 @@
 export * as apiKeysService from './api-keys/api-keys.service.ts';
-export type { Actor, Role } from './auth/roles.ts';
+export { type Actor, Role } from './auth/roles.ts';
 export type { ChatStreamLine, SendMessageInput } from './chat/chat.schemas.ts';
 export * as chatService from './chat/chat.service.ts';
 export * from './config.ts';

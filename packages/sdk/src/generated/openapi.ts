@@ -1549,9 +1549,15 @@ export interface components {
             persona_name: string;
             project_id: number | null;
             messages: components["schemas"]["ChatMessageDetail"][];
-            /** @description ISO 8601 timestamp */
+            /**
+             * Format: date-time
+             * @description ISO 8601 timestamp
+             */
             time_created: string;
-            /** @description ISO 8601 timestamp */
+            /**
+             * Format: date-time
+             * @description ISO 8601 timestamp
+             */
             time_updated: string;
             shared_status: components["schemas"]["ChatSessionSharedStatus"];
             current_alternate_model: string | null;
@@ -1566,7 +1572,10 @@ export interface components {
             message: string;
             /** @enum {string} */
             message_type: "system" | "user" | "assistant";
-            /** @description ISO 8601 timestamp */
+            /**
+             * Format: date-time
+             * @description ISO 8601 timestamp
+             */
             time_sent: string;
             /** @description Map of citation number to document id */
             citations: {
@@ -1586,9 +1595,15 @@ export interface components {
             name: string;
             persona_id: number;
             project_id: number | null;
-            /** @description ISO 8601 timestamp */
+            /**
+             * Format: date-time
+             * @description ISO 8601 timestamp
+             */
             time_created: string;
-            /** @description ISO 8601 timestamp */
+            /**
+             * Format: date-time
+             * @description ISO 8601 timestamp
+             */
             time_updated: string;
             shared_status: components["schemas"]["ChatSessionSharedStatus"];
             current_alternate_model: string | null;

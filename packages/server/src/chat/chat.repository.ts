@@ -45,7 +45,7 @@ export function listSessions(
   db: DbExecutor,
   filter: {
     user_id: string;
-    before: string | undefined;
+    before: Date | undefined;
     project_id: number | undefined;
     only_non_project_chats: boolean;
     include_failed_chats: boolean;
@@ -57,7 +57,7 @@ export function listSessions(
     .selectAll('s')
     .where('s.user_id', '=', filter.user_id)
     .where('s.deleted', '=', false);
-  if (filter.before) query = query.where('s.time_created', '<', new Date(filter.before));
+  if (filter.before) query = query.where('s.time_created', '<', filter.before);
   if (filter.project_id !== undefined) query = query.where('s.project_id', '=', filter.project_id);
   else if (filter.only_non_project_chats) query = query.where('s.project_id', 'is', null);
   if (!filter.include_failed_chats) {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { BaseFilters, SearchDoc as BaseSearchDoc } from '../search/search.schemas.ts';
+import { Timestamp, TimestampInput } from '../timestamps.ts';
 
 export const ChatSessionId = z.uuid().meta({ description: 'Chat session id (UUID)' });
-const IsoDate = z.string().meta({ description: 'ISO 8601 timestamp' });
 export const SharedStatus = z.enum(['private', 'public']).meta({ id: 'ChatSessionSharedStatus' });
 export type SharedStatus = z.infer<typeof SharedStatus>;
 export const MessageType = z.enum(['system', 'user', 'assistant']);
@@ -36,7 +36,7 @@ export const ChatMessageDetail = z
     latest_child_message: z.number().int().nullable(),
     message: z.string(),
     message_type: MessageType,
-    time_sent: IsoDate,
+    time_sent: Timestamp,
     citations: Citations,
     context_docs: z.array(SearchDoc),
     files: z.array(FileDescriptor),
@@ -54,8 +54,8 @@ export const ChatSessionDetail = z
     persona_name: z.string(),
     project_id: z.number().int().nullable(),
     messages: z.array(ChatMessageDetail),
-    time_created: IsoDate,
-    time_updated: IsoDate,
+    time_created: Timestamp,
+    time_updated: Timestamp,
     shared_status: SharedStatus,
     current_alternate_model: z.string().nullable(),
     current_temperature_override: z.number().nullable(),
@@ -70,8 +70,8 @@ export const ChatSessionSummary = z
     name: z.string(),
     persona_id: z.number().int(),
     project_id: z.number().int().nullable(),
-    time_created: IsoDate,
-    time_updated: IsoDate,
+    time_created: Timestamp,
+    time_updated: Timestamp,
     shared_status: SharedStatus,
     current_alternate_model: z.string().nullable(),
     current_temperature_override: z.number().nullable(),
@@ -95,7 +95,7 @@ export const GetChatSessionInput = z.object({
 
 export const ListChatSessionsInput = z.object({
   page_size: z.number().int().min(1).max(100).default(50),
-  before: z.iso.datetime({ offset: true, local: true }).optional(),
+  before: TimestampInput.optional(),
   project_id: z.number().int().positive().optional(),
   only_non_project_chats: z.boolean().default(true),
   include_failed_chats: z.boolean().default(false),

@@ -11,6 +11,14 @@ export interface CitationOutput {
   cited: Array<{ citation_number: number; document_id: string }>;
 }
 
+/** A marker as the processor renders it, `[[n]](link)`, with the space before it. */
+const RENDERED = / ?\[\[\d+\]\]\([^)]*\)/g;
+
+/** An answer as streamed (markers rendered by the processor) without its markers: `answer_citationless`. */
+export function removeRenderedCitations(answer: string): string {
+  return answer.replace(RENDERED, '');
+}
+
 const OPENERS = '[［【';
 const MARKER = /^(?:\[\[|\[|［|【)\s*(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\s*(?:\]\]|\]|］|】)/;
 const PARTIAL = /^(?:\[\[?|［|【)[\d\s,，]*\]?$/;

@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer';
+import { countTokens } from '../documents/chunking.ts';
 import type { LlmMessage } from '../llm/llm.types.ts';
 import type { ChatPersona } from './persona.ts';
 

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import { contentWords } from '../llm/builtin.ts';
 import * as searchService from '../search/search.service.ts';
 import type { SearchIndex } from '../search/search-index.ts';
+import { chunkKey } from '../search/search-index.ts';
 import type { SearchDoc } from './chat.schemas.ts';
 
 export type RetrievedChunk = searchService.SearchChunk;
@@ -26,11 +27,8 @@ export async function retrieve(args: {
   const strict = await searchService.searchChunks({ ...args, fallbacks: !relaxable });
   if (strict.length >= RELAXED_BELOW || !relaxable) return strict;
   const relaxed = await searchService.searchChunks({ ...args, query: words.join(' or ') });
-  const seen = new Set(strict.map((c) => `${c.document_id}\u0000${c.chunk_id}`));
-  return [...strict, ...relaxed.filter((c) => !seen.has(`${c.document_id}\u0000${c.chunk_id}`))].slice(
-    0,
-    args.limit,
-  );
+  const seen = new Set(strict.map((c) => chunkKey(c)));
+  return [...strict, ...relaxed.filter((c) => !seen.has(chunkKey(c)))].slice(0, args.limit);
 }
 
 const RELAXED_BELOW = 5;
@@ -51,18 +49,7 @@ export async function assertDocumentSetsAccessible({
 
 export function toSearchDoc(chunk: RetrievedChunk): SearchDoc {
   return {
-    document_id: chunk.document_id,
-    chunk_ind: chunk.chunk_id,
-    semantic_identifier: chunk.semantic_identifier,
-    link: chunk.link,
-    blurb: chunk.blurb,
-    source_type: chunk.source_type,
-    boost: chunk.boost,
-    hidden: chunk.hidden,
-    metadata: chunk.metadata,
-    score: chunk.score,
-    match_highlights: chunk.match_highlights,
-    updated_at: chunk.updated_at,
+    ...searchService.toSearchDoc(chunk),
     primary_owners: null,
     secondary_owners: null,
     is_internet: false,

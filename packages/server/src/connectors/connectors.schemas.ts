@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IsoTimestamp } from '../documents/documents.schemas.ts';
+import { TimestampInput } from '../timestamps.ts';
 
 export const AccessType = z.enum(['public', 'private', 'sync']).meta({ id: 'AccessType' });
 export const InputType = z.enum(['poll', 'event', 'load_state']).meta({ id: 'ConnectorInputType' });
@@ -22,7 +22,7 @@ export const ConnectorCreateInput = z
     access_type: AccessType,
     refresh_freq: Freq.meta({ description: 'Seconds between re-syncs (≥ 60); null: index once' }),
     prune_freq: Freq.meta({ description: 'Seconds between prunes of deleted documents (≥ 300)' }),
-    indexing_start: IsoTimestamp.nullish(),
+    indexing_start: TimestampInput.nullish(),
     groups: z
       .array(z.number().int())
       .optional()

@@ -155,33 +155,3 @@ export async function replaceGroups(db: DbExecutor, id: number, groupIds: number
       .execute();
   }
 }
-
-export function existingCcPairIds(db: DbExecutor, ids: number[]) {
-  if (!ids.length) return Promise.resolve([] as number[]);
-  return db
-    .selectFrom('cc_pairs')
-    .select('id')
-    .where('id', 'in', ids)
-    .execute()
-    .then((rows) => rows.map((r) => r.id));
-}
-
-export function existingUserIds(db: DbExecutor, ids: string[]) {
-  if (!ids.length) return Promise.resolve([] as string[]);
-  return db
-    .selectFrom('users')
-    .select('id')
-    .where('id', 'in', ids)
-    .execute()
-    .then((rows) => rows.map((r) => r.id));
-}
-
-export function existingGroupIds(db: DbExecutor, ids: number[]) {
-  if (!ids.length) return Promise.resolve([] as number[]);
-  return db
-    .selectFrom('user_groups')
-    .select('id')
-    .where('id', 'in', ids)
-    .execute()
-    .then((rows) => rows.map((r) => r.id));
-}

@@ -1,10 +1,13 @@
 import type { Actor } from '../auth/roles.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Db, DbExecutor } from '../db/database.ts';
+import * as documentsRepository from '../documents/documents.repository.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { SearchIndex } from '../search/search-index.ts';
+import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
+import * as usersRepository from '../users/users.repository.ts';
 import * as documentSetsRepository from './document-sets.repository.ts';
 import type { CreateDocumentSetInput, DocumentSet, UpdateDocumentSetInput } from './document-sets.schemas.ts';
 
@@ -27,11 +30,11 @@ async function checkReferences(
     const found = new Set(await find(unique));
     return unique.filter((id) => !found.has(id));
   };
-  const pairs = await missing(input.cc_pair_ids, (ids) => documentSetsRepository.existingCcPairIds(db, ids));
+  const pairs = await missing(input.cc_pair_ids, (ids) => documentsRepository.findExistingCcPairIds(db, ids));
   if (pairs.length) throw new AppError('INVALID_INPUT', `CC pair ${pairs.join(', ')} does not exist`);
-  const users = await missing(input.users, (ids) => documentSetsRepository.existingUserIds(db, ids));
+  const users = await missing(input.users, (ids) => usersRepository.findExistingUserIds(db, ids));
   if (users.length) throw new AppError('INVALID_INPUT', `User ${users.join(', ')} does not exist`);
-  const groups = await missing(input.groups, (ids) => documentSetsRepository.existingGroupIds(db, ids));
+  const groups = await missing(input.groups, (ids) => userGroupsRepository.findExistingGroupIds(db, ids));
   if (groups.length) throw new AppError('INVALID_INPUT', `User group ${groups.join(', ')} does not exist`);
 }
 

@@ -114,24 +114,17 @@ export async function setCcPairGroups(db: DbExecutor, ccPairId: number, groupIds
   }
 }
 
-export function ccPairExists(db: DbExecutor, id: number) {
-  return db.selectFrom('cc_pairs').select('id').where('id', '=', id).executeTakeFirst();
+/** The subset of `ids` that name existing CC pairs. */
+export async function findExistingCcPairIds(db: DbExecutor, ids: readonly number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.selectFrom('cc_pairs').select('id').where('id', 'in', ids).execute();
+  return rows.map((r) => r.id);
 }
 
 /** The stored state that decides what an ingestion call does; locks the row for the transaction. */
-export function findDocumentState(db: DbExecutor, id: string) {
-  return db
-    .selectFrom('documents as d')
-    .select([
-      'd.content_hash',
-      'd.from_ingestion_api',
-      sql<number[]>`array(SELECT o.cc_pair_id FROM document_by_cc_pair o WHERE o.document_id = d.id)`.as(
-        'cc_pair_ids',
-      ),
-    ])
-    .where('d.id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
+/** One document's state, its row locked for the transaction (the one-id case of `findDocumentStates`). */
+export async function findDocumentState(db: DbExecutor, id: string): Promise<DocumentState | undefined> {
+  return (await findDocumentStates(db, [id])).get(id);
 }
 
 export interface DocumentRow {
@@ -209,9 +202,15 @@ export async function insertNewDocument(db: DbExecutor, row: DocumentRow, chunks
 }
 
 /** The stored state of these documents (those that exist), locking their rows for the transaction. */
-export async function findDocumentStates(db: DbExecutor, ids: string[]) {
-  if (!ids.length)
-    return new Map<string, { content_hash: string; from_ingestion_api: boolean; cc_pair_ids: number[] }>();
+export interface DocumentState {
+  content_hash: string;
+  from_ingestion_api: boolean;
+  cc_pair_ids: number[];
+}
+
+/** What ingestion needs to know of existing documents, their rows locked for the transaction. */
+export async function findDocumentStates(db: DbExecutor, ids: string[]): Promise<Map<string, DocumentState>> {
+  if (!ids.length) return new Map();
   const rows = await db
     .selectFrom('documents as d')
     .select([

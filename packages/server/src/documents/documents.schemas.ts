@@ -1,12 +1,5 @@
 import { z } from 'zod';
-
-/** ISO 8601 date or date-time; a time without offset is UTC. */
-export const IsoTimestamp = z
-  .union([z.iso.datetime({ offset: true, local: true }), z.iso.date()])
-  .transform(
-    (value) => new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(value) || value.length === 10 ? value : `${value}Z`),
-  )
-  .meta({ type: 'string', format: 'date-time' });
+import { TimestampInput } from '../timestamps.ts';
 
 export const Section = z
   .object({
@@ -49,7 +42,7 @@ export const IngestedDocument = z
       .record(z.string(), z.union([MetadataValue, z.array(MetadataValue)]))
       .nullish()
       .meta({ description: 'Values are strings or arrays of strings; each key/value pair is also a tag' }),
-    doc_updated_at: IsoTimestamp.nullish().meta({ description: 'Default: the current time' }),
+    doc_updated_at: TimestampInput.nullish().meta({ description: 'Default: the current time' }),
     title: z
       .string()
       .max(1024)

@@ -1,5 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { CreatedAt } from '../db/schema.ts';
+import type { Owner as OwnerInput } from './documents.schemas.ts';
 
 type Json<T> = ColumnType<T, string, string>;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -61,13 +62,8 @@ export interface DocumentSetCcPairsTable {
   cc_pair_id: number;
 }
 
-export interface Owner {
-  display_name?: string | undefined;
-  first_name?: string | undefined;
-  middle_initial?: string | undefined;
-  last_name?: string | undefined;
-  email?: string | undefined;
-}
+/** An owner as stored: the API's `DocumentOwner` without its null fields. */
+export type Owner = { [K in keyof OwnerInput]?: NonNullable<OwnerInput[K]> };
 
 export interface DocumentsTable {
   id: string;

@@ -1,7 +1,7 @@
-import { countTokens } from 'gpt-tokenizer';
 import type { Actor } from '../auth/roles.ts';
 import type { FileDescriptor } from '../chat/chat.schemas.ts';
 import type { ServiceContext } from '../context.ts';
+import { countTokens } from '../documents/chunking.ts';
 import { AppError } from '../errors.ts';
 import { extractText, kindOf } from './files.parse.ts';
 import * as filesRepository from './files.repository.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TimestampString } from '../timestamps.ts';
 import { ToolSnapshot } from '../tools/tools.schemas.ts';
 import { MinimalUserSnapshot } from '../users/users.schemas.ts';
 
@@ -94,10 +95,6 @@ export const FullPersonaSnapshot = z
   .meta({ id: 'FullPersonaSnapshot' });
 export type FullPersonaSnapshot = z.infer<typeof FullPersonaSnapshot>;
 
-const IsoDateTime = z
-  .union([z.iso.datetime({ offset: true, local: true }), z.iso.date()])
-  .meta({ description: 'ISO 8601 date or date-time; without an offset it is UTC' });
-
 const upsertFields = {
   name: z.string().trim().min(1).max(255),
   description: z.string().max(10_000),
@@ -113,7 +110,7 @@ const upsertFields = {
   starter_messages: z.array(StarterMessage).nullable(),
   users: z.array(z.uuid()),
   groups: z.array(Id),
-  search_start_date: IsoDateTime.nullable(),
+  search_start_date: TimestampString.nullable(),
   label_ids: z.array(Id).nullable(),
   is_featured: z.boolean(),
   display_priority: Int32.nullable(),

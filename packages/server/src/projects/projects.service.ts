@@ -31,7 +31,7 @@ export async function getOwnedProject({
   const row = await projectsRepository.findProject(ctx.db, projectId);
   if (!row) throw new AppError('PROJECT_NOT_FOUND', `Project ${projectId} not found`);
   if (row.user_id !== actor.user_id)
-    throw new AppError('INSUFFICIENT_PERMISSIONS', `Project ${projectId} belongs to another user`);
+    throw new AppError('PROJECT_NOT_FOUND', `Project ${projectId} not found`);
   return toProject(row);
 }
 

@@ -3,6 +3,7 @@ import type { Embedder } from './embeddings.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { SearchHit, SearchIndex } from './search-index.ts';
+import { chunkKey } from './search-index.ts';
 
 /** The reciprocal rank fusion constant (the usual 60). */
 const RRF_K = 60;
@@ -12,7 +13,7 @@ export function reciprocalRankFusion(lists: SearchHit[][], limit: number, k = RR
   const fused = new Map<string, SearchHit>();
   for (const list of lists) {
     list.forEach((hit, rank) => {
-      const key = `${hit.document_id}\u0000${hit.chunk_id}`;
+      const key = chunkKey(hit);
       const current = fused.get(key);
       const add = 1 / (k + rank + 1);
       if (current) current.score += add;

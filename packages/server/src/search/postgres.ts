@@ -2,6 +2,7 @@ import type { Db } from '../db/database.ts';
 import { parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
+import { chunkKey } from './search-index.ts';
 
 /** Chunks ranked per arm of the candidate set (title matches, any matches). */
 export const DEFAULT_CANDIDATE_CAP = 1000;
@@ -23,10 +24,10 @@ export function vocabularyOf(document: IndexedDocument): string[] {
 
 /** Appends fallback hits after the ones already found, scored below them so the order stays by score. */
 function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): SearchHit[] {
-  const seen = new Set(hits.map((h) => `${h.document_id}\u0000${h.chunk_id}`));
+  const seen = new Set(hits.map((h) => chunkKey(h)));
   const floor = hits.length ? Math.min(...hits.map((h) => h.score)) : Number.POSITIVE_INFINITY;
   const added = more
-    .filter((h) => !seen.has(`${h.document_id}\u0000${h.chunk_id}`))
+    .filter((h) => !seen.has(chunkKey(h)))
     .map((h) => ({ ...h, score: Math.min(h.score * 0.5, floor * 0.99) }));
   return [...hits, ...added].slice(0, limit);
 }

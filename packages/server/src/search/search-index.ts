@@ -103,3 +103,8 @@ export function decodeTag(tag: string): { tag_key: string; tag_value: string } {
   const at = tag.indexOf(TAG_SEPARATOR);
   return { tag_key: tag.slice(0, at), tag_value: tag.slice(at + 1) };
 }
+
+/** The one key of a chunk across result lists (fusion, de-duplication, joins with rows). */
+export function chunkKey(chunk: { document_id: string; chunk_id: number }): string {
+  return `${chunk.document_id}\u0000${chunk.chunk_id}`;
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IsoTimestamp } from '../documents/documents.schemas.ts';
+import { TimestampInput } from '../timestamps.ts';
 
 export const Tag = z
   .object({ tag_key: z.string().min(1), tag_value: z.string() })
@@ -13,7 +13,9 @@ export const BaseFilters = z
       .array(z.string())
       .nullish()
       .meta({ description: 'Only documents in these document sets (names)' }),
-    time_cutoff: IsoTimestamp.nullish().meta({ description: 'Only documents updated at or after this time' }),
+    time_cutoff: TimestampInput.nullish().meta({
+      description: 'Only documents updated at or after this time',
+    }),
     tags: z.array(Tag).nullish().meta({ description: 'Only documents with any of these tags' }),
   })
   .meta({ id: 'BaseFilters' });

@@ -8,7 +8,13 @@ import * as userGroupsRepository from '../user-groups/user-groups.repository.ts'
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
-import { type AccessScope, encodeTag, type IndexFilters, type SearchIndex } from './search-index.ts';
+import {
+  type AccessScope,
+  chunkKey,
+  encodeTag,
+  type IndexFilters,
+  type SearchIndex,
+} from './search-index.ts';
 
 type Deps = ServiceContext<'db' | 'search'>;
 
@@ -144,11 +150,11 @@ export async function searchChunks({
   if (indexFilters.document_sets?.length === 0) return [];
   const hits = await ctx.search.search({ query, filters: indexFilters, access, limit, fallbacks });
   const rows = await searchRepository.loadChunks(ctx.db, hits, access);
-  const byKey = new Map(rows.map((r) => [`${r.document_id}\u0000${r.chunk_id}`, r]));
+  const byKey = new Map(rows.map((r) => [chunkKey(r), r]));
   const words = parseQuery(query).positiveWords;
   const chunks: SearchChunk[] = [];
   for (const hit of hits) {
-    const row = byKey.get(`${hit.document_id}\u0000${hit.chunk_id}`);
+    const row = byKey.get(chunkKey(hit));
     if (!row) continue;
     chunks.push({
       document_id: row.document_id,
@@ -168,6 +174,24 @@ export async function searchChunks({
     });
   }
   return chunks;
+}
+
+/** The one mapping from a retrieved chunk to the API's `SearchDoc` (admin search and chat). */
+export function toSearchDoc(chunk: SearchChunk): SearchDoc {
+  return {
+    document_id: chunk.document_id,
+    chunk_ind: chunk.chunk_id,
+    semantic_identifier: chunk.semantic_identifier,
+    link: chunk.link,
+    blurb: chunk.blurb,
+    source_type: chunk.source_type,
+    score: chunk.score,
+    match_highlights: chunk.match_highlights,
+    updated_at: chunk.updated_at,
+    metadata: chunk.metadata,
+    boost: chunk.boost,
+    hidden: chunk.hidden,
+  };
 }
 
 /** Chunks retrieved per admin search; results are then one per document. */
@@ -196,20 +220,7 @@ export async function adminSearch({
   for (const chunk of chunks) {
     if (seen.has(chunk.document_id)) continue;
     seen.add(chunk.document_id);
-    documents.push({
-      document_id: chunk.document_id,
-      chunk_ind: chunk.chunk_id,
-      semantic_identifier: chunk.semantic_identifier,
-      link: chunk.link,
-      blurb: chunk.blurb,
-      source_type: chunk.source_type,
-      score: chunk.score,
-      match_highlights: chunk.match_highlights,
-      updated_at: chunk.updated_at,
-      metadata: chunk.metadata,
-      boost: chunk.boost,
-      hidden: chunk.hidden,
-    });
+    documents.push(toSearchDoc(chunk));
     if (documents.length >= ADMIN_SEARCH_DOCUMENTS) break;
   }
   return { documents };

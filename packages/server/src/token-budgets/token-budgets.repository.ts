@@ -84,7 +84,3 @@ export function usageSince(
     );
   return query.executeTakeFirstOrThrow();
 }
-
-export async function groupExists(db: DbExecutor, id: number): Promise<boolean> {
-  return !!(await db.selectFrom('user_groups').select('id').where('id', '=', id).executeTakeFirst());
-}

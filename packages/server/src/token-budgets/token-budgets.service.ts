@@ -2,6 +2,7 @@ import type { Actor } from '../auth/roles.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
+import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
 import * as tokenBudgetsRepository from './token-budgets.repository.ts';
 import type { TokenBudget, TokenBudgetArgs } from './token-budgets.schemas.ts';
 
@@ -36,8 +37,8 @@ export async function createBudget({
   input: TokenBudgetArgs;
 }): Promise<TokenBudget> {
   if (groupId !== null) {
-    const exists = await tokenBudgetsRepository.groupExists(ctx.db, groupId);
-    if (!exists) throw new AppError('USER_GROUP_NOT_FOUND', `User group ${groupId} not found`);
+    const exists = await userGroupsRepository.findExistingGroupIds(ctx.db, [groupId]);
+    if (!exists.length) throw new AppError('USER_GROUP_NOT_FOUND', `User group ${groupId} not found`);
   }
   const { id } = await tokenBudgetsRepository.insertBudget(ctx.db, { scope, group_id: groupId, ...input });
   return (await tokenBudgetsRepository.findBudget(ctx.db, id))!;

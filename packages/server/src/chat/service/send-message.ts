@@ -1,11 +1,12 @@
 import type { Actor } from '../../auth/roles.ts';
-import { AppError, type ErrorCode } from '../../errors.ts';
+import { AppError, ERROR_CODES, type ErrorCode } from '../../errors.ts';
 import * as filesService from '../../files/files.service.ts';
 import * as projectsService from '../../projects/projects.service.ts';
 import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
 import type { MessageRow, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
+import { removeRenderedCitations } from '../citations.ts';
 import { loadPersona } from '../persona.ts';
 import { tokens } from '../prompt.ts';
 import { assertDocumentSetsAccessible } from '../retrieval.ts';
@@ -304,13 +305,15 @@ export async function sendMessage({
       toolCalls.at(-1)!.search_docs = obj.documents;
   }
   if (error) {
-    const code = (error.error_code in ERROR_CODES ? error.error_code : 'INTERNAL_ERROR') as ErrorCode;
+    const code = (ERROR_CODES as string[]).includes(error.error_code)
+      ? (error.error_code as ErrorCode)
+      : 'INTERNAL_ERROR';
     throw new AppError(code, error.error);
   }
   const citations = Object.fromEntries(citationInfo.map((c) => [String(c.citation_number), c.document_id]));
   return {
     answer,
-    answer_citationless: answer.replace(/ ?\[\[\d+\]\]\([^)]*\)/g, ''),
+    answer_citationless: removeRenderedCitations(answer),
     chat_message_id: run.assistantMessageId,
     message_id: run.assistantMessageId,
     user_message_id: run.userMessageId,
@@ -324,12 +327,3 @@ export async function sendMessage({
     error_msg: null,
   };
 }
-
-const ERROR_CODES: Record<string, true> = {
-  LLM_PROVIDER_ERROR: true,
-  INSUFFICIENT_PERMISSIONS: true,
-  RATE_LIMITED: true,
-  INVALID_INPUT: true,
-  BAD_REQUEST: true,
-  INTERNAL_ERROR: true,
-};

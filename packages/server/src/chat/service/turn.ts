@@ -7,6 +7,7 @@ import {
   type LlmSource,
   type LlmToolCall,
 } from '../../llm/llm.types.ts';
+import { chunkKey } from '../../search/search-index.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatStreamLine, PacketObj, SearchDoc, SearchFilters } from '../chat.schemas.ts';
 import { type CitableDocument, CitationProcessor } from '../citations.ts';
@@ -164,7 +165,7 @@ export async function runTurn({
     checkStop();
     const merged = new Map<string, RetrievedChunk>();
     for (const chunk of results.flat()) {
-      const key = `${chunk.document_id}\u0000${chunk.chunk_id}`;
+      const key = chunkKey(chunk);
       const seen = merged.get(key);
       if (!seen || (chunk.score ?? 0) > (seen.score ?? 0)) merged.set(key, chunk);
     }

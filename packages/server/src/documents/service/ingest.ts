@@ -11,7 +11,6 @@ function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === '23505';
 }
 
-type DocumentState = NonNullable<Awaited<ReturnType<typeof documentsRepository.findDocumentState>>>;
 interface Outcome {
   existed: boolean;
   changed: boolean;
@@ -20,7 +19,7 @@ interface Outcome {
 /** Within a transaction that locked the existing row: replace it, add an owner, or leave it alone. */
 async function updateExisting(
   trx: DbExecutor,
-  state: DocumentState,
+  state: documentsRepository.DocumentState,
   row: documentsRepository.DocumentRow,
   chunks: Chunk[],
   ccPairId: number,

@@ -47,7 +47,7 @@ export async function listCcPairDocuments({
   ctx: Deps;
   ccPairId: number;
 }): Promise<DocMinimalInfo[]> {
-  if (!(await documentsRepository.ccPairExists(ctx.db, ccPairId))) {
+  if (!(await documentsRepository.findExistingCcPairIds(ctx.db, [ccPairId])).length) {
     throw new AppError('CC_PAIR_NOT_FOUND', `CC pair ${ccPairId} not found`);
   }
   return documentsRepository.listCcPairDocuments(ctx.db, ccPairId);

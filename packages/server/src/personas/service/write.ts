@@ -2,6 +2,7 @@ import type { Actor } from '../../auth/roles.ts';
 import type { Db, DbExecutor } from '../../db/database.ts';
 import * as documentSetsRepository from '../../document-sets/document-sets.repository.ts';
 import { AppError } from '../../errors.ts';
+import { parseTimestamp } from '../../timestamps.ts';
 import * as toolsRepository from '../../tools/tools.repository.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 import { missingIds } from '../../user-groups/user-groups.service.ts';
@@ -26,13 +27,6 @@ import {
 } from './shared.ts';
 
 /** ISO date or date-time; a date-time without an offset is taken as UTC. */
-function parseStartDate(value: string | null | undefined): Date | null | undefined {
-  if (value == null) return value;
-  const time = value.split('T')[1];
-  if (time !== undefined && !/(z|[+-]\d{2}(:?\d{2})?)$/i.test(time)) return new Date(`${value}Z`);
-  return new Date(value);
-}
-
 function unique<T>(values: readonly T[] | null | undefined): T[] | undefined {
   return values == null ? undefined : [...new Set(values)];
 }
@@ -152,7 +146,7 @@ export async function createPersona({
       llm_model_provider_override: input.llm_model_provider_override ?? null,
       llm_model_version_override: input.llm_model_version_override ?? null,
       starter_messages: input.starter_messages ?? [],
-      search_start_date: parseStartDate(input.search_start_date) ?? null,
+      search_start_date: input.search_start_date ? parseTimestamp(input.search_start_date) : null,
       owner_id: ctx.actor.user_id,
     });
     await writeLinks(trx, row.id, links);
@@ -194,7 +188,8 @@ export async function updatePersona({
       llm_model_provider_override: input.llm_model_provider_override,
       llm_model_version_override: input.llm_model_version_override,
       starter_messages: input.starter_messages === null ? [] : input.starter_messages,
-      search_start_date: parseStartDate(input.search_start_date),
+      search_start_date:
+        input.search_start_date == null ? input.search_start_date : parseTimestamp(input.search_start_date),
     });
     await writeLinks(trx, id, links);
   });

@@ -1,0 +1,230 @@
+/**
+ * Connectors benchmark: a generated local website of BENCH_WEB_PAGES pages (default 20,000, ~300
+ * words each, linked) indexed by the web connector through the scheduler and worker.
+ *   1. pages/s end to end on the embedded database and on Postgres (targets ≥ 150 and ≥ 400), with the
+ *      peak RSS of the worker process (target < 400 MB; with PGlite the database lives in it too);
+ *   2. pause latency: from the pause request until the running attempt has handed itself back (≤ 5 s);
+ *   3. two workers on one Postgres indexing a four-section site as four pairs: every page fetched and
+ *      indexed exactly once.
+ * The site runs in its own process; the worker (kas's scheduler pass, as `kas worker` runs it) in this one.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type Actor,
+  type AppDeps,
+  apiKeysService,
+  configFrom,
+  createRuntime,
+  type Runtime,
+} from '@kas/server';
+import { apiKeyActor } from '@kas/server/auth/roles.ts';
+import * as connectorsService from '@kas/server/connectors/connectors.service.ts';
+import { schedulerPass } from '@kas/server/connectors/scheduler.ts';
+import { sql } from 'kysely';
+import { startPostgres } from '../harness/postgres.ts';
+
+const PAGES = Number(process.env.BENCH_WEB_PAGES ?? 20_000);
+const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
+
+async function startSite(pages: number, sections: number): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(
+    process.execPath,
+    [join(import.meta.dirname, 'connectors-site.ts'), String(pages), String(sections)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()).port));
+    child.once('exit', () => reject(new Error('site exited')));
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+async function hits(site: string) {
+  return (await (await fetch(`${site}/__hits`)).json()) as { total: number; distinct: number; max: number };
+}
+
+async function open(env: Record<string, string>): Promise<{ runtime: Runtime; actor: Actor }> {
+  const config = configFrom({
+    KAS_LOG_LEVEL: 'error',
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_CONNECTOR_CONCURRENCY: '2',
+    KAS_RATE_LIMIT_PER_MINUTE: '0',
+    ...env,
+  });
+  const runtime = await createRuntime(config, { skipBootstrap: true });
+  const key = await apiKeysService.createApiKey({
+    ctx: runtime.deps,
+    input: { role: 'admin', name: 'bench' },
+  });
+  return { runtime, actor: apiKeyActor({ user_id: key.user_id, role: 'admin', api_key_id: key.api_key_id }) };
+}
+
+async function webPair(deps: AppDeps, actor: Actor, baseUrl: string, name: string) {
+  const { id } = await connectorsService.createConnector({
+    ctx: deps,
+    actor,
+    input: {
+      name,
+      source: 'web',
+      input_type: 'load_state',
+      connector_specific_config: { base_url: baseUrl, web_connector_type: 'recursive' },
+      access_type: 'public',
+    },
+  });
+  const credential = await connectorsService.createCredential({
+    ctx: deps,
+    actor,
+    input: { source: 'web', credential_json: {}, admin_public: true, curator_public: false, groups: [] },
+  });
+  const pair = await connectorsService.createPair({
+    ctx: deps,
+    actor,
+    input: { connector_id: id, credential_id: credential.id, name, access_type: 'public', groups: [] },
+  });
+  return pair.data as number;
+}
+
+async function attemptStatuses(deps: AppDeps): Promise<string[]> {
+  const rows = await sql<{ status: string }>`SELECT status FROM index_attempts ORDER BY id`.execute(deps.db);
+  return rows.rows.map((r) => r.status);
+}
+
+/** Runs scheduler passes until no attempt is open, sampling RSS. */
+async function drain(deps: AppDeps, peak: { rss: number }, signal = new AbortController().signal) {
+  const sampler = setInterval(() => {
+    peak.rss = Math.max(peak.rss, process.memoryUsage().rss);
+  }, 200);
+  try {
+    for (;;) {
+      await schedulerPass(deps, signal);
+      const open = (await attemptStatuses(deps)).filter((s) => s === 'not_started' || s === 'in_progress');
+      if (!open.length || signal.aborted) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+async function throughput(database: 'embedded' | 'postgres') {
+  const site = await startSite(PAGES, 1);
+  const postgres = database === 'postgres' ? await startPostgres() : undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-web-'));
+  const { runtime, actor } = await open(
+    postgres ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY } : { KAS_DATA_DIR: dataDir },
+  );
+  try {
+    const peak = { rss: process.memoryUsage().rss };
+    const started = performance.now();
+    const pairId = await webPair(runtime.deps, actor, `${site.url}/s0/`, 'bench site');
+    await drain(runtime.deps, peak);
+    const seconds = (performance.now() - started) / 1000;
+    const docs = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM document_by_cc_pair WHERE cc_pair_id = ${pairId}`.execute(
+      runtime.deps.db,
+    );
+    const indexed = docs.rows[0]?.n ?? 0;
+    const fetched = await hits(site.url);
+    console.log(
+      `${database}: ${indexed} of ${PAGES} pages indexed in ${seconds.toFixed(1)} s = ${(indexed / seconds).toFixed(0)} pages/s ` +
+        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${(peak.rss / 2 ** 20).toFixed(0)} MB; ` +
+        `site requests ${fetched.total}, distinct pages ${fetched.distinct}, attempts ${(await attemptStatuses(runtime.deps)).join(',')}`,
+    );
+    if (database === 'embedded') await pauseLatency(runtime.deps, actor, site.url);
+  } finally {
+    await runtime.close();
+    await postgres?.stop();
+    site.child.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function pauseLatency(deps: AppDeps, actor: Actor, site: string) {
+  await fetch(`${site}/__reset`);
+  const pairId = await webPair(deps, actor, `${site}/s0/`, 'pause test');
+  const peak = { rss: 0 };
+  const running = drain(deps, peak);
+  for (;;) {
+    const row = await sql<{
+      n: number;
+    }>`SELECT coalesce(max(docs_done), 0)::int AS n FROM index_attempts WHERE cc_pair_id = ${pairId}`.execute(
+      deps.db,
+    );
+    if ((row.rows[0]?.n ?? 0) >= Math.min(500, PAGES / 4)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const pausedAt = performance.now();
+  await connectorsService.setPairStatus({ ctx: deps, actor, id: pairId, status: 'paused' });
+  for (;;) {
+    const open = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM index_attempts WHERE cc_pair_id = ${pairId} AND status = 'in_progress'`.execute(
+      deps.db,
+    );
+    if ((open.rows[0]?.n ?? 0) === 0) break;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const latency = performance.now() - pausedAt;
+  const before = await hits(site);
+  await new Promise((r) => setTimeout(r, 1500));
+  const after = await hits(site);
+  console.log(
+    `pause: running attempt handed back ${latency.toFixed(0)} ms after the pause request (target ≤ 5000 ms); ` +
+      `site requests in the 1.5 s after: ${after.total - before.total}`,
+  );
+  await connectorsService.setPairStatus({ ctx: deps, actor, id: pairId, status: 'active' });
+  await running;
+  await drain(deps, peak);
+}
+
+async function twoWorkers() {
+  const sections = 4;
+  const site = await startSite(PAGES, sections);
+  const postgres = await startPostgres();
+  const env = { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY };
+  const one = await open(env);
+  const two = await open(env);
+  try {
+    for (let s = 0; s < sections; s++)
+      await webPair(one.runtime.deps, one.actor, `${site.url}/s${s}/`, `section ${s}`);
+    const started = performance.now();
+    const peak = { rss: 0 };
+    await Promise.all([drain(one.runtime.deps, peak), drain(two.runtime.deps, peak)]);
+    const seconds = (performance.now() - started) / 1000;
+    const fetched = await hits(site.url);
+    const owned = await sql<{ n: number; d: number }>`
+      SELECT count(*)::int AS n, count(DISTINCT document_id)::int AS d FROM document_by_cc_pair`.execute(
+      one.runtime.deps.db,
+    );
+    const workers = await sql<{ worker_id: string }>`SELECT DISTINCT worker_id FROM index_attempts`.execute(
+      one.runtime.deps.db,
+    );
+    const exactlyOnce =
+      fetched.distinct === PAGES &&
+      fetched.max === 1 &&
+      owned.rows[0]?.n === PAGES &&
+      owned.rows[0]?.d === PAGES;
+    console.log(
+      `two workers on one Postgres: ${PAGES} pages in ${seconds.toFixed(1)} s = ${(PAGES / seconds).toFixed(0)} pages/s; ` +
+        `pages fetched ${fetched.distinct} (most requests for one page: ${fetched.max}), documents ${owned.rows[0]?.n}; ` +
+        `attempts run by ${workers.rows.length} workers; every page exactly once: ${exactlyOnce ? 'yes' : 'NO'}`,
+    );
+    if (!exactlyOnce) process.exitCode = 1;
+  } finally {
+    await one.runtime.close();
+    await two.runtime.close();
+    await postgres.stop();
+    site.child.kill();
+  }
+}
+
+const only = process.argv[2];
+if (!only || only === 'embedded') await throughput('embedded');
+if (!only || only === 'postgres') await throughput('postgres');
+if (!only || only === 'two-workers') await twoWorkers();
