@@ -1,6 +1,8 @@
 import { type AppDeps, AppError, appRouter, createInnerContext, toErrorResponse } from '@kas/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import cors from 'cors';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
 import { registerChatRoutes } from './chat-routes.ts';
 import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
@@ -14,6 +16,7 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
   });
   return createInnerContext(deps, {
     authorization: req.headers.authorization,
+    clientAddress: req.socket.remoteAddress,
     setHeader: (name, value) => {
       if (!res.headersSent) res.setHeader(name, value);
     },
@@ -27,13 +30,41 @@ export function createHttpApp(deps: AppDeps): express.Express {
   app.disable('x-powered-by');
   // API answers are not cached by validators: hashing every body for an ETag costs more than it saves.
   app.set('etag', false);
+  // Security headers on every answer; the CSP lets /api/docs load only its own scripts and styles.
+  app.use(
+    helmet({
+      contentSecurityPolicy: {
+        directives: {
+          'img-src': ["'self'", 'data:'],
+          'style-src': ["'self'", "'unsafe-inline'"],
+          'upgrade-insecure-requests': null,
+        },
+      },
+      strictTransportSecurity: false,
+      crossOriginResourcePolicy: { policy: deps.config.KAS_CORS_ORIGINS ? 'cross-origin' : 'same-origin' },
+    }),
+  );
+  // CORS is off unless KAS_CORS_ORIGINS names the browser origins that may call the API.
+  const origins = deps.config.KAS_CORS_ORIGINS?.split(',')
+    .map((origin) => origin.trim())
+    .filter(Boolean);
+  if (origins?.length)
+    app.use(
+      '/api',
+      cors({
+        origin: origins,
+        allowedHeaders: ['authorization', 'content-type', 'content-encoding', 'trpc-accept', 'x-trpc-source'],
+        exposedHeaders: ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
+        maxAge: 600,
+      }),
+    );
   app.set('query parser', 'simple');
 
   const openApiDocument = JSON.stringify(buildOpenApiDocument());
   const api = express.Router();
 
   const jsonBody = express.json({
-    limit: '20mb',
+    limit: `${deps.config.KAS_MAX_BODY_MB}mb`,
     // Clients that omit Content-Type still mean JSON; multipart uploads are handled by their own routes.
     type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
   });

@@ -13,6 +13,7 @@ import { sendError } from './errors.ts';
 function contextFor(deps: AppDeps, req: Request, res: Response) {
   return createInnerContext(deps, {
     authorization: req.headers.authorization,
+    clientAddress: req.socket.remoteAddress,
     setHeader: (name, value) => {
       if (!res.headersSent) res.setHeader(name, value);
     },

@@ -30,6 +30,10 @@ export async function startServer(
     const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
   });
   server.keepAliveTimeout = 65_000;
+  // Slow clients cannot hold connections open: headers within 20 s, the whole request within 60 s
+  // (answers, streams included, are not limited by these).
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

@@ -54,6 +54,12 @@ const ConfigSchema = z.object({
   /** Internal: the quiet time after which a chat stream sends a `chat_heartbeat` line (tests shorten it). */
   KAS_CHAT_HEARTBEAT_MS: z.coerce.number().int().min(10).max(3_600_000).default(15_000),
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  /** Largest request body, in MB (413 beyond). */
+  KAS_MAX_BODY_MB: z.coerce.number().positive().max(1024).default(20),
+  /** Browser origins allowed to call the API (comma-separated); unset: CORS off. */
+  KAS_CORS_ORIGINS: optionalString,
+  /** Failed authentications per client address per minute before its requests are refused (429); 0 disables. */
+  KAS_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
   /** Largest file accepted by an upload, in MB (413 beyond). */
   KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
   /** Hosts and CIDRs that outbound requests may reach although private, loopback or link-local (comma-separated). */

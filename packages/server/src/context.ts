@@ -11,7 +11,7 @@ import type { OidcVerifier } from './identity/oidc.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { Outbound } from './outbound/outbound.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import type { AuthFailureLimiter, RateLimiter } from './rate-limit.ts';
 import type { SearchIndex } from './search/search-index.ts';
 
 /** Long-lived dependencies, built once per process by `createRuntime`. */
@@ -33,6 +33,8 @@ export interface AppDeps {
   ingestion: IngestionState;
   /** The chat generations running in this process, so a stop reaches them. */
   stopRegistry: StopRegistry;
+  /** Failed authentications per client address (keys cannot be guessed at speed). */
+  authFailures: AuthFailureLimiter;
   /** The one HTTP client for the outside world (address guard, caps, retries); a drop-in `fetch`. */
   outbound: Outbound;
   /** Connector sources by name (`web`, `file`, `github`, …). */
@@ -54,6 +56,8 @@ export type ActorContext<K extends keyof AppDeps = keyof AppDeps> = ServiceConte
 /** Per-request context: the dependencies plus what the transport knows about the request. */
 export interface Context extends AppDeps {
   authorization: string | undefined;
+  /** The client's network address (failed-authentication limits). */
+  clientAddress: string | undefined;
   /** Set by the auth middleware on authenticated procedures. */
   actor: Actor | null;
   setHeader(name: string, value: string): void;
@@ -65,6 +69,7 @@ export function createInnerContext(
   deps: AppDeps,
   request: {
     authorization?: string | undefined;
+    clientAddress?: string | undefined;
     setHeader?: (name: string, value: string) => void;
     signal?: AbortSignal;
   } = {},
@@ -72,6 +77,7 @@ export function createInnerContext(
   return {
     ...deps,
     authorization: request.authorization,
+    clientAddress: request.clientAddress,
     actor: null,
     setHeader: request.setHeader ?? (() => {}),
     signal: request.signal,

@@ -54,3 +54,45 @@ export function createRateLimiter(options: { limit: number; pool?: pg.Pool }): R
     },
   };
 }
+
+/** Failed authentications per client address: past the limit, the address is refused until the window ends. */
+export interface AuthFailureLimiter {
+  /** Throws 429 RATE_LIMITED while `address` has failed too often. */
+  assertAllowed(address: string | undefined): Promise<void>;
+  /** Counts one failed authentication from `address`. */
+  record(address: string | undefined): Promise<void>;
+}
+
+export function createAuthFailureLimiter(options: { limit: number; pool?: pg.Pool }): AuthFailureLimiter {
+  const { limit } = options;
+  if (limit === 0) return { assertAllowed: async () => {}, record: async () => {} };
+  const settings = { points: limit, duration: WINDOW_SECONDS, keyPrefix: 'authfail' };
+  const store = options.pool
+    ? new RateLimiterPostgres({
+        storeClient: options.pool,
+        storeType: 'pool',
+        tableName: 'rate_limits',
+        tableCreated: true,
+        ...settings,
+      })
+    : new RateLimiterMemory(settings);
+  return {
+    async assertAllowed(address) {
+      if (!address) return;
+      const state = await store.get(address);
+      if (!state || state.consumedPoints < limit) return;
+      const retryAfter = String(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
+      throw new AppError(
+        'RATE_LIMITED',
+        `Too many failed authentications from this address; retry in ${retryAfter} s`,
+        { headers: { 'Retry-After': retryAfter } },
+      );
+    },
+    async record(address) {
+      if (!address) return;
+      await store.consume(address).catch((rejection: unknown) => {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      });
+    },
+  };
+}

@@ -14,7 +14,7 @@ import { createOidcVerifier } from './identity/oidc.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
-import { createRateLimiter } from './rate-limit.ts';
+import { createAuthFailureLimiter, createRateLimiter } from './rate-limit.ts';
 import { createSearchIndex } from './search/create-search-index.ts';
 
 export interface Runtime {
@@ -54,6 +54,10 @@ export async function createRuntime(
       llm: createLlmProvider(config),
       ingestion: createIngestionState(),
       stopRegistry: new StopRegistry(database.db),
+      authFailures: createAuthFailureLimiter({
+        limit: config.KAS_AUTH_FAILURES_PER_MINUTE,
+        pool: database.pool,
+      }),
       outbound,
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),

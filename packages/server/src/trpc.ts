@@ -45,9 +45,25 @@ export const middleware = t.middleware;
 // procedures carry no logging middleware of their own.
 export const publicProcedure = t.procedure;
 
+/**
+ * The caller behind the request's credential. An address that failed too often is refused first, and
+ * each failed attempt counts against it, so keys and tokens cannot be guessed at speed.
+ */
+async function authenticateCaller(ctx: Context): Promise<Actor> {
+  if (ctx.actor) return ctx.actor;
+  await ctx.authFailures.assertAllowed(ctx.clientAddress);
+  try {
+    return await apiKeysService.authenticate({ ctx, authorization: ctx.authorization });
+  } catch (error) {
+    if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED' && ctx.authorization)
+      await ctx.authFailures.record(ctx.clientAddress);
+    throw error;
+  }
+}
+
 function requireRole(minimum: Role) {
   return t.middleware(async ({ ctx, next }) => {
-    const actor = ctx.actor ?? (await apiKeysService.authenticate({ ctx, authorization: ctx.authorization }));
+    const actor = await authenticateCaller(ctx);
     if (!roleAtLeast(actor.role, minimum)) {
       throw new AppError(
         'INSUFFICIENT_PERMISSIONS',
@@ -68,7 +84,7 @@ function requireRole(minimum: Role) {
 /** Authenticates when a key is sent and runs without one: only for publicly shared reads. */
 export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
   if (!ctx.authorization) return next({ ctx: { actor: null } });
-  const actor = ctx.actor ?? (await apiKeysService.authenticate({ ctx, authorization: ctx.authorization }));
+  const actor = await authenticateCaller(ctx);
   const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
   for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
   ctx.actor = actor;
