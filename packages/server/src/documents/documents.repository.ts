@@ -313,14 +313,14 @@ export function documentIdsOfCcPairs(db: DbExecutor, ccPairIds: number[]) {
 
 const minimalInfo = ['d.id as document_id', 'd.semantic_id', 'd.link'] as const;
 
-/** CC pairs a curator manages: the system ingestion pair, and pairs linked to a group they curate. */
+/** CC pairs a curator manages: public ones (the system ingestion pair among them) and those of a group they curate. */
 export async function managedCcPairIds(
   db: DbExecutor,
   curatedGroupIds: readonly number[],
 ): Promise<number[]> {
   const rows = await sql<{ id: number }>`
     SELECT p.id FROM cc_pairs p
-    WHERE p.is_system OR EXISTS (
+    WHERE p.is_system OR p.access_type = 'public' OR EXISTS (
       SELECT 1 FROM cc_pair_groups g WHERE g.cc_pair_id = p.id AND g.group_id = ANY(${curatedGroupIds as number[]}::int[]))`.execute(
     db,
   );

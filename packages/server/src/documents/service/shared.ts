@@ -10,7 +10,8 @@ export type DocumentsDeps = Pick<AppDeps, 'db' | 'search' | 'logger' | 'ingestio
 
 /**
  * The CC pairs whose documents the actor may read and change through the ingestion API: all for
- * admins (null), otherwise the system ingestion pair and the pairs of the groups they curate.
+ * admins (null), otherwise public pairs (whose documents everyone sees anyway) and the pairs of the
+ * groups they curate: a private pair of another group stays out of reach.
  */
 export async function managedPairs(db: DbExecutor, actor: Actor): Promise<number[] | null> {
   if (actor.role === 'admin') return null;
