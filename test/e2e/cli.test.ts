@@ -1,66 +1,15 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/net.ts';
+import { cleanEnv, serve, stop, stopAllProcesses, tempDir } from '../harness/process.ts';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'packages/rest-bridge/src/cli.ts');
 const run = promisify(execFile);
-const dirs: string[] = [];
-const children: ChildProcess[] = [];
 
-afterAll(() => {
-  for (const child of children) child.kill('SIGKILL');
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir() {
-  const dir = mkdtempSync(join(tmpdir(), 'kas-cli-'));
-  dirs.push(dir);
-  return dir;
-}
-
-function cleanEnv(extra: Record<string, string>) {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (!k.startsWith('KAS_') && k !== 'DATABASE_URL' && v) env[k] = v;
-  return { ...env, KAS_LOG_LEVEL: 'info', ...extra };
-}
-
-/** Starts `kas serve` and resolves once /api/health answers, with everything it printed so far. */
-async function serve(env: Record<string, string>, timeoutMs = 10_000) {
-  const port = await freePort();
-  const child = spawn(process.execPath, [cli, 'serve'], { env: cleanEnv({ PORT: String(port), ...env }) });
-  children.push(child);
-  let output = '';
-  child.stdout.on('data', (d) => {
-    output += d;
-  });
-  child.stderr.on('data', (d) => {
-    output += d;
-  });
-  const started = Date.now();
-  const url = `http://127.0.0.1:${port}`;
-  while (Date.now() - started < timeoutMs) {
-    if (child.exitCode !== null) throw new Error(`kas serve exited ${child.exitCode}: ${output}`);
-    try {
-      const res = await fetch(`${url}/api/health`);
-      if (res.ok) return { child, url, output: () => output, startupMs: Date.now() - started };
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`kas serve did not answer /api/health within ${timeoutMs} ms: ${output}`);
-}
-
-async function stop(child: ChildProcess) {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
+afterAll(stopAllProcesses);
 
 describe('kas CLI', () => {
   it('first start on a new data dir answers within 10 s and prints a working admin key once', async () => {

@@ -42,12 +42,25 @@ export async function startServer(
     runtime,
     server,
     url,
+    /**
+     * Graceful: stop accepting, end idle keep-alive connections, stop the chat generations (each saves
+     * its partial answer and ends its stream with a `stop` packet), let requests in flight finish for
+     * up to KAS_SHUTDOWN_GRACE_S, then the worker's batch, then release the database and its lock.
+     */
     close: () => {
       closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.on('request', (_req, res: { setHeader(name: string, value: string): void }) =>
+          res.setHeader('connection', 'close'),
+        );
+        runtime.deps.stopRegistry.stopAll();
+        // Keep-alive connections become idle as their last answer ends: close them as they do.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        server.closeIdleConnections();
+        const grace = setTimeout(() => server.closeAllConnections(), config.KAS_SHUTDOWN_GRACE_S * 1000);
+        await drained;
+        clearInterval(sweep);
+        clearTimeout(grace);
         await worker?.stop();
         await runtime.close();
       })();

@@ -42,6 +42,11 @@ export class StopRegistry {
     };
   }
 
+  /** Shutdown: every generation in this process stops, saving its partial answer and ending its stream. */
+  stopAll(): void {
+    for (const run of this.runs) run.controller.abort();
+  }
+
   stopLocal(sessionId: string): void {
     for (const run of this.runs) if (run.sessionId === sessionId) run.controller.abort();
   }
