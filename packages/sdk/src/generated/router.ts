@@ -131,8 +131,11 @@ export type ClientRouter = TRPCBuiltRouter<{ ctx: object; meta: object; errorSha
     deactivate: TRPCMutationProcedure<{ input: { user_email: string; }; output: { id: string; email: string; role: "limited" | "basic" | "curator" | "admin"; account_type: string; is_active: boolean; }; meta: object }>;
     delete: TRPCMutationProcedure<{ input: { user_email: string; }; output: void; meta: object }>;
     invite: TRPCMutationProcedure<{ input: { emails: Array<string>; role?: "limited" | "basic" | "curator" | "admin" | undefined; }; output: Array<{ id: string; email: string; role: "limited" | "basic" | "curator" | "admin"; account_type: string; is_active: boolean; }>; meta: object }>;
+    linkExternalIdentity: TRPCMutationProcedure<{ input: { user_email: string; source: string; external_id: string; }; output: Array<{ source: string; external_id: string; }>; meta: object }>;
     list: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: Array<{ id: string; email: string; role: "limited" | "basic" | "curator" | "admin"; account_type: string; is_active: boolean; }>; meta: object }>;
+    listExternalIdentities: TRPCQueryProcedure<{ input: { user_email: string; }; output: Array<{ source: string; external_id: string; }>; meta: object }>;
     page: TRPCQueryProcedure<{ input: { q?: string | undefined; page_num?: number | undefined; page_size?: number | undefined; }; output: { items: Array<{ id: string; email: string; role: "limited" | "basic" | "curator" | "admin"; account_type: string; is_active: boolean; }>; total_items: number; }; meta: object }>;
     setRole: TRPCMutationProcedure<{ input: { user_email: string; new_role: "limited" | "basic" | "curator" | "admin"; }; output: { id: string; email: string; role: "limited" | "basic" | "curator" | "admin"; account_type: string; is_active: boolean; }; meta: object }>;
+    unlinkExternalIdentity: TRPCMutationProcedure<{ input: { user_email: string; source: string; external_id: string; }; output: void; meta: object }>;
   };
 }>;

@@ -293,6 +293,23 @@ describe('external principals (permission sync)', () => {
       groups: [],
     });
     expect(await visible(viaGroup.token)).toBe(false);
+
+    // An admin links and unlinks identities over the API; access follows on the next search.
+    const admin = t.caller(t.adminKey);
+    const identity = { user_email: outsider.email, source: 'github', external_id: 'octocat' };
+    expect(await admin.users.linkExternalIdentity(identity)).toEqual([
+      { source: 'github', external_id: 'octocat' },
+    ]);
+    expect(await visible(outsider.token)).toBe(true);
+    expect(await admin.users.listExternalIdentities({ user_email: outsider.email })).toHaveLength(1);
+    await admin.users.unlinkExternalIdentity(identity);
+    expect(await visible(outsider.token)).toBe(false);
+    expect(await errorOf(t.caller(outsider.token).users.linkExternalIdentity(identity))).toMatchObject({
+      status: 403,
+    });
+    expect(
+      await errorOf(admin.users.linkExternalIdentity({ ...identity, user_email: 'nobody@example.com' })),
+    ).toMatchObject({ status: 404 });
   });
 });
 

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { adminProcedure, curatorProcedure, router } from '../trpc.ts';
 import {
+  ExternalIdentity,
+  ExternalIdentityInput,
   InviteUsersInput,
   ListUsersInput,
   SetUserRoleInput,
@@ -108,4 +110,47 @@ export const usersRouter = router({
     .input(UserEmailInput)
     .output(z.void())
     .mutation(({ ctx, input }) => usersService.deleteUser({ ctx, input })),
+  listExternalIdentities: adminProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/manage/admin/users/external-identities',
+        tags,
+        summary: "A person's accounts at sources",
+        description:
+          "The identities permission sync (`access_type: sync`) matches against documents' ACLs. Admin.",
+      },
+    })
+    .input(UserEmailInput)
+    .output(z.array(ExternalIdentity))
+    .query(({ ctx, input }) => usersService.listExternalIdentities({ ctx, input })),
+  linkExternalIdentity: adminProcedure
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/manage/admin/users/external-identities',
+        tags,
+        summary: 'Link a person to an account at a source',
+        description:
+          '`source` as connectors name it (`github`, `slack`, `google_drive`, `confluence`), `external_id` the ' +
+          "login, user id, email or account id there. Answers all of the person's identities. Admin.",
+      },
+    })
+    .input(ExternalIdentityInput)
+    .output(z.array(ExternalIdentity))
+    .mutation(({ ctx, input }) => usersService.linkExternalIdentity({ ctx, input })),
+  unlinkExternalIdentity: adminProcedure
+    .meta({
+      noContent: true,
+      openapi: {
+        method: 'DELETE',
+        path: '/manage/admin/users/external-identities',
+        tags,
+        summary: 'Unlink a person from an account at a source',
+        description: 'Admin.',
+      },
+    })
+    .input(ExternalIdentityInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => usersService.unlinkExternalIdentity({ ctx, input })),
 });

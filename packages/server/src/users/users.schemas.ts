@@ -44,3 +44,15 @@ export type SetUserRoleInput = z.infer<typeof SetUserRoleInput>;
 
 export const UserEmailInput = z.object({ user_email: Email });
 export type UserEmailInput = z.infer<typeof UserEmailInput>;
+
+/** A person's account at a source, for permission sync (`github` login, `slack` user id, Google email, Confluence account id). */
+export const ExternalIdentity = z
+  .object({
+    source: z.string().trim().min(1).max(64),
+    external_id: z.string().trim().min(1).max(512),
+  })
+  .meta({ id: 'ExternalIdentity' });
+export type ExternalIdentity = z.infer<typeof ExternalIdentity>;
+
+export const ExternalIdentityInput = UserEmailInput.extend(ExternalIdentity.shape);
+export type ExternalIdentityInput = z.infer<typeof ExternalIdentityInput>;

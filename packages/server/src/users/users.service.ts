@@ -1,9 +1,10 @@
-import type { AuthCache } from '../auth/auth-cache.ts';
 import type { Actor, Role } from '../auth/roles.ts';
-import type { Db } from '../db/database.ts';
+import type { ServiceContext } from '../context.ts';
 import { AppError } from '../errors.ts';
+import * as identityRepository from '../identity/identity.repository.ts';
 import * as usersRepository from './users.repository.ts';
 import type {
+  ExternalIdentityInput,
   InviteUsersInput,
   ListUsersInput,
   SetUserRoleInput,
@@ -12,13 +13,10 @@ import type {
   UserSnapshot,
 } from './users.schemas.ts';
 
-interface Deps {
-  db: Db;
-  authCache?: AuthCache | null;
-}
+type Deps = ServiceContext<'db'> & Partial<ServiceContext<'authCache'>>;
 
 /** Every user: the service-account users behind API keys and people. */
-export async function listUsers({ ctx }: { ctx: { db: Db } }): Promise<UserSnapshot[]> {
+export async function listUsers({ ctx }: { ctx: ServiceContext<'db'> }): Promise<UserSnapshot[]> {
   return usersRepository.listUsers(ctx.db);
 }
 
@@ -26,7 +24,7 @@ export async function pageUsers({
   ctx,
   input,
 }: {
-  ctx: { db: Db };
+  ctx: ServiceContext<'db'>;
   input: ListUsersInput;
 }): Promise<UserPage> {
   return usersRepository.pageUsers(ctx.db, {
@@ -144,6 +142,34 @@ export async function deleteUser({ ctx, input }: { ctx: Deps & { actor: Actor };
   await ctx.db.transaction().execute(async (trx) => {
     await usersRepository.deletePrivatePersonasOf(trx, user.id);
     await usersRepository.deleteUser(trx, user.id);
+  });
+  ctx.authCache?.clear();
+}
+
+/** The accounts at sources linked to a person (permission sync matches documents' ACLs against them). */
+export async function listExternalIdentities({ ctx, input }: { ctx: Deps; input: UserEmailInput }) {
+  const user = await userByEmail(ctx, input.user_email);
+  return identityRepository.identitiesOfUser(ctx.db, user.id);
+}
+
+/** Links a person to an account at a source; linking twice is harmless. */
+export async function linkExternalIdentity({ ctx, input }: { ctx: Deps; input: ExternalIdentityInput }) {
+  const user = await userByEmail(ctx, input.user_email);
+  await identityRepository.linkIdentity(ctx.db, {
+    user_id: user.id,
+    source: input.source,
+    external_id: input.external_id,
+  });
+  ctx.authCache?.clear();
+  return identityRepository.identitiesOfUser(ctx.db, user.id);
+}
+
+export async function unlinkExternalIdentity({ ctx, input }: { ctx: Deps; input: ExternalIdentityInput }) {
+  const user = await userByEmail(ctx, input.user_email);
+  await identityRepository.unlinkIdentity(ctx.db, {
+    user_id: user.id,
+    source: input.source,
+    external_id: input.external_id,
   });
   ctx.authCache?.clear();
 }
