@@ -342,6 +342,18 @@ describe('people and service accounts own resources alike', () => {
     await refused(other.projects.delete({ project_id: project.id }));
     expect((await other.projects.list({})).map((x) => x.id)).not.toContain(project.id);
     await refused(other.personas.get({ persona_id: agent_.id }));
+    const { files } = await owner.files.upload({
+      files: [
+        { name: 'notes.txt', content_type: 'text/plain', data: new TextEncoder().encode('owner only notes') },
+      ],
+    });
+    await refused(
+      other.chat.sendMessage({
+        message: 'what do the notes say?',
+        chat_session_info: {},
+        file_descriptors: files,
+      }),
+    );
 
     const session = await owner.chat.getSession({ session_id: sessionId });
     expect(session).toMatchObject({ description: 'private talk', shared_status: 'private' });
