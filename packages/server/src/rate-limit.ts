@@ -18,6 +18,24 @@ function headersFor(limit: number, res: RateLimiterRes): Record<string, string> 
   };
 }
 
+/** A one-minute window of `points`: in memory for the embedded process, in Postgres when processes share one. */
+function createStore(options: { points: number; pool?: pg.Pool | undefined; keyPrefix?: string }) {
+  const settings = {
+    points: options.points,
+    duration: WINDOW_SECONDS,
+    ...(options.keyPrefix ? { keyPrefix: options.keyPrefix } : {}),
+  };
+  return options.pool
+    ? new RateLimiterPostgres({
+        storeClient: options.pool,
+        storeType: 'pool',
+        tableName: 'rate_limits',
+        tableCreated: true,
+        ...settings,
+      })
+    : new RateLimiterMemory(settings);
+}
+
 /**
  * Requests per API key per minute: in memory for the embedded single process, in Postgres when several
  * processes share one database so the limit holds across them. `limit` 0 disables it.
@@ -25,16 +43,7 @@ function headersFor(limit: number, res: RateLimiterRes): Record<string, string> 
 export function createRateLimiter(options: { limit: number; pool?: pg.Pool }): RateLimiter {
   const { limit } = options;
   if (limit === 0) return { limit, consume: async () => ({}) };
-  const store = options.pool
-    ? new RateLimiterPostgres({
-        storeClient: options.pool,
-        storeType: 'pool',
-        tableName: 'rate_limits',
-        tableCreated: true,
-        points: limit,
-        duration: WINDOW_SECONDS,
-      })
-    : new RateLimiterMemory({ points: limit, duration: WINDOW_SECONDS });
+  const store = createStore({ points: limit, pool: options.pool });
   return {
     limit,
     async consume(key) {
@@ -66,16 +75,7 @@ export interface AuthFailureLimiter {
 export function createAuthFailureLimiter(options: { limit: number; pool?: pg.Pool }): AuthFailureLimiter {
   const { limit } = options;
   if (limit === 0) return { assertAllowed: async () => {}, record: async () => {} };
-  const settings = { points: limit, duration: WINDOW_SECONDS, keyPrefix: 'authfail' };
-  const store = options.pool
-    ? new RateLimiterPostgres({
-        storeClient: options.pool,
-        storeType: 'pool',
-        tableName: 'rate_limits',
-        tableCreated: true,
-        ...settings,
-      })
-    : new RateLimiterMemory(settings);
+  const store = createStore({ points: limit, pool: options.pool, keyPrefix: 'authfail' });
   return {
     async assertAllowed(address) {
       if (!address) return;

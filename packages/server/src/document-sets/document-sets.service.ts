@@ -1,6 +1,6 @@
 import type { Actor } from '../auth/roles.ts';
 import type { ServiceContext } from '../context.ts';
-import type { Db, DbExecutor } from '../db/database.ts';
+import { type Db, type DbExecutor, isUniqueViolation } from '../db/database.ts';
 import * as documentsRepository from '../documents/documents.repository.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { AppError } from '../errors.ts';
@@ -15,10 +15,6 @@ type Deps = ServiceContext<'db' | 'search' | 'logger' | 'ingestion'>;
 
 function notFound(id: number): AppError {
   return new AppError('DOCUMENT_SET_NOT_FOUND', `Document set ${id} not found`);
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string })?.code === '23505';
 }
 
 async function checkReferences(

@@ -1,5 +1,6 @@
 import type { Actor, Role } from '../auth/roles.ts';
 import type { ServiceContext } from '../context.ts';
+import { isUniqueViolation } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
 import * as usersRepository from './users.repository.ts';
@@ -32,10 +33,6 @@ export async function pageUsers({
     offset: input.page_num * input.page_size,
     limit: input.page_size,
   });
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string })?.code === '23505';
 }
 
 /** A person with this email (unique, case-insensitive) and role; 409 when the email is taken. */

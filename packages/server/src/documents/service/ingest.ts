@@ -1,5 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
-import type { Db, DbExecutor } from '../../db/database.ts';
+import { type Db, type DbExecutor, isUniqueViolation } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
@@ -7,10 +7,6 @@ import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.
 import { indexDocumentsAfterCommit } from './index-sync.ts';
 import { indexedNew, type PreparedDocument, prepareDocument, rowFor } from './prepare.ts';
 import { assertMayChange, type DocumentsDeps as Deps, managedPairs } from './shared.ts';
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string })?.code === '23505';
-}
 
 interface Outcome {
   existed: boolean;
