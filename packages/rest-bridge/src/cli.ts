@@ -1,9 +1,11 @@
 #!/usr/bin/env node
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   AppError,
   apiKeysService,
   ConfigError,
+  createBackup,
   createDatabase,
   createLogger,
   createRuntime,
@@ -13,6 +15,7 @@ import {
   loadConfig,
   migrateToLatest,
   Role,
+  restoreBackup,
   startWorker,
   usersService,
   WORKER_TASKS,
@@ -32,6 +35,9 @@ Commands:
                                               Create a person (they sign in with OIDC or a personal token)
   user token create --email <email> [--name <name>] [--expires-in-days <n>]
                                               Create a personal access token for a person and print it
+  backup <file> [--url <url>]                 Write a consistent backup of the embedded database, also while it
+                                              runs (then through the API with KAS_API_KEY, an admin key)
+  restore <file>                              Restore a backup into an empty KAS_DATA_DIR
 
 Configuration comes from the environment; see the README.`;
 
@@ -192,6 +198,49 @@ async function createUserToken(args: string[]) {
   process.stdout.write(`${token.token}\n`);
 }
 
+async function backup(args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { url: { type: 'string' } },
+  });
+  const file = positionals[0];
+  if (!file) fail(USAGE, 2);
+  const config = loadConfig();
+  if (config.DATABASE_URL)
+    fail(
+      'With DATABASE_URL the database is Postgres: back it up with pg_dump and restore with pg_restore.',
+      2,
+    );
+  let bytes: Uint8Array;
+  try {
+    bytes = await withRuntime((deps) => createBackup({ ctx: deps }));
+  } catch (error) {
+    if (!(error instanceof DataDirLockedError)) throw error;
+    // The service runs on this directory: it takes the snapshot itself.
+    if (!config.KAS_API_KEY)
+      fail('kas is running on this data directory: set KAS_API_KEY to an admin key to back it up.', 2);
+    const url = values.url ?? `http://${config.HOST}:${config.PORT}`;
+    const res = await fetch(`${url}/api/admin/backup`, {
+      headers: { authorization: `Bearer ${config.KAS_API_KEY}` },
+    });
+    if (!res.ok) fail(`The backup request failed: ${res.status} ${await res.text()}`);
+    bytes = new Uint8Array(await res.arrayBuffer());
+  }
+  writeFileSync(file, bytes, { mode: 0o600 });
+  process.stdout.write(`Wrote ${file} (${Math.round(bytes.length / 1024)} KB).\n`);
+}
+
+async function restore(args: string[]) {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  const file = positionals[0];
+  if (!file) fail(USAGE, 2);
+  const config = loadConfig();
+  if (config.DATABASE_URL) fail('With DATABASE_URL the database is Postgres: restore it with pg_restore.', 2);
+  const { created_at } = await restoreBackup(config, new Uint8Array(readFileSync(file)));
+  process.stdout.write(`Restored the backup of ${created_at} into ${config.KAS_DATA_DIR}.\n`);
+}
+
 async function main(argv: string[]) {
   const [command, ...rest] = argv;
   switch (command) {
@@ -206,6 +255,10 @@ async function main(argv: string[]) {
     case 'api-key':
       if (rest[0] === 'create') return createKey(rest.slice(1));
       return fail(USAGE, 2);
+    case 'backup':
+      return backup(rest);
+    case 'restore':
+      return restore(rest);
     case 'user':
       if (rest[0] === 'create') return createUser(rest.slice(1));
       if (rest[0] === 'token' && rest[1] === 'create') return createUserToken(rest.slice(2));

@@ -94,6 +94,12 @@ export function buildOpenApiDocument(): OpenAPIObject {
         };
       }
       operation.responses = responses;
+      if (meta?.download) {
+        responses['200'] = {
+          description: 'The file',
+          content: { [meta.download.contentType]: { schema: { type: 'string', format: 'binary' } } },
+        };
+      }
       if (meta?.multipart) {
         operation.requestBody = {
           required: true,

@@ -165,6 +165,10 @@ export function createRestAdapter(options: {
         });
         if (meta?.noContent) {
           res.status(204).end();
+        } else if (meta?.download && result instanceof Uint8Array) {
+          res.type(meta.download.contentType);
+          res.setHeader('content-disposition', `attachment; filename="${meta.download.fileName}"`);
+          res.end(result);
         } else {
           res.json(result ?? null);
         }

@@ -56,6 +56,8 @@ const ConfigSchema = z.object({
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   /** How long SIGTERM waits for requests in flight, streams and the worker's batch before closing connections. */
   KAS_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(3600).default(10),
+  /** The admin key `kas backup` sends to a running server. */
+  KAS_API_KEY: optionalString,
   /** Largest request body, in MB (413 beyond). */
   KAS_MAX_BODY_MB: z.coerce.number().positive().max(1024).default(20),
   /** Browser origins allowed to call the API (comma-separated); unset: CORS off. */

@@ -1,5 +1,6 @@
 export * as apiKeysService from './api-keys/api-keys.service.ts';
 export { type Actor, Role } from './auth/roles.ts';
+export { createBackup, restoreBackup } from './backup/backup.ts';
 export type { ChatStreamLine, SendMessageInput } from './chat/chat.schemas.ts';
 export * as chatService from './chat/chat.service.ts';
 export * from './config.ts';

@@ -1,5 +1,6 @@
 import type { TRPCBuiltRouter } from '@trpc/server';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
+import { backupRouter } from './backup/backup.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
 import { connectorsRouter } from './connectors/connectors.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
@@ -20,6 +21,7 @@ export const appRouter = router({
   health: healthRouter,
   apiKeys: apiKeysRouter,
   chat: chatRouter,
+  backup: backupRouter,
   files: filesRouter,
   projects: projectsRouter,
   tokenBudgets: tokenBudgetsRouter,

@@ -54,6 +54,7 @@ export async function createRuntime(
       llm: createLlmProvider(config),
       ingestion: createIngestionState(),
       stopRegistry: new StopRegistry(database.db),
+      snapshot: database.snapshot ?? null,
       authFailures: createAuthFailureLimiter({
         limit: config.KAS_AUTH_FAILURES_PER_MINUTE,
         pool: database.pool,

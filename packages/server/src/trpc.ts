@@ -12,6 +12,8 @@ export type KasMeta = OpenApiMeta<{
   noContent?: boolean;
   /** The schema of one line of an NDJSON (`text/event-stream`) answer the route can give instead. */
   streamLine?: ZodType;
+  /** A file download: the REST adapter sends the procedure's bytes as this type instead of JSON. */
+  download?: { contentType: string; fileName: string };
   /** A multipart upload: the REST adapter reads the form's `field` files into the input's `files`. */
   multipart?: { field: string; maxFiles: number };
 }>;

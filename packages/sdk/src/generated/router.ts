@@ -21,6 +21,9 @@ export type ClientRouter = TRPCBuiltRouter<{ ctx: object; meta: object; errorSha
     regenerate: TRPCMutationProcedure<{ input: { api_key_id: number; }; output: { api_key_id: number; api_key_display: string; api_key_name: string | null; api_key_role: "limited" | "basic" | "curator" | "admin"; user_id: string; expires_at: string | null; api_key?: string | undefined; }; meta: object }>;
     update: TRPCMutationProcedure<{ input: { api_key_id: number; name?: string | null | undefined; role?: "limited" | "basic" | "curator" | "admin" | undefined; expires_in_days?: number | null | undefined; }; output: { api_key_id: number; api_key_display: string; api_key_name: string | null; api_key_role: "limited" | "basic" | "curator" | "admin"; user_id: string; expires_at: string | null; api_key?: string | undefined; }; meta: object }>;
   };
+  backup: {
+    create: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: Uint8Array<ArrayBuffer>; meta: object }>;
+  };
   chat: {
     createSession: TRPCMutationProcedure<{ input: { persona_id?: number | undefined; description?: string | null | undefined; project_id?: number | null | undefined; }; output: { chat_session_id: string; }; meta: object }>;
     deleteSession: TRPCMutationProcedure<{ input: { session_id: string; hard_delete?: boolean | undefined; }; output: void; meta: object }>;

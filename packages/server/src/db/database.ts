@@ -20,6 +20,8 @@ export interface DatabaseHandle {
   kind: 'pglite' | 'postgres';
   /** The node-postgres pool in server mode; used by stores that speak pg directly. */
   pool?: pg.Pool;
+  /** Embedded only: a consistent gzipped tarball of the data directory, taken under PGlite's lock. */
+  snapshot?: () => Promise<Blob>;
   close(): Promise<void>;
 }
 
@@ -111,6 +113,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   return {
     db,
     kind: 'pglite',
+    snapshot: () => instance.dumpDataDir('gzip'),
     close: async () => {
       await db.destroy();
       if (!instance.closed) await instance.close();
