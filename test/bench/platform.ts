@@ -140,6 +140,19 @@ export async function benchPlatform(): Promise<{ load: LoadResult[]; auth: AuthL
     results.push(await load('postgres: GET /api/admin/api-key', `${server.url}/api/admin/api-key`, auth));
     await measureAuth('postgres', server.url);
     await stop(server.child);
+    // The floor: bare express running the same two prepared statements on the same database.
+    const floor = spawn(process.execPath, [join(import.meta.dirname, 'bare-express-pg.ts')], {
+      env: { ...process.env, DATABASE_URL: postgres.url },
+    });
+    const floorPort = JSON.parse(await waitForLine(floor, /\{"port":\d+\}/)).port;
+    results.push(
+      await load(
+        'postgres floor: bare express + the same 2 statements',
+        `http://127.0.0.1:${floorPort}/keys`,
+        auth,
+      ),
+    );
+    await stop(floor);
   } finally {
     await postgres.stop();
   }
@@ -163,6 +176,11 @@ export function summarisePlatform({
       `${mode}: authenticated GET /api/admin/api-key = ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% of bare express req/s (target ≥ ${mode === 'embedded' ? 50 : 30}%)`,
       `${mode}: under load (16 connections) GET /api/me p50 ${me.p50_ms} ms vs /api/health ${health.p50_ms} ms`,
       `${mode}: authentication adds ${auth.find((a) => a.mode === mode)?.auth_ms} ms p50 unloaded (sequential GET /api/me vs /api/health; target < 1 ms)`,
+      ...(mode === 'postgres'
+        ? [
+            `postgres floor: bare express + pg running the same two statements = ${((find('postgres floor: bare express + the same 2 statements').requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% of bare express; kas reaches ${((keys.requests_per_s / find('postgres floor: bare express + the same 2 statements').requests_per_s) * 100).toFixed(0)}% of that floor`,
+          ]
+        : []),
     ];
   });
 }
