@@ -120,6 +120,19 @@ export function buildOpenApiDocument(): OpenAPIObject {
           },
         };
       }
+      if (meta?.rawBody) {
+        operation.requestBody = {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                description: "The source's webhook payload, exactly as the source sent it",
+              },
+            },
+          },
+        };
+      }
       if (protect) operation.security = [{ bearerAuth: [] }];
       else delete operation.security;
     }
