@@ -16,6 +16,7 @@ export {
 export { DataDirLockedError } from './db/lockfile.ts';
 export * as documentsService from './documents/documents.service.ts';
 export * from './errors.ts';
+export * as evaluationService from './evaluation/evaluation.service.ts';
 export * as filesService from './files/files.service.ts';
 export * as identityService from './identity/identity.service.ts';
 export * from './identity/principals.ts';

@@ -610,6 +610,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/search/eval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate retrieval and cited answers on a golden set
+         * @description Runs each question through admin search (and, with `chat`, through a chat turn whose session is then deleted) and reports recall@1/5/10, MRR@10 and nDCG@10, and for chat the share of answers citing an expected document and whose citation [1] is expected. `kas eval <golden.jsonl>` runs the same code over HTTP.
+         */
+        post: operations["evaluation-evaluate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/persona/labels": {
         parameters: {
             query?: never;
@@ -1548,6 +1568,11 @@ export interface components {
             last_name?: string | null;
             email?: string | null;
         };
+        GoldenCase: {
+            question: string;
+            /** @description The documents that answer the question (any one of them counts) */
+            document_ids: string[];
+        };
         StarterMessage: {
             /** @description Button label */
             name: string;
@@ -1764,6 +1789,35 @@ export interface components {
             };
             boost: number;
             hidden: boolean;
+        };
+        EvaluationReport: {
+            questions: number;
+            search: components["schemas"]["SearchMetrics"];
+            chat: components["schemas"]["ChatMetrics"] | null;
+            results: {
+                question: string;
+                first_expected_rank: number | null;
+                /** @description The first five document ids admin search returned */
+                top_documents: string[];
+                /** @description Documents cited in chat, in citation order */
+                cited_documents: string[] | null;
+            }[];
+        };
+        /** @description recall@k: the share of questions with an expected document among the first k results; MRR@10: the mean reciprocal rank of the first expected document (0 beyond 10); nDCG@10 with binary relevance. */
+        SearchMetrics: {
+            recall_at_1: number;
+            recall_at_5: number;
+            recall_at_10: number;
+            mrr_at_10: number;
+            ndcg_at_10: number;
+        };
+        ChatMetrics: {
+            /** @description Share of answers that cite an expected document */
+            cites_expected: number;
+            /** @description Share of answers whose citation [1] is expected */
+            first_citation_expected: number;
+            /** @description Questions whose chat turn ended in an error */
+            failed: number;
         };
         /** @description A label for organising agents */
         PersonaLabel: {
@@ -6658,6 +6712,105 @@ export interface operations {
             };
             /** @description URL and headers over 16 KB */
             431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "evaluation-evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    cases: components["schemas"]["GoldenCase"][];
+                    /**
+                     * @description Also ask each question in chat and score its citations
+                     * @default true
+                     */
+                    chat?: boolean;
+                    /**
+                     * @description The agent that answers in chat
+                     * @default 0
+                     */
+                    persona_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationReport"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed request body or parameter */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
