@@ -246,13 +246,20 @@ function deepJson(variant: number): string {
 export class IdPool {
   ints: number[] = [];
   strings: string[] = [];
+  /** The fuzzer's own keys and users: never offered, so it does not revoke the keys it works with. */
+  private readonly own: ReadonlySet<number | string>;
+  constructor(own: ReadonlySet<number | string> = new Set()) {
+    this.own = own;
+  }
   record(value: unknown) {
     const walk = (node: unknown, depth: number) => {
       if (depth > 4 || !node || typeof node !== 'object') return;
       for (const [key, child] of Object.entries(node)) {
-        if ((key === 'id' || key.endsWith('_id')) && typeof child === 'number' && Number.isInteger(child)) {
+        const isId = key === 'id' || key.endsWith('_id');
+        if (isId && this.own.has(child as number | string)) continue;
+        if (isId && typeof child === 'number' && Number.isInteger(child)) {
           if (!this.ints.includes(child)) this.ints.push(child);
-        } else if ((key === 'id' || key.endsWith('_id')) && typeof child === 'string' && child.length < 100) {
+        } else if (isId && typeof child === 'string' && child.length < 100) {
           if (!this.strings.includes(child)) this.strings.push(child);
         } else walk(child, depth + 1);
       }
@@ -503,6 +510,8 @@ function send(baseUrl: URL, agent: Agent, req: SentRequest, timeoutMs: number): 
 
 export interface FuzzTarget {
   url: string;
+  /** Ids of the fuzzer's own keys and users, kept out of generated requests (renewals add to it). */
+  ownIds: Set<number | string>;
   keys: Record<FuzzKey, string | undefined>;
   /** Called when a role's key stops working (the fuzzer revoked or demoted it): returns a fresh one. */
   renewKey?(role: FuzzKey): Promise<string | undefined>;
@@ -545,7 +554,7 @@ export async function runContractFuzz(target: FuzzTarget, options: FuzzOptions):
   };
   const arbitrary = caseArbitrary(operations, resolve);
   const keys = { ...target.keys };
-  const pool = new IdPool();
+  const pool = new IdPool(target.ownIds);
   const report: FuzzReport = {
     cases: 0,
     findings: [],
