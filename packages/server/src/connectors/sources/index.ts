@@ -1,3 +1,4 @@
+import { confluenceSource } from './confluence.ts';
 import { fileSource } from './file.ts';
 import { githubSource } from './github.ts';
 import { slackSource } from './slack.ts';
@@ -6,7 +7,7 @@ import { webSource } from './web.ts';
 
 /** Every built-in source; add yours here (one file per source under `sources/`). */
 export function builtinSources(): AnySource[] {
-  return [webSource, fileSource, githubSource, slackSource];
+  return [webSource, confluenceSource, fileSource, githubSource, slackSource];
 }
 
 /** The registry the app uses: the built-in sources, plus any a test or embedder adds. */
