@@ -59,12 +59,8 @@ async function indexed(pairId: number): Promise<Json> {
     const details = await json(
       await s.request('GET', `/api/manage/admin/cc-pair/${pairId}`, { key: s.adminKey }),
     );
-    if (
-      details.last_index_attempt_status &&
-      details.last_index_attempt_status !== 'in_progress' &&
-      !details.indexing
-    )
-      return details;
+    const done = ['success', 'completed_with_errors', 'failed', 'canceled'];
+    if (done.includes(details.last_index_attempt_status) && !details.indexing) return details;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`pair ${pairId} was not indexed`);
@@ -87,7 +83,11 @@ describe('file connector over HTTP', () => {
       ]),
       'policy.html',
     );
-    form.append('files', new Blob([minimalPdf(['The launch code is MANGO-42.'])]), 'launch.pdf');
+    form.append(
+      'files',
+      new Blob([new Uint8Array(minimalPdf(['The launch code is MANGO-42.']))]),
+      'launch.pdf',
+    );
     const bundle = zip([
       { name: 'notes/design.md', data: 'Design of the hovercraft ballast system.' },
       {
@@ -109,7 +109,7 @@ describe('file connector over HTTP', () => {
         ]),
       },
     ]);
-    form.append('files', new Blob([bundle]), 'bundle.zip');
+    form.append('files', new Blob([new Uint8Array(bundle)]), 'bundle.zip');
     const upload = await json(
       await fetch(`${s.url}/api/manage/admin/connector/file/upload`, {
         method: 'POST',
