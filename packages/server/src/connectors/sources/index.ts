@@ -8,14 +8,7 @@ import { webSource } from './web.ts';
 
 /** Every built-in source; add yours here (one file per source under `sources/`). */
 export function builtinSources(): AnySource[] {
-  return [
-    webSource,
-    confluenceSource,
-    googleDriveSource,
-    fileSource,
-    githubSource,
-    slackSource,
-  ];
+  return [webSource, confluenceSource, googleDriveSource, fileSource, githubSource, slackSource];
 }
 
 /** The registry the app uses: the built-in sources, plus any a test or embedder adds. */
