@@ -24,7 +24,12 @@ interface Index {
   uid: string;
   primaryKey: string | null;
   docs: Map<string, Doc>;
-  settings: { searchableAttributes: string[]; filterableAttributes: string[]; sortableAttributes: string[] };
+  settings: {
+    searchableAttributes: string[];
+    filterableAttributes: string[];
+    sortableAttributes: string[];
+    stopWords?: string[];
+  };
 }
 
 interface Task {
@@ -400,7 +405,11 @@ export async function startFakeMeilisearch(options: { apiKey?: string } = {}): P
         index.settings.searchableAttributes[0] === '*'
           ? ['title', 'content']
           : index.settings.searchableAttributes;
-      const parts = parseSearchQuery(String(body?.q ?? ''));
+      // Stop words are ignored in queries (Meilisearch's `stopWords` setting).
+      const stop = new Set(index.settings.stopWords ?? []);
+      const parts = parseSearchQuery(String(body?.q ?? ''))
+        .map((p) => (p.phrase ? p : { ...p, words: p.words.filter((w) => !stop.has(w)) }))
+        .filter((p) => p.words.length);
       const scored: { doc: Doc; score: number }[] = [];
       for (const doc of index.docs.values()) {
         if (!filter(doc)) continue;

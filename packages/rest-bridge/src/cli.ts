@@ -11,6 +11,7 @@ import {
   createRuntime,
   DataDirLockedError,
   documentsService,
+  evaluationService,
   identityService,
   loadConfig,
   migrateToLatest,
@@ -38,6 +39,9 @@ Commands:
   backup <file> [--url <url>]                 Write a consistent backup of the embedded database, also while it
                                               runs (then through the API with KAS_API_KEY, an admin key)
   restore <file>                              Restore a backup into an empty KAS_DATA_DIR
+  eval <golden.jsonl> [--url <url>] [--no-chat] [--persona <id>] [--json]
+                                              Measure retrieval and cited answers of the running service on
+                                              questions with the document ids that answer them (KAS_API_KEY)
 
 Configuration comes from the environment; see the README.`;
 
@@ -241,6 +245,80 @@ async function restore(args: string[]) {
   process.stdout.write(`Restored the backup of ${created_at} into ${config.KAS_DATA_DIR}.\n`);
 }
 
+/** `kas eval`: the evaluation through the public API of a running service, as a user's client would call it. */
+async function evaluate(args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      'no-chat': { type: 'boolean', default: false },
+      persona: { type: 'string', default: '0' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const file = positionals[0];
+  if (!file) fail(USAGE, 2);
+  const config = loadConfig();
+  if (!config.KAS_API_KEY) fail('Set KAS_API_KEY to an admin key of the service to evaluate.', 2);
+  const personaId = Number(values.persona);
+  if (!Number.isInteger(personaId) || personaId < 0) fail('--persona must be an agent id (0 or more).', 2);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    fail(`Cannot read ${file}.`, 2);
+  }
+  const cases = evaluationService.parseGoldenSet(text);
+  const url = (values.url ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${config.KAS_API_KEY}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) {
+      const error = (await res.json().catch(() => null)) as { detail?: string } | null;
+      fail(`${method} /api${path} failed: ${res.status} ${error?.detail ?? ''}`);
+    }
+    return (res.status === 204 ? undefined : await res.json()) as T;
+  };
+  const target: evaluationService.EvaluationTarget = {
+    search: async (question) => {
+      const found = await call<{ documents: { document_id: string }[] }>('POST', '/admin/search', {
+        query: question,
+        filters: {},
+      });
+      return found.documents.map((d) => d.document_id);
+    },
+    ask: async (question, persona) => {
+      const answer = await call<{
+        chat_session_id: string;
+        error_msg: string | null;
+        citation_info: { citation_number: number; document_id: string }[];
+      }>('POST', '/chat/send-chat-message', {
+        message: question,
+        chat_session_info: { persona_id: persona, description: 'evaluation' },
+        stream: false,
+      });
+      await call('DELETE', `/chat/delete-chat-session/${answer.chat_session_id}?hard_delete=true`);
+      if (answer.error_msg) throw new Error(answer.error_msg);
+      return evaluationService.citedDocuments(answer.citation_info);
+    },
+  };
+  const report = await evaluationService.runEvaluation({
+    cases,
+    target,
+    chat: !values['no-chat'],
+    personaId,
+    onProgress: (done, total) => process.stderr.write(`\revaluated ${done}/${total} questions`),
+  });
+  process.stderr.write('\n');
+  process.stdout.write(
+    `${values.json ? JSON.stringify(report, null, 2) : evaluationService.formatReport(report)}\n`,
+  );
+}
+
 async function main(argv: string[]) {
   const [command, ...rest] = argv;
   switch (command) {
@@ -259,6 +337,8 @@ async function main(argv: string[]) {
       return backup(rest);
     case 'restore':
       return restore(rest);
+    case 'eval':
+      return evaluate(rest);
     case 'user':
       if (rest[0] === 'create') return createUser(rest.slice(1));
       if (rest[0] === 'token' && rest[1] === 'create') return createUserToken(rest.slice(2));

@@ -6,6 +6,7 @@ import { chatRouter } from './chat/chat.router.ts';
 import { connectorsRouter } from './connectors/connectors.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
+import { evaluationRouter } from './evaluation/evaluation.router.ts';
 import { filesRouter } from './files/files.router.ts';
 import { healthRouter } from './health.router.ts';
 import { personalTokensRouter } from './identity/identity.router.ts';
@@ -29,6 +30,7 @@ export const appRouter = router({
   documents: documentsRouter,
   documentSets: documentSetsRouter,
   search: searchRouter,
+  evaluation: evaluationRouter,
   personas: personasRouter,
   tools: toolsRouter,
   users: usersRouter,

@@ -67,7 +67,15 @@ export async function createRuntime(
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)
       : await apiKeysService.ensureBootstrapAdminKey({ ctx: deps, value: config.KAS_BOOTSTRAP_ADMIN_KEY });
-    return { deps, database, bootstrap, close: () => database.close() };
+    return {
+      deps,
+      database,
+      bootstrap,
+      close: async () => {
+        await deps.search.close?.();
+        await database.close();
+      },
+    };
   } catch (error) {
     await database.close();
     throw error;

@@ -610,6 +610,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/search/eval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Evaluate retrieval and cited answers on a golden set
+         * @description Runs each question through admin search (and, with `chat`, through a chat turn whose session is then deleted) and reports recall@1/5/10, MRR@10 and nDCG@10, and for chat the share of answers citing an expected document and whose citation [1] is expected. `kas eval <golden.jsonl>` runs the same code over HTTP.
+         */
+        post: operations["evaluation-evaluate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/persona/labels": {
         parameters: {
             query?: never;
@@ -1548,6 +1568,11 @@ export interface components {
             last_name?: string | null;
             email?: string | null;
         };
+        GoldenCase: {
+            question: string;
+            /** @description The documents that answer the question (any one of them counts) */
+            document_ids: string[];
+        };
         StarterMessage: {
             /** @description Button label */
             name: string;
@@ -1764,6 +1789,35 @@ export interface components {
             };
             boost: number;
             hidden: boolean;
+        };
+        EvaluationReport: {
+            questions: number;
+            search: components["schemas"]["SearchMetrics"];
+            chat: components["schemas"]["ChatMetrics"] | null;
+            results: {
+                question: string;
+                first_expected_rank: number | null;
+                /** @description The first five document ids admin search returned */
+                top_documents: string[];
+                /** @description Documents cited in chat, in citation order */
+                cited_documents: string[] | null;
+            }[];
+        };
+        /** @description recall@k: the share of questions with an expected document among the first k results; MRR@10: the mean reciprocal rank of the first expected document (0 beyond 10); nDCG@10 with binary relevance. */
+        SearchMetrics: {
+            recall_at_1: number;
+            recall_at_5: number;
+            recall_at_10: number;
+            mrr_at_10: number;
+            ndcg_at_10: number;
+        };
+        ChatMetrics: {
+            /** @description Share of answers that cite an expected document */
+            cites_expected: number;
+            /** @description Share of answers whose citation [1] is expected */
+            first_citation_expected: number;
+            /** @description Questions whose chat turn ended in an error */
+            failed: number;
         };
         /** @description A label for organising agents */
         PersonaLabel: {
@@ -2069,7 +2123,7 @@ export interface components {
              * @description Machine-readable code, e.g. NOT_FOUND
              * @enum {string}
              */
-            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "UNAUTHENTICATED" | "INSUFFICIENT_PERMISSIONS" | "NOT_FOUND" | "API_KEY_NOT_FOUND" | "PERSONA_NOT_FOUND" | "DOCUMENT_NOT_FOUND" | "DOCUMENT_SET_NOT_FOUND" | "SESSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "USER_GROUP_NOT_FOUND" | "TOKEN_NOT_FOUND" | "USER_NOT_FOUND" | "CC_PAIR_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "PROJECT_NOT_FOUND" | "FILE_NOT_FOUND" | "LABEL_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "DUPLICATE_RESOURCE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "LLM_PROVIDER_ERROR" | "SERVICE_UNAVAILABLE";
+            error_code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_INPUT" | "UNAUTHENTICATED" | "INSUFFICIENT_PERMISSIONS" | "NOT_FOUND" | "API_KEY_NOT_FOUND" | "PERSONA_NOT_FOUND" | "DOCUMENT_NOT_FOUND" | "DOCUMENT_SET_NOT_FOUND" | "SESSION_NOT_FOUND" | "MESSAGE_NOT_FOUND" | "USER_GROUP_NOT_FOUND" | "TOKEN_NOT_FOUND" | "USER_NOT_FOUND" | "CC_PAIR_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CREDENTIAL_NOT_FOUND" | "PROJECT_NOT_FOUND" | "FILE_NOT_FOUND" | "LABEL_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "DUPLICATE_RESOURCE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "LLM_PROVIDER_ERROR" | "SERVICE_UNAVAILABLE";
             /** @description Human-readable explanation */
             detail: string;
         };
@@ -2103,8 +2157,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2123,6 +2195,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2159,6 +2240,15 @@ export interface operations {
                     "application/json": components["schemas"]["Me"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -2186,6 +2276,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2197,6 +2296,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2233,6 +2341,15 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyDescriptor"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -2260,6 +2377,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2271,6 +2397,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2353,6 +2488,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2364,6 +2517,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2439,6 +2601,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2450,6 +2630,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2523,6 +2712,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2534,6 +2741,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2618,6 +2834,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2629,6 +2863,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2712,6 +2955,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2723,6 +2984,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2765,8 +3035,44 @@ export interface operations {
                     "application/json": components["schemas"]["ChatSessionDetail"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2785,6 +3091,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2827,6 +3142,15 @@ export interface operations {
                     "application/json": components["schemas"]["ChatSessionList"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -2854,6 +3178,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2865,6 +3198,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2940,6 +3282,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -2951,6 +3311,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3028,6 +3397,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3039,6 +3426,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3120,6 +3516,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3131,6 +3545,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3216,6 +3639,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3227,6 +3668,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3304,6 +3754,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3315,6 +3783,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3355,6 +3832,15 @@ export interface operations {
                     "application/json": components["schemas"]["ChatSearchResponse"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -3382,6 +3868,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3393,6 +3888,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3496,6 +4000,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3507,6 +4029,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3543,6 +4074,15 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -3570,6 +4110,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3581,6 +4130,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3659,6 +4217,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3670,6 +4246,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3706,6 +4291,15 @@ export interface operations {
                     "application/json": components["schemas"]["UserProject"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -3733,6 +4327,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3744,6 +4347,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3824,6 +4436,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3835,6 +4465,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3907,6 +4546,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -3918,6 +4575,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4000,6 +4666,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4011,6 +4695,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4047,6 +4740,15 @@ export interface operations {
                     "application/json": components["schemas"]["TokenBudget"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -4074,6 +4776,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4085,6 +4796,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4167,6 +4887,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4178,6 +4916,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4214,6 +4961,15 @@ export interface operations {
                     "application/json": components["schemas"]["TokenBudget"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -4241,6 +4997,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4252,6 +5017,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4334,6 +5108,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4345,6 +5137,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4381,6 +5182,15 @@ export interface operations {
                     "application/json": components["schemas"]["TokenBudget"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -4408,6 +5218,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4419,6 +5238,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4457,6 +5285,15 @@ export interface operations {
                     "application/json": components["schemas"]["TokenBudget"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -4484,6 +5321,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4495,6 +5341,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4579,6 +5434,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4590,6 +5463,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4674,6 +5556,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4685,6 +5585,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4757,6 +5666,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4768,6 +5695,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4804,6 +5740,15 @@ export interface operations {
                     "application/json": components["schemas"]["DocMinimalInfo"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -4831,6 +5776,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4842,6 +5796,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4922,6 +5885,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -4933,6 +5914,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5005,6 +5995,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5016,6 +6024,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5054,6 +6071,15 @@ export interface operations {
                     "application/json": components["schemas"]["DocMinimalInfo"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -5081,6 +6107,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5092,6 +6127,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5180,6 +6224,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5191,6 +6253,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5275,6 +6346,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5286,6 +6375,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5358,6 +6456,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5369,6 +6485,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5405,6 +6530,15 @@ export interface operations {
                     "application/json": components["schemas"]["DocumentSet"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -5432,6 +6566,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5443,6 +6586,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5522,6 +6674,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5533,6 +6703,141 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "evaluation-evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    cases: components["schemas"]["GoldenCase"][];
+                    /**
+                     * @description Also ask each question in chat and score its citations
+                     * @default true
+                     */
+                    chat?: boolean;
+                    /**
+                     * @description The agent that answers in chat
+                     * @default 0
+                     */
+                    persona_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluationReport"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed request body or parameter */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5569,6 +6874,15 @@ export interface operations {
                     "application/json": components["schemas"]["PersonaLabel"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -5596,6 +6910,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5607,6 +6930,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5685,6 +7017,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5696,6 +7046,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5768,6 +7127,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5779,6 +7156,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5859,6 +7245,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5870,6 +7274,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5970,6 +7383,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -5981,6 +7412,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6020,6 +7460,15 @@ export interface operations {
                     "application/json": components["schemas"]["FullPersonaSnapshot"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -6047,6 +7496,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6058,6 +7516,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6131,6 +7598,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6142,6 +7627,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6243,6 +7737,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6254,6 +7766,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6296,6 +7817,15 @@ export interface operations {
                     "application/json": components["schemas"]["MinimalPersonaPage"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -6323,6 +7853,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6334,6 +7873,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6409,6 +7957,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6420,6 +7986,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6462,6 +8037,15 @@ export interface operations {
                     "application/json": components["schemas"]["PersonaPage"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -6489,6 +8073,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6500,6 +8093,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6579,6 +8181,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6590,6 +8210,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6671,6 +8300,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6682,6 +8329,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6763,6 +8419,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6774,6 +8448,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6855,6 +8538,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6866,6 +8567,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6902,6 +8612,15 @@ export interface operations {
                     "application/json": components["schemas"]["ToolSnapshot"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -6929,6 +8648,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -6940,6 +8668,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6976,6 +8713,15 @@ export interface operations {
                     "application/json": components["schemas"]["UserSnapshot"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -7003,6 +8749,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7014,6 +8769,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7054,6 +8818,15 @@ export interface operations {
                     "application/json": components["schemas"]["UserPage"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -7081,6 +8854,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7092,6 +8874,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7172,6 +8963,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7183,6 +8992,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7263,6 +9081,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7274,6 +9110,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7353,6 +9198,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7364,6 +9227,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7443,6 +9315,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7454,6 +9344,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7526,6 +9425,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7537,6 +9454,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7575,6 +9501,15 @@ export interface operations {
                     "application/json": components["schemas"]["ExternalIdentity"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -7602,6 +9537,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7613,6 +9557,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7694,6 +9647,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7705,6 +9676,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7779,6 +9759,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7790,6 +9788,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7826,6 +9833,15 @@ export interface operations {
                     "application/json": components["schemas"]["PersonalAccessToken"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -7853,6 +9869,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7864,6 +9889,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7944,6 +9978,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -7955,6 +10007,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8027,6 +10088,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8038,6 +10117,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8074,6 +10162,15 @@ export interface operations {
                     "application/json": components["schemas"]["UserGroup"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -8101,6 +10198,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8112,6 +10218,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8195,6 +10310,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8206,6 +10339,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8279,6 +10421,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8290,6 +10450,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8373,6 +10542,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8384,6 +10571,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8467,6 +10663,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8478,6 +10692,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8516,6 +10739,15 @@ export interface operations {
                     "application/json": components["schemas"]["ConnectorSnapshot"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -8543,6 +10775,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8554,6 +10795,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8647,6 +10897,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8658,6 +10926,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8730,6 +11007,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8741,6 +11036,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8834,6 +11138,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8845,6 +11167,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8926,6 +11257,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -8937,6 +11286,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8973,6 +11331,15 @@ export interface operations {
                     "application/json": components["schemas"]["IndexingStatusEntry"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -9000,6 +11367,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9011,6 +11387,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9049,6 +11434,15 @@ export interface operations {
                     "application/json": components["schemas"]["CredentialSnapshot"][];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -9076,6 +11470,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9087,6 +11490,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9175,6 +11587,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9186,6 +11616,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9224,6 +11663,15 @@ export interface operations {
                     "application/json": components["schemas"]["CredentialSnapshot"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -9251,6 +11699,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9262,6 +11719,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9334,6 +11800,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9345,6 +11829,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9431,6 +11924,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9442,6 +11953,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9530,6 +12050,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9541,6 +12079,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9616,6 +12163,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9627,6 +12192,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9706,6 +12280,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9717,6 +12309,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9755,6 +12356,15 @@ export interface operations {
                     "application/json": components["schemas"]["CcPairDetails"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -9782,6 +12392,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9793,6 +12412,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9874,6 +12502,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9885,6 +12531,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9926,6 +12581,15 @@ export interface operations {
                     "application/json": components["schemas"]["IndexAttemptPage"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -9953,6 +12617,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -9964,6 +12637,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10005,6 +12687,15 @@ export interface operations {
                     "application/json": components["schemas"]["IndexAttemptErrorPage"];
                 };
             };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Missing or invalid API key */
             401: {
                 headers: {
@@ -10032,6 +12723,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Malformed request body or parameter */
             422: {
                 headers: {
@@ -10043,6 +12743,15 @@ export interface operations {
             };
             /** @description Rate limited */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,7 +3,7 @@ import type { WorkerTask } from '../worker/worker.ts';
 import * as connectorsRepository from './connectors.repository.ts';
 import * as indexingRepository from './indexing.repository.ts';
 import { processDeletion } from './service/pairs.ts';
-import { type IndexingOptions, runAttempt } from './service/run-attempt.ts';
+import { type IndexingOptions, runAttempt, runPrune } from './service/run-attempt.ts';
 
 export function indexingOptionsFrom(deps: AppDeps): IndexingOptions {
   return {
@@ -16,7 +16,8 @@ export function indexingOptionsFrom(deps: AppDeps): IndexingOptions {
 
 /**
  * One scheduler pass: stale attempts go back to the queue, due pairs get an attempt, pairs being
- * deleted are (re)tried, then this process claims attempts up to its concurrency and runs them.
+ * deleted are (re)tried, then this process claims a pair whose `prune_freq` passed and attempts up
+ * to its concurrency, and runs them.
  * Resolves when the attempts it started have finished or been handed back.
  */
 export async function schedulerPass(
@@ -44,6 +45,12 @@ export async function schedulerPass(
     } finally {
       state.ticking = false;
     }
+  }
+  // A due prune takes a slot before queued attempts, so retries of failing pairs cannot starve it.
+  if (!signal.aborted && state.running.size < deps.config.KAS_CONNECTOR_CONCURRENCY) {
+    const busy = [...state.running.values()].map((r) => r.pairId);
+    const pairId = await indexingRepository.claimDuePrune(deps.db, busy);
+    if (pairId !== undefined) started.push(runPrune(deps, pairId, options, signal));
   }
   while (!signal.aborted && state.running.size < deps.config.KAS_CONNECTOR_CONCURRENCY) {
     const busy = [...state.running.values()].map((r) => r.pairId);

@@ -65,6 +65,9 @@ export function createHybridIndex(options: {
       await keyword.deleteDocuments(documentIds);
       if (documentIds.length) await searchRepository.deleteEmbeddings(db, documentIds);
     },
+    async close() {
+      await keyword.close?.();
+    },
     async clear() {
       await keyword.clear();
       await searchRepository.clearEmbeddings(db);

@@ -9,6 +9,7 @@ import type {
   SearchIndex,
   SearchRequest,
 } from './search-index.ts';
+import { ENGLISH_STOP_WORDS } from './stop-words.ts';
 
 /** One Meilisearch document per chunk; document attributes are denormalised for filtering. */
 interface MeiliChunk {
@@ -45,6 +46,8 @@ export const MEILI_SETTINGS = {
     'access_external',
   ],
   sortableAttributes: ['updated_at'],
+  // The words Postgres's English configuration ignores, so that they never decide ranking here either.
+  stopWords: [...ENGLISH_STOP_WORDS],
 };
 
 /** Meilisearch ids allow only [A-Za-z0-9_-]: hash the document id. */
@@ -159,7 +162,6 @@ export function createMeilisearchIndex(options: {
     async search({ query, filters, access, limit }: SearchRequest) {
       const parsed = parseQuery(query);
       const q = toMeiliQuery(parsed);
-      const anyOr = parsed.groups.some((g) => g.length > 1);
       try {
         await ensureSettings();
         const result = await index.search(q, {
@@ -167,7 +169,8 @@ export function createMeilisearchIndex(options: {
           limit,
           showRankingScore: true,
           attributesToRetrieve: ['document_id', 'chunk_id'],
-          matchingStrategy: anyOr ? 'last' : 'all',
+          // A weak AND: documents with every word first, then the most frequent words are dropped one by one.
+          matchingStrategy: 'frequency',
           ...(q ? {} : { sort: ['updated_at:desc'] }),
         });
         return result.hits.map((hit) => ({

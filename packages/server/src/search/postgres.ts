@@ -1,11 +1,10 @@
 import type { Db } from '../db/database.ts';
-import { parseQuery, toTsquery } from './query-parser.ts';
+import type { Logger } from '../logger.ts';
+import { DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
+import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
 import { chunkKey } from './search-index.ts';
-
-/** Chunks ranked per arm of the candidate set (title matches, any matches). */
-export const DEFAULT_CANDIDATE_CAP = 1000;
 
 const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;
 
@@ -32,18 +31,34 @@ function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): Se
   return [...hits, ...added].slice(0, limit);
 }
 
+/** Seconds between a write and the maintenance it triggers (folding statistics, champion lists). */
+const MAINTENANCE_DELAY_MS = 1000;
+/** The chunk count below which the database weighs chunks with default average lengths (migration 0011). */
+const MIN_CHUNKS_FOR_AVERAGES = 20;
+/** Relative change of an average length that makes maintenance re-weight every chunk. */
+const REWEIGHT_DRIFT = 0.15;
+const REWEIGHT_BATCH = 1000;
+/** Champion lists rebuilt per maintenance round (each costs a scan of its term's postings). */
+const CHAMPION_REBUILDS_PER_ROUND = 20;
+
+export interface PostgresSearchIndex extends SearchIndex {
+  /** Folds pending statistics and rebuilds stale champion lists now (tests, benchmarks, `kas reindex`). */
+  maintain(): Promise<void>;
+  close(): Promise<void>;
+}
+
 /**
- * The default index: Postgres full-text search over the `chunks` table itself (its tsvector column is
- * maintained by the database in the same transaction as the document), so indexing only records the
- * vocabulary used for typo correction.
+ * The default index: BM25 (bm25.ts) over the `chunks` table itself. The database keeps each chunk's
+ * tsvector, term weights and the document frequencies current in the transaction that writes the
+ * chunk, so indexing only records the vocabulary used for typo correction; a maintenance round after
+ * writes folds statistics and refreshes champion lists.
  */
 export function createPostgresSearchIndex(
   db: Db,
-  options: { candidateCap?: number; fewResults?: number; titleArm?: boolean } = {},
-): SearchIndex {
-  const cap = options.candidateCap ?? DEFAULT_CANDIDATE_CAP;
+  options: { fewResults?: number; logger?: Logger; limits?: Partial<PlanLimits> } = {},
+): PostgresSearchIndex {
   const few = options.fewResults ?? 3;
-  const titleArm = options.titleArm ?? false;
+  const limits = { ...DEFAULT_PLAN_LIMITS, ...options.limits };
   // Words this process knows are stored: most of a new document's words are, so most inserts are skipped.
   const known = new Set<string>();
   const remember = (words: string[]) => {
@@ -53,9 +68,106 @@ export function createPostgresSearchIndex(
   // Sorted, so that concurrent transactions take the vocabulary's row locks in one order.
   const unknownWords = (documents: IndexedDocument[]) =>
     [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
+
+  /**
+   * Stored weights keep the average lengths of their time (bm25.ts); when the averages moved by more
+   * than REWEIGHT_DRIFT since the last re-weighting (a growing index), every chunk is re-weighted, in
+   * batches so that queries run in between.
+   */
+  const reweightIfDrifted = async () => {
+    const stats = await searchRepository.lengthStatistics(db);
+    if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return;
+    const drifted = (now: number, then: number | null) =>
+      then === null || Math.abs(now - then) > REWEIGHT_DRIFT * Math.max(then, 1);
+    if (
+      !drifted(stats.length, stats.weightedLength) &&
+      !drifted(stats.titleLength, stats.weightedTitleLength)
+    )
+      return;
+    await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
+    let after: { document_id: string; chunk_id: number } | null = null;
+    do {
+      if (closed) return;
+      after = await searchRepository.reweightChunks(db, after, REWEIGHT_BATCH);
+    } while (after);
+    await searchRepository.invalidateChampions(db);
+  };
+
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+  let closed = false;
+  const maintain = async () => {
+    await searchRepository.foldTermDeltas(db);
+    await reweightIfDrifted();
+    const stale = await searchRepository.staleChampionTerms(db, {
+      minDf: limits.alwaysFullDf,
+      limit: CHAMPION_REBUILDS_PER_ROUND,
+    });
+    for (const term of stale) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+    // More stale lists than one round takes: continue in the next one, leaving room for queries.
+    if (stale.length === CHAMPION_REBUILDS_PER_ROUND) schedule();
+  };
+  const runMaintenance = () => {
+    running ??= maintain()
+      .catch((error: unknown) => {
+        if (!closed)
+          options.logger?.warn(
+            { err: error },
+            'search index maintenance failed; retrying after the next write',
+          );
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
+  const schedule = () => {
+    if (closed || timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      void runMaintenance();
+    }, MAINTENANCE_DELAY_MS);
+    timer.unref();
+  };
+
+  /** Candidates and exact scores for a query plan; the exhaustive statement when a restrictive scope left too few. */
+  const rank = async (
+    parsed: ParsedQuery,
+    words: string[],
+    request: SearchRequest,
+    stemmed = false,
+  ): Promise<SearchHit[]> => {
+    const stats = await searchRepository.queryTerms(db, words, { stemmed });
+    const plan = planQuery(stats.chunks, stats.terms, limits);
+    for (const term of plan.champions) {
+      if (term.champions_df !== null) continue;
+      term.champion_floor = await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+      term.champions_df = term.df;
+    }
+    const args = {
+      plan,
+      must: toTsquery(parsed, { conditionsOnly: true }),
+      filters: request.filters,
+      access: request.access,
+      limit: request.limit,
+    };
+    const hits = await searchRepository.bm25Search(db, args);
+    // Champion lists stand for frequent terms across all documents; when access or filters left fewer
+    // visible chunks than asked for, score every visible chunk that contains a term instead.
+    if (hits.length < request.limit && plan.champions.length) return searchRepository.bm25SearchAll(db, args);
+    return hits;
+  };
+
   return {
     kind: 'postgres',
+    maintain: async () => {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await running;
+      await runMaintenance();
+    },
     async indexDocuments(documents) {
+      schedule();
       const words = unknownWords(documents);
       if (!words.length) return;
       await searchRepository.insertVocabulary(db, words);
@@ -64,42 +176,43 @@ export function createPostgresSearchIndex(
     async indexNewInTransaction(trx, documents) {
       const words = unknownWords(documents);
       if (words.length) await searchRepository.insertVocabulary(trx, words);
-      return () => remember(words);
+      return () => {
+        remember(words);
+        schedule();
+      };
     },
     async deleteDocuments() {
-      // Chunks are deleted with their document rows; the vocabulary keeps the words (harmless).
+      // Chunks are deleted with their document rows (and their statistics by the database); the
+      // vocabulary keeps the words (harmless).
+      schedule();
     },
     async clear() {
       known.clear();
       await searchRepository.clearVocabulary(db);
     },
-    async search({ query, filters, access, limit, fallbacks }: SearchRequest) {
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await running;
+    },
+    async search(request: SearchRequest) {
+      const { query, limit, fallbacks } = request;
       const parsed = parseQuery(query);
-      const tsquery = toTsquery(parsed);
-      if (!tsquery) return searchRepository.recentChunks(db, { filters, access, limit });
-      const run = (text: string, titleText: string | null) =>
-        searchRepository.fullTextSearch(db, {
-          tsquery: text,
-          titleTsquery: titleText,
-          filters,
-          access,
-          limit,
-          cap,
-        });
-
-      // A title-only arm (`word:A`) costs as much as the main one (GIN cannot filter by weight), doubling the
-      // time of every query, so it is used only when asked for.
-      let hits = await run(tsquery, titleArm ? toTsquery(parsed, { titleOnly: true }) : null);
+      if (!toTsquery(parsed)) return searchRepository.recentChunks(db, request);
+      let hits = await rank(parsed, parsed.positiveWords, request);
       const threshold = fallbacks === false ? 0 : Math.min(limit, few);
       if (hits.length < threshold) {
-        const prefixed = toTsquery(parsed, { prefix: true });
-        if (prefixed && prefixed !== tsquery) hits = appendFallback(hits, await run(prefixed, null), limit);
+        // Prefix fallback: words as typed may be the start of indexed terms ("replica" → "replication").
+        const candidates = parsed.positiveWords.filter((w) => w.length >= 3);
+        const expanded = await searchRepository.termsWithPrefix(db, candidates, 3);
+        if (expanded.length) hits = appendFallback(hits, await rank(parsed, expanded, request, true), limit);
       }
       if (hits.length < threshold) {
         const corrections = await searchRepository.correctWords(db, parsed.positiveWords);
         if (corrections.size) {
-          const corrected = toTsquery(parsed, { prefix: true, replace: corrections });
-          if (corrected) hits = appendFallback(hits, await run(corrected, null), limit);
+          const corrected = parsed.positiveWords.map((w) => corrections.get(w) ?? w);
+          hits = appendFallback(hits, await rank(parsed, corrected, request), limit);
         }
       }
       return hits;

@@ -1,7 +1,8 @@
 /**
  * Web-search syntax, as people type it into a search box: `"exact phrase"`, `-excluded`,
- * `a or b`; everything else is ANDed. Parsed once, then rendered for Postgres (`to_tsquery` text)
- * or for Meilisearch.
+ * `a or b`. Plain words are a weak AND: each one that a document contains adds to its rank, and a
+ * missing one never empties the result. Phrases, exclusions and `or` groups are conditions. Parsed
+ * once, then rendered for Postgres (`to_tsquery` text) or for Meilisearch.
  */
 export interface QueryOperand {
   /** Lower-cased words; more than one means they must be adjacent (a phrase or a hyphenated word). */
@@ -57,6 +58,13 @@ export interface TsqueryOptions {
   titleOnly?: boolean;
   /** Replacement words (typo corrections). */
   replace?: ReadonlyMap<string, string>;
+  /** Only the conditions: phrases, exclusions and `or` groups (plain words rank, they do not filter). */
+  conditionsOnly?: boolean;
+}
+
+/** Whether an operand group is a condition rather than a plain ranked word. */
+function isCondition(group: QueryOperand[]): boolean {
+  return group.length > 1 || group[0]!.phrase || group[0]!.negated;
 }
 
 /** `to_tsquery` text; null when nothing positive is left to search for. */
@@ -72,10 +80,12 @@ export function toTsquery(parsed: ParsedQuery, options: TsqueryOptions = {}): st
     const body = parts.length > 1 ? `(${parts.join(' <-> ')})` : parts[0]!;
     return operand.negated ? `!${body}` : body;
   };
-  const groups = parsed.groups.map((group) =>
+  const chosen = options.conditionsOnly ? parsed.groups.filter(isCondition) : parsed.groups;
+  const groups = chosen.map((group) =>
     group.length > 1 ? `(${group.map(render).join(' | ')})` : render(group[0]!),
   );
-  if (!parsed.groups.some((g) => g.some((o) => !o.negated))) return null;
+  if (!groups.length) return null;
+  if (!options.conditionsOnly && !parsed.groups.some((g) => g.some((o) => !o.negated))) return null;
   return groups.join(' & ');
 }
 

@@ -1,9 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit } from './search-index.ts';
-
-/** Weights of D (content), C, B, A (title): a title match counts ten times a content match. */
-const RANK_WEIGHTS = '{0.1, 0.2, 0.4, 1.0}';
 
 /** Access and filters on `documents d`, as one SQL condition. */
 export function documentConditions(filters: IndexFilters, access: AccessScope): RawBuilder<boolean> {
@@ -29,39 +27,293 @@ export function documentConditions(filters: IndexFilters, access: AccessScope): 
   return sql<boolean>`${sql.join(conditions, sql` AND `)}`;
 }
 
+/** Reserved `search_terms` keys (no lexeme contains a control character): chunk count, total lengths. */
+const CHUNK_COUNT_KEY = '\u0001n';
+const LENGTH_KEY = '\u0001len';
+const TITLE_LENGTH_KEY = '\u0001tlen';
+const RESERVED_KEYS = '\u0001%';
+
+/** A tsquery literal matching any of these lexemes (no parsing or stemming of its own). */
+function anyLexeme(lexemes: string[]): string {
+  return lexemes.map((l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ');
+}
+
+export interface QueryTerms {
+  /** The chunks in the index. */
+  chunks: number;
+  /** For each word of the query, in order, its lexemes (none for stop words). */
+  lexemes: string[][];
+  terms: TermStats[];
+}
+
 /**
- * Full-text search that stays fast for very common terms: ranking cost grows with the number of
- * matches, so only a capped candidate set is ranked — up to `cap` chunks whose title matches, plus up
- * to `cap` chunks matching anywhere. Below the cap the ranking is exact.
+ * The lexemes of the query's words (the same stemming as the chunks'; `stemmed` words are lexemes
+ * already) and their statistics, with
+ * the deltas that maintenance has not folded in yet. One round trip.
  */
-export async function fullTextSearch(
+export async function queryTerms(
+  db: DbExecutor,
+  words: string[],
+  options: { stemmed?: boolean } = {},
+): Promise<QueryTerms> {
+  const result = await sql<{
+    i: number;
+    term: string;
+    df: number;
+    champions_df: number | null;
+    champion_floor: number | null;
+  }>`
+    WITH lexemes AS (
+      SELECT w.i::int AS i, u.lexeme AS term
+      FROM unnest(${words}::text[]) WITH ORDINALITY AS w(word, i),
+        unnest(CASE WHEN ${options.stemmed ?? false} THEN array_to_tsvector(ARRAY[w.word]) ELSE to_tsvector('english', w.word) END) AS u
+      UNION ALL SELECT 0, ${CHUNK_COUNT_KEY}::text
+    )
+    SELECT l.i, l.term,
+      (coalesce(s.df, 0) + coalesce((SELECT sum(d.delta) FROM search_term_deltas d WHERE d.term = l.term), 0))::float8 AS df,
+      s.champions_df::float8 AS champions_df, s.champion_floor::float8 AS champion_floor
+    FROM lexemes l LEFT JOIN search_terms s ON s.term = l.term`.execute(db);
+  const lexemes: string[][] = words.map(() => []);
+  const terms = new Map<string, TermStats>();
+  let chunks = 0;
+  for (const row of result.rows) {
+    if (row.i === 0) {
+      chunks = row.df;
+      continue;
+    }
+    lexemes[row.i - 1]!.push(row.term);
+    terms.set(row.term, {
+      term: row.term,
+      df: row.df,
+      champions_df: row.champions_df,
+      champion_floor: row.champion_floor,
+    });
+  }
+  return { chunks, lexemes, terms: [...terms.values()] };
+}
+
+/**
+ * BM25 over the candidate set of a query plan (see bm25.ts): chunks containing a `full` term, plus
+ * the champion lists of the frequent terms, each scored over every term of the plan, with access,
+ * filters and `must` (phrases, exclusions, `or` groups, as `to_tsquery` text) in the same statement.
+ */
+export async function bm25Search(
   db: DbExecutor,
   args: {
-    tsquery: string;
-    titleTsquery: string | null;
+    plan: QueryPlan;
+    must: string | null;
     filters: IndexFilters;
     access: AccessScope;
     limit: number;
-    cap: number;
   },
 ): Promise<SearchHit[]> {
+  const { plan } = args;
+  if (!plan.scored.length) return [];
   const where = documentConditions(args.filters, args.access);
-  const arm = (query: string) => sql`(
-    SELECT c.document_id, c.chunk_id, c.search_vector FROM chunks c JOIN documents d ON d.id = c.document_id
-    WHERE c.search_vector @@ to_tsquery('english', ${query}) AND ${where}
-    LIMIT ${args.cap})`;
-  const candidates = args.titleTsquery
-    ? sql`${arm(args.titleTsquery)} UNION ALL ${arm(args.tsquery)}`
-    : arm(args.tsquery);
+  // A condition made only of stop words is no condition (an empty tsquery would match nothing).
+  const must = args.must
+    ? sql`AND (numnode(to_tsquery('english', ${args.must})) = 0 OR c.search_vector @@ to_tsquery('english', ${args.must}))`
+    : sql``;
+  const score = sql.join(
+    plan.scored.map(
+      (s) =>
+        sql`${s.idf}::float8 * coalesce(c.bm25_weights[array_position(c.bm25_terms, ${s.term}::text)], 0)`,
+    ),
+    sql` + `,
+  );
+  const scored = sql`(${score}) * power(2, tanh(d.boost / 2.0))`;
+  const arms = [];
+  if (plan.full.length) {
+    arms.push(sql`
+      SELECT c.document_id, c.chunk_id, (${scored})::float8 AS score
+      FROM chunks c JOIN documents d ON d.id = c.document_id
+      WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} AND ${where}`);
+  }
+  if (plan.champions.length) {
+    arms.push(sql`
+      SELECT c.document_id, c.chunk_id, (${scored})::float8 AS score
+      FROM search_champions s
+      JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id
+      JOIN documents d ON d.id = c.document_id
+      WHERE s.term = ANY(${plan.champions.map((t) => t.term)}::text[]) ${must} AND ${where}`);
+  }
   const result = await sql<SearchHit>`
-    SELECT DISTINCT ON (score, document_id, chunk_id) document_id, chunk_id, score FROM (
-      SELECT c.document_id, c.chunk_id,
-        ts_rank(${RANK_WEIGHTS}::float4[], c.search_vector, to_tsquery('english', ${args.tsquery}), 1)::float8 AS score
-      FROM (${candidates}) c
-    ) ranked
+    ${sql.join(arms, sql` UNION `)}
     ORDER BY score DESC, document_id, chunk_id
     LIMIT ${args.limit}`.execute(db);
   return result.rows;
+}
+
+/**
+ * Exhaustive BM25 over every chunk that contains one of the plan's terms: what a restrictive access
+ * scope or filter falls back to when the candidate set left fewer than `limit` visible chunks.
+ */
+export async function bm25SearchAll(
+  db: DbExecutor,
+  args: { plan: QueryPlan; must: string | null; filters: IndexFilters; access: AccessScope; limit: number },
+): Promise<SearchHit[]> {
+  const plan = { ...args.plan, full: args.plan.scored.map((s) => s.term), champions: [] };
+  return bm25Search(db, { ...args, plan });
+}
+
+/** Rebuilds a term's champion list: its CHAMPIONS highest-weighted chunks. */
+export async function buildChampions(
+  db: DbExecutor,
+  term: string,
+  df: number,
+  size: number,
+): Promise<number | null> {
+  return db.transaction().execute(async (trx) => {
+    await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(trx);
+    const inserted = await sql<{ weight: number }>`
+      INSERT INTO search_champions (term, document_id, chunk_id, weight)
+      SELECT ${term}, c.document_id, c.chunk_id, c.bm25_weights[array_position(c.bm25_terms, ${term}::text)] AS weight
+      FROM chunks c WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery
+      ORDER BY weight DESC, c.document_id, c.chunk_id LIMIT ${size}
+      ON CONFLICT DO NOTHING
+      RETURNING weight::float8 AS weight`.execute(trx);
+    const floor = inserted.rows.length < size ? 0 : Math.min(...inserted.rows.map((r) => r.weight));
+    await sql`
+      INSERT INTO search_terms (term, df, champions_df, champion_floor) VALUES (${term}, 0, ${df}, ${floor})
+      ON CONFLICT (term) DO UPDATE SET champions_df = excluded.champions_df, champion_floor = excluded.champion_floor`.execute(
+      trx,
+    );
+    return floor;
+  });
+}
+
+/** Folds the pending document-frequency deltas into `search_terms`; returns how many were folded. */
+export async function foldTermDeltas(db: DbExecutor): Promise<number> {
+  const result = await sql<{ folded: number }>`
+    WITH moved AS (DELETE FROM search_term_deltas RETURNING term, delta),
+    sums AS (SELECT term, sum(delta) AS delta, count(*) AS n FROM moved GROUP BY term),
+    upserted AS (
+      INSERT INTO search_terms (term, df) SELECT term, delta FROM sums ORDER BY term
+      ON CONFLICT (term) DO UPDATE SET df = search_terms.df + excluded.df
+    )
+    SELECT coalesce(sum(n), 0)::int AS folded FROM sums`.execute(db);
+  await sql`DELETE FROM search_terms WHERE df <= 0 AND term NOT LIKE ${RESERVED_KEYS}`.execute(db);
+  return result.rows[0]?.folded ?? 0;
+}
+
+export interface LengthStatistics {
+  chunks: number;
+  /** Average content and title lengths now. */
+  length: number;
+  titleLength: number;
+  /** The averages the stored weights were last recomputed with (null: never). */
+  weightedLength: number | null;
+  weightedTitleLength: number | null;
+}
+
+/** Reserved keys of the averages at the last re-weighting (stored × 1000, as `df` is an integer). */
+const WEIGHTED_LENGTH_KEY = '\u0001wlen';
+const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
+
+export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics> {
+  const result = await sql<{ term: string; df: number }>`
+    SELECT term, df::float8 AS df FROM search_terms
+    WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY})`.execute(
+    db,
+  );
+  const value = new Map(result.rows.map((r) => [r.term, r.df]));
+  const chunks = value.get(CHUNK_COUNT_KEY) ?? 0;
+  const per = (key: string) => (chunks > 0 ? (value.get(key) ?? 0) / chunks : 0);
+  const weighted = (key: string) => (value.has(key) ? value.get(key)! / 1000 : null);
+  return {
+    chunks,
+    length: per(LENGTH_KEY),
+    titleLength: per(TITLE_LENGTH_KEY),
+    weightedLength: weighted(WEIGHTED_LENGTH_KEY),
+    weightedTitleLength: weighted(WEIGHTED_TITLE_LENGTH_KEY),
+  };
+}
+
+export async function recordWeightedLengths(
+  db: DbExecutor,
+  length: number,
+  titleLength: number,
+): Promise<void> {
+  await sql`
+    INSERT INTO search_terms (term, df) VALUES
+      (${WEIGHTED_LENGTH_KEY}, ${Math.round(length * 1000)}), (${WEIGHTED_TITLE_LENGTH_KEY}, ${Math.round(titleLength * 1000)})
+    ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
+}
+
+/**
+ * Recomputes the stored weights of the next `batch` chunks after `after` (in key order) with the
+ * current average lengths; returns the last chunk done, or null at the end.
+ */
+export async function reweightChunks(
+  db: DbExecutor,
+  after: { document_id: string; chunk_id: number } | null,
+  batch: number,
+): Promise<{ document_id: string; chunk_id: number } | null> {
+  const result = await sql<{ document_id: string; chunk_id: number; n: number }>`
+    WITH k AS (
+      SELECT document_id, chunk_id FROM chunks
+      WHERE ${after ? sql`(document_id, chunk_id) > (${after.document_id}, ${after.chunk_id})` : sql`true`}
+      ORDER BY document_id, chunk_id LIMIT ${batch}
+    ), done AS (
+      UPDATE chunks c SET bm25_weights = (SELECT w.weights FROM kas_bm25_weights(c.search_vector) w)
+      FROM k WHERE c.document_id = k.document_id AND c.chunk_id = k.chunk_id
+      RETURNING 1
+    )
+    SELECT document_id, chunk_id, (SELECT count(*) FROM done)::int AS n
+    FROM k ORDER BY document_id DESC, chunk_id DESC LIMIT 1`.execute(db);
+  const last = result.rows[0];
+  if (!last || last.n < batch) return null;
+  return { document_id: last.document_id, chunk_id: last.chunk_id };
+}
+
+/** Champion lists hold stored weights: after a re-weighting every list is rebuilt. */
+export async function invalidateChampions(db: DbExecutor): Promise<void> {
+  await sql`UPDATE search_terms SET champions_df = NULL, champion_floor = NULL WHERE champions_df IS NOT NULL`.execute(
+    db,
+  );
+}
+
+/** Frequent terms whose champion list is missing or was built at a quite different frequency. */
+export async function staleChampionTerms(
+  db: DbExecutor,
+  args: { minDf: number; limit: number },
+): Promise<{ term: string; df: number }[]> {
+  const result = await sql<{ term: string; df: number }>`
+    SELECT term, df::float8 AS df FROM search_terms
+    WHERE df > ${args.minDf} AND term NOT LIKE ${RESERVED_KEYS}
+      AND (champions_df IS NULL OR df > champions_df * 1.25 OR df < champions_df * 0.75)
+    ORDER BY df DESC LIMIT ${args.limit}`.execute(db);
+  return result.rows;
+}
+
+/** The smallest string greater than every string that starts with `prefix` (for range scans). */
+function prefixUpperBound(prefix: string): string {
+  const chars = [...prefix];
+  const last = chars.pop()!;
+  return chars.join('') + String.fromCodePoint(last.codePointAt(0)! + 1);
+}
+
+/**
+ * Indexed terms starting with one of these prefixes, most frequent first (the prefix fallback). A
+ * range over the `text_pattern_ops` index, plus terms whose frequencies are not folded in yet.
+ */
+export async function termsWithPrefix(
+  db: DbExecutor,
+  prefixes: string[],
+  perPrefix: number,
+): Promise<string[]> {
+  const nonEmpty = prefixes.filter(Boolean);
+  if (!nonEmpty.length) return [];
+  const result = await sql<{ term: string }>`
+    SELECT DISTINCT x.term FROM unnest(${nonEmpty}::text[], ${nonEmpty.map(prefixUpperBound)}::text[]) AS p(low, high),
+    LATERAL (
+      SELECT term FROM (
+        SELECT term, df FROM search_terms WHERE term ~>=~ p.low AND term ~<~ p.high AND df > 0
+        UNION
+        SELECT DISTINCT term, 1 FROM search_term_deltas WHERE term ~>=~ p.low AND term ~<~ p.high
+      ) t ORDER BY df DESC, term LIMIT ${perPrefix}
+    ) x`.execute(db);
+  return result.rows.map((r) => r.term);
 }
 
 /** An empty query lists the most recently updated documents (their first chunk). */

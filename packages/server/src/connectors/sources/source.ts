@@ -35,6 +35,16 @@ export interface ExternalAccess {
   user_emails: string[];
   /** Ids of the source's groups (e.g. `github:org/team`, `slack:C0123` channel members), as external groups know them. */
   external_group_ids: string[];
+  /** Accounts at the source that are not emails (a Confluence account id, a GitHub login), as linked identities know them. */
+  user_ids?: string[];
+}
+
+/** A group at the source with its members, recorded for `sync` pairs so that group grants reach users. */
+export interface ExternalGroup {
+  group_id: string;
+  member_emails: string[];
+  /** Members' accounts at the source (matched against linked external identities). */
+  member_ids?: string[];
 }
 
 export interface SourceOwner {
@@ -90,6 +100,8 @@ export interface SourceRunContext<Config, Credential> {
   logger: Logger;
   files: SourceFileStore;
   connectorId: number;
+  /** The pair's access type: sources read permissions only for `sync` (reading them may need more rights). */
+  accessType?: 'public' | 'private' | 'sync';
 }
 
 export interface LoadArgs<Config, Credential> extends SourceRunContext<Config, Credential> {
@@ -123,6 +135,8 @@ export interface Source<Config = unknown, Credential = unknown> {
   permissions?(
     args: SourceRunContext<Config, Credential>,
   ): AsyncIterable<{ document_id: string; access: ExternalAccess }[]>;
+  /** The source's groups and their members (permission sync of `sync` pairs); absent when access lists only users. */
+  externalGroups?(args: SourceRunContext<Config, Credential>): Promise<ExternalGroup[]>;
   /** Every `load` yields every document the source has (a crawl), so documents it did not yield were deleted. */
   readonly fullListing?: boolean;
   /** Credential keys whose values are secret (masked on read); default: every key. */

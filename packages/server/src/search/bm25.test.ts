@@ -1,0 +1,309 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../db/database.ts';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { B, idf, K1, TITLE_WEIGHT } from './bm25.ts';
+import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
+import type { AccessScope, SearchHit } from './search-index.ts';
+
+const ALL: AccessScope = { all: true };
+
+/** Deterministic pseudo-random numbers (mulberry32). */
+function rng(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Words that the English stemmer leaves alone and that are no stop words: `w<letters>`. */
+function vocabulary(size: number): string[] {
+  const letters = 'bcdfghjklmnpqrstvwxz';
+  return Array.from({ length: size }, (_, i) => {
+    let word = 'w';
+    let n = i;
+    do {
+      word += letters[n % letters.length];
+      n = Math.floor(n / letters.length);
+    } while (n > 0);
+    return `${word}a`;
+  });
+}
+
+/** Inserts documents of one chunk each, straight into the tables (the database computes the statistics). */
+async function insertDocuments(
+  db: Db,
+  docs: {
+    id: string;
+    title: string;
+    content: string;
+    is_public?: boolean;
+    users?: string[];
+    boost?: number;
+  }[],
+) {
+  for (let i = 0; i < docs.length; i += 500) {
+    const batch = docs.slice(i, i + 500);
+    await db.transaction().execute(async (trx) => {
+      await sql`
+        INSERT INTO documents (id, semantic_id, title, source, from_ingestion_api, doc_updated_at, content_hash,
+          chunk_count, is_public, access_user_ids, access_group_ids, tags, boost)
+        SELECT id, title, title, 'file', true, now(), '', 1, is_public,
+          CASE WHEN users = '' THEN '{}'::uuid[] ELSE string_to_array(users, ',')::uuid[] END, '{}', '{}', boost
+        FROM unnest(${batch.map((d) => d.id)}::text[], ${batch.map((d) => d.title)}::text[],
+          ${batch.map((d) => d.is_public ?? true)}::bool[], ${batch.map((d) => (d.users ?? []).join(','))}::text[],
+          ${batch.map((d) => d.boost ?? 0)}::int[]) AS t(id, title, is_public, users, boost)`.execute(trx);
+      await sql`
+        INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+        SELECT id, 0, title, content, left(content, 100), NULL, 100
+        FROM unnest(${batch.map((d) => d.id)}::text[], ${batch.map((d) => d.title)}::text[],
+          ${batch.map((d) => d.content)}::text[]) AS t(id, title, content)`.execute(trx);
+    });
+  }
+}
+
+interface Corpus {
+  chunks: number;
+  length: number;
+  titleLength: number;
+  docs: Map<
+    string,
+    { visibleTo: string[]; isPublic: boolean; terms: Map<string, { tf: number; ttf: number }> }
+  >;
+  df: Map<string, number>;
+}
+
+/** Every chunk's term frequencies per field, read back from its tsvector (positions and their weights). */
+async function loadCorpus(db: Db): Promise<Corpus> {
+  const rows = await sql<{
+    id: string;
+    lexeme: string;
+    weights: string[];
+    is_public: boolean;
+    users: string[];
+  }>`
+    SELECT c.document_id AS id, u.lexeme, u.weights, d.is_public, d.access_user_ids::text[] AS users
+    FROM chunks c JOIN documents d ON d.id = c.document_id, unnest(c.search_vector) AS u`.execute(db);
+  const corpus: Corpus = { chunks: 0, length: 0, titleLength: 0, docs: new Map(), df: new Map() };
+  for (const row of rows.rows) {
+    let doc = corpus.docs.get(row.id);
+    if (!doc) {
+      doc = { visibleTo: row.users, isPublic: row.is_public, terms: new Map() };
+      corpus.docs.set(row.id, doc);
+    }
+    const tf = row.weights.filter((w) => w === 'D').length;
+    const ttf = row.weights.filter((w) => w === 'A').length;
+    doc.terms.set(row.lexeme, { tf, ttf });
+    corpus.length += tf;
+    corpus.titleLength += ttf;
+    corpus.df.set(row.lexeme, (corpus.df.get(row.lexeme) ?? 0) + 1);
+  }
+  corpus.chunks = corpus.docs.size;
+  return corpus;
+}
+
+/** Textbook BM25 over every chunk (of those `user` may see), best first. */
+function exhaustiveBm25(corpus: Corpus, query: string[], user?: string): { id: string; score: number }[] {
+  const sat = (tf: number, length: number, avg: number) =>
+    (tf * (K1 + 1)) / (tf + K1 * (1 - B + (B * length) / avg));
+  const avgLength = corpus.length / corpus.chunks;
+  const avgTitleLength = corpus.titleLength / corpus.chunks;
+  const scores: { id: string; score: number }[] = [];
+  for (const [id, doc] of corpus.docs) {
+    if (user && !doc.isPublic && !doc.visibleTo.includes(user)) continue;
+    let length = 0;
+    let titleLength = 0;
+    for (const t of doc.terms.values()) {
+      length += t.tf;
+      titleLength += t.ttf;
+    }
+    let score = 0;
+    for (const term of query) {
+      const t = doc.terms.get(term);
+      if (!t) continue;
+      score +=
+        idf(corpus.chunks, corpus.df.get(term)!) *
+        (sat(t.tf, length, avgLength) + (t.ttf ? TITLE_WEIGHT * sat(t.ttf, titleLength, avgTitleLength) : 0));
+    }
+    if (score > 0) scores.push({ id, score });
+  }
+  return scores.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+}
+
+/**
+ * The same ranking up to ties: every hit has the score the reference gives its chunk, and the i-th
+ * hit the reference's i-th score (stored weights are 4-byte floats, so equal scores may swap).
+ */
+function expectSameRanking(hits: SearchHit[], expected: { id: string; score: number }[]) {
+  const scoreOf = new Map(expected.map((e) => [e.id, e.score]));
+  hits.forEach((hit, i) => {
+    expect(scoreOf.get(hit.document_id), hit.document_id).toBeCloseTo(hit.score, 3);
+    expect(hit.score).toBeCloseTo(expected[i]!.score, 3);
+  });
+}
+
+describe('BM25 ranking of the Postgres index', () => {
+  let t: TestRuntime;
+  let index: PostgresSearchIndex;
+  const search = async (query: string, limit = 10, access: AccessScope = ALL) =>
+    (await index.search({ query, filters: {}, access, limit })).map((h) => h.document_id);
+
+  beforeAll(async () => {
+    t = await createTestRuntime();
+    index = createPostgresSearchIndex(t.deps.db);
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => `filler${i % 7}`).join(' ');
+    await insertDocuments(t.deps.db, [
+      { id: 'rare', title: 'Notes', content: `zeppelin mooring ${filler(20)}` },
+      { id: 'common', title: 'Notes', content: `mooring mooring mooring ${filler(20)}` },
+      { id: 'short', title: 'Misc', content: 'kestrel sightings' },
+      { id: 'long', title: 'Misc', content: `kestrel sightings ${filler(200)}` },
+      { id: 'in-title', title: 'Lighthouse keeping', content: `duties ${filler(10)}` },
+      { id: 'in-body', title: 'Duties', content: `the lighthouse ${filler(10)}` },
+      { id: 'boosted', title: 'Hangar', content: `hangar doors ${filler(10)}`, boost: 4 },
+      { id: 'plain', title: 'Hangar', content: `hangar doors ${filler(10)}` },
+      { id: 'stop', title: 'Words', content: 'the of and to in it is was the the the of of a an' },
+      { id: 'pelican', title: 'Birds', content: 'a pelican on the pier' },
+      ...Array.from({ length: 30 }, (_, i) => ({
+        id: `bulk-${i}`,
+        title: 'Bulk',
+        content: `mooring ${filler(15)} item${i}`,
+      })),
+    ]);
+    await index.maintain();
+  });
+  afterAll(async () => {
+    await index?.close();
+    await t?.close();
+  });
+
+  it('weighs rare terms above frequent ones (IDF)', async () => {
+    expect((await search('zeppelin mooring'))[0]).toBe('rare');
+  });
+
+  it('normalises by length: the shorter chunk with the same matches ranks first', async () => {
+    expect(await search('kestrel')).toEqual(['short', 'long']);
+  });
+
+  it('counts the title as a boosted field', async () => {
+    expect((await search('lighthouse')).slice(0, 2)).toEqual(['in-title', 'in-body']);
+  });
+
+  it('multiplies by the document boost', async () => {
+    expect((await search('hangar doors')).slice(0, 2)).toEqual(['boosted', 'plain']);
+  });
+
+  it('treats a natural question as a weak AND: unknown and stop words never empty the result', async () => {
+    expect((await search('where can I watch a kestrel flying over the quarry'))[0]).toBe('short');
+    expect(await search('the the of and')).toEqual([]);
+    // "the" is in one document fifteen times: stop words do not decide the ranking.
+    expect(await search('the pelican')).toEqual(['pelican']);
+  });
+
+  it('scores exactly as a textbook BM25 over the same chunks', async () => {
+    const hits = await index.search({ query: 'mooring zeppelin', filters: {}, access: ALL, limit: 50 });
+    const expected = exhaustiveBm25(await loadCorpus(t.deps.db), ['moor', 'zeppelin']);
+    expect(hits).toHaveLength(expected.length);
+    expectSameRanking(hits, expected);
+  });
+});
+
+describe('fast top-k: candidates from rare terms and champion lists agree with exhaustive BM25', () => {
+  let t: TestRuntime;
+  let index: PostgresSearchIndex;
+  let words: string[];
+  let restrictedUser: string;
+  let corpus: Corpus;
+  // Small limits, so that a corpus of a few thousand chunks exercises every path of the plan.
+  const limits = { champions: 40, alwaysFullDf: 25, fullBudget: 120 };
+
+  beforeAll(async () => {
+    t = await createTestRuntime();
+    index = createPostgresSearchIndex(t.deps.db, { limits });
+    restrictedUser = (await t.createKey('basic', 'sees one percent')).user_id;
+    words = vocabulary(2000);
+    const random = rng(11);
+    // Zipf-distributed words, as in real text.
+    const weights = words.map((_, i) => 1 / (i + 1) ** 1.05);
+    const total = weights.reduce((a, b) => a + b, 0);
+    let acc = 0;
+    const cdf = weights.map((w) => (acc += w / total));
+    const word = () => {
+      const r = random();
+      let lo = 0;
+      let hi = cdf.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (cdf[mid]! < r) lo = mid + 1;
+        else hi = mid;
+      }
+      return words[lo]!;
+    };
+    const text = (n: number) => Array.from({ length: n }, word).join(' ');
+    await insertDocuments(
+      t.deps.db,
+      Array.from({ length: 3000 }, (_, i) => ({
+        id: `g-${i}`,
+        title: text(3),
+        content: text(20 + Math.floor(random() * 80)),
+        // One document in a hundred is visible to the restricted user only.
+        ...(i % 100 === 0 ? { is_public: false, users: [restrictedUser] } : { is_public: false }),
+      })),
+    );
+    await index.maintain();
+    corpus = await loadCorpus(t.deps.db);
+  });
+  afterAll(async () => {
+    await index?.close();
+    await t?.close();
+  });
+
+  const overlap = (a: SearchHit[], b: { id: string }[]) => {
+    const expected = new Set(b.slice(0, 10).map((e) => e.id));
+    return a.slice(0, 10).filter((h) => expected.has(h.document_id)).length;
+  };
+
+  it('agrees on ≥ 9 of the top 10 on average for queries with a word outside the most frequent 1 %', async () => {
+    const random = rng(5);
+    const frequent = words.slice(0, 20);
+    const other = words.slice(20, 1500);
+    const agreements: number[] = [];
+    for (let q = 0; q < 40; q++) {
+      const terms = [
+        other[Math.floor(random() * other.length)]!,
+        ...Array.from({ length: 1 + (q % 3) }, () => frequent[Math.floor(random() * frequent.length)]!),
+      ];
+      const hits = await index.search({ query: terms.join(' '), filters: {}, access: ALL, limit: 10 });
+      const expected = exhaustiveBm25(corpus, terms);
+      agreements.push(overlap(hits, expected) / Math.min(10, expected.length));
+    }
+    const mean = agreements.reduce((a, b) => a + b, 0) / agreements.length;
+    expect(mean).toBeGreaterThanOrEqual(0.9);
+  });
+
+  it('still ranks well for queries made only of very frequent words', async () => {
+    const random = rng(6);
+    const agreements: number[] = [];
+    for (let q = 0; q < 20; q++) {
+      const terms = Array.from({ length: 2 }, () => words[Math.floor(random() * 20)]!);
+      const hits = await index.search({ query: terms.join(' '), filters: {}, access: ALL, limit: 10 });
+      agreements.push(overlap(hits, exhaustiveBm25(corpus, terms)) / 10);
+    }
+    const mean = agreements.reduce((a, b) => a + b, 0) / agreements.length;
+    // Champion lists make this approximate; the benchmark reports the figure at 100k chunks.
+    expect(mean).toBeGreaterThanOrEqual(0.7);
+  });
+
+  it('gives a user who sees 1 % of the documents their own best ten, not what is left after a cut', async () => {
+    const access: AccessScope = { all: false, user_id: restrictedUser, group_ids: [], external: [] };
+    for (const term of words.slice(0, 5)) {
+      const hits = await index.search({ query: term, filters: {}, access, limit: 10 });
+      const expected = exhaustiveBm25(corpus, [term], restrictedUser);
+      expect(expected.length).toBeGreaterThanOrEqual(10);
+      expect(hits).toHaveLength(10);
+      expectSameRanking(hits, expected);
+    }
+  });
+});

@@ -1,0 +1,99 @@
+/**
+ * BM25 ranking for the Postgres index: `Σ idf(t) · (sat(tf_content) + TITLE_WEIGHT · sat(tf_title))`,
+ * times the document's boost, where `sat(tf) = tf·(k1+1) / (tf + k1·(1 − b + b·len/avg_len))` per field
+ * (Lucene's BM25 with the title as a second field, as Onyx's Vespa profile ranks
+ * `bm25(content) + k·bm25(title)`). The per-chunk part of each term (everything but the IDF) is stored
+ * with the chunk by the database (migration 0011: K1, B and TITLE_WEIGHT are frozen there, with the
+ * average lengths known when the chunk was written); the IDF is live.
+ *
+ * Fast top-k. Scoring every chunk that contains a common word costs time in proportion to that word's
+ * document frequency, so a query scores a candidate set instead:
+ *   - every chunk containing one of the query's rarer terms (those whose document frequencies, rarest
+ *     first, fit a budget), found through the GIN index;
+ *   - for each remaining (frequent) term, its champion list: the `champions` chunks with the highest
+ *     weight for that term.
+ * Each candidate gets its exact BM25 score over all query terms. Access and filters are conditions of
+ * the same statement, so they apply before the cut.
+ *
+ * Where the result can differ from exhaustive BM25: a chunk that contains none of the rarer terms and
+ * is on no champion list of the frequent terms it contains is never scored. Its score is at most
+ * `bound()` (the frequent terms' IDF times their lowest champion weight), so the top-k is exact when
+ * the k-th score reaches that bound; otherwise such a chunk could have ranked. Champion lists built
+ * before many new chunks arrived can also miss a new chunk with a higher weight until they are rebuilt
+ * (maintenance rebuilds a list when the term's document frequency moved by a quarter). Weights keep
+ * the average lengths of the time their chunk was written (`kas reindex` recomputes them).
+ */
+export const K1 = 1.2;
+export const B = 0.75;
+/** The title's BM25 counts this many times a content match (frozen into stored weights). */
+export const TITLE_WEIGHT = 2;
+
+/** How much a query may score; the defaults keep a query on 100k chunks within tens of milliseconds. */
+export interface PlanLimits {
+  /** Chunks kept per frequent term. */
+  champions: number;
+  /** Terms at most this frequent are always scored in full. */
+  alwaysFullDf: number;
+  /** Summed document frequency of the terms scored in full beyond the always-full ones. */
+  fullBudget: number;
+}
+
+export const DEFAULT_PLAN_LIMITS: PlanLimits = { champions: 300, alwaysFullDf: 1000, fullBudget: 5000 };
+
+/** At most this many terms of a query are scored. */
+export const MAX_TERMS = 16;
+
+/** Lucene's IDF: always positive, so a very common term still counts a little. */
+export function idf(chunks: number, df: number): number {
+  return Math.log(1 + (chunks - df + 0.5) / (df + 0.5));
+}
+
+export interface TermStats {
+  term: string;
+  df: number;
+  /** Document frequency when the champion list was built; null when there is none. */
+  champions_df: number | null;
+  /** The lowest weight on the champion list. */
+  champion_floor: number | null;
+}
+
+export interface QueryPlan {
+  /** Scored over every chunk that contains them. */
+  full: string[];
+  /** Scored through their champion lists. */
+  champions: TermStats[];
+  /** Every term with its IDF (terms absent from the index are left out). */
+  scored: { term: string; idf: number }[];
+}
+
+/** Splits a query's terms into those scored in full and those scored through champion lists. */
+export function planQuery(
+  chunks: number,
+  terms: TermStats[],
+  limits: PlanLimits = DEFAULT_PLAN_LIMITS,
+): QueryPlan {
+  const present = [...new Map(terms.filter((t) => t.df > 0).map((t) => [t.term, t])).values()]
+    .sort((a, b) => a.df - b.df || (a.term < b.term ? -1 : 1))
+    .slice(0, MAX_TERMS);
+  const full: string[] = [];
+  const champions: TermStats[] = [];
+  let spent = 0;
+  for (const term of present) {
+    if (term.df <= limits.alwaysFullDf || term.df <= limits.champions) full.push(term.term);
+    else if (spent + term.df <= limits.fullBudget) {
+      full.push(term.term);
+      spent += term.df;
+    } else champions.push(term);
+  }
+  return {
+    full,
+    champions,
+    scored: present.map((t) => ({ term: t.term, idf: idf(chunks, t.df) })),
+  };
+}
+
+/** The highest score a chunk that was not a candidate can have (boost aside). */
+export function bound(plan: QueryPlan): number {
+  const idfOf = new Map(plan.scored.map((s) => [s.term, s.idf]));
+  return plan.champions.reduce((sum, t) => sum + (idfOf.get(t.term) ?? 0) * (t.champion_floor ?? 0), 0);
+}
