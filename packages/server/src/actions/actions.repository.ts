@@ -1,6 +1,6 @@
+import type { Insertable, Updateable } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
-import type { Insertable, Updateable } from 'kysely';
 
 const toolDetailColumns = [
   'tools.id',

@@ -54,11 +54,9 @@ export const CustomToolUpdateInput = z.object({
   name: z.string().trim().min(1).max(200).optional(),
   description: z.string().max(5000).optional(),
   definition: OpenApiDefinition.optional(),
-  custom_headers: z
-    .array(HeaderPair)
-    .max(50)
-    .optional()
-    .meta({ description: 'Replaces the headers; a value sent back masked (`********`) keeps its stored value' }),
+  custom_headers: z.array(HeaderPair).max(50).optional().meta({
+    description: 'Replaces the headers; a value sent back masked (`********`) keeps its stored value',
+  }),
   passthrough_auth: z.boolean().optional(),
   oauth_config_id: z.number().int().positive().nullable().optional(),
 });

@@ -3,7 +3,7 @@ import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 
 /** An OpenAPI file as an admin would upload it: with trailing commas. */
-export const weatherSpecText = `{
+const weatherSpecText = `{
   "openapi": "3.0.3",
   "info": { "title": "Weather", "description": "Forecasts and alerts", "version": "1", },
   "servers": [{ "url": "http://127.0.0.1:1/v1" },],
@@ -44,7 +44,9 @@ afterAll(async () => {
 
 describe('OpenAPI actions', () => {
   it('validates a definition with trailing commas into one tool per operation', async () => {
-    const { methods } = await t.caller(t.adminKey).actions.validateCustomTool({ definition: weatherSpecText });
+    const { methods } = await t
+      .caller(t.adminKey)
+      .actions.validateCustomTool({ definition: weatherSpecText });
     expect(methods).toEqual([
       { method: 'POST', path: '/alerts', summary: 'Create an alert', name: 'createAlert' },
       { method: 'GET', path: '/forecast/{city}', summary: 'Forecast for a city', name: 'getForecast' },
@@ -65,9 +67,9 @@ describe('OpenAPI actions', () => {
     expect((await errorOf(admin.actions.validateCustomTool({ definition: noDescription }))).detail).toBe(
       'Invalid OpenAPI definition: `info.description` is required',
     );
-    expect((await errorOf(admin.actions.validateCustomTool({ definition: '{"openapi": "3.0.0",' }))).detail).toMatch(
-      /^Invalid OpenAPI definition: \w+ at line 1, column \d+$/,
-    );
+    expect(
+      (await errorOf(admin.actions.validateCustomTool({ definition: '{"openapi": "3.0.0",' }))).detail,
+    ).toMatch(/^Invalid OpenAPI definition: \w+ at line 1, column \d+$/);
     const twoServers = { ...weatherSpecObject(), servers: [{ url: 'http://a' }, { url: 'http://b' }] };
     expect((await errorOf(admin.actions.validateCustomTool({ definition: twoServers }))).detail).toBe(
       'Invalid OpenAPI definition: `servers` must hold exactly one entry with a `url`',
@@ -131,7 +133,9 @@ describe('OpenAPI actions', () => {
     ]);
 
     const listed = await t.caller(basic.key).tools.list({});
-    expect(listed).toContainEqual(expect.objectContaining({ id: created.id, kind: 'openapi', mcp_server_id: null }));
+    expect(listed).toContainEqual(
+      expect.objectContaining({ id: created.id, kind: 'openapi', mcp_server_id: null }),
+    );
     expect(await t.caller(basic.key).actions.getTool({ tool_id: created.id })).toEqual(updated);
   });
 
@@ -157,13 +161,18 @@ describe('OpenAPI actions', () => {
   it('needs an admin to manage actions', async () => {
     const user = t.caller(basic.key);
     expect((await errorOf(user.actions.createCustomTool({ definition: weatherSpecText }))).status).toBe(403);
-    expect((await errorOf(user.actions.validateCustomTool({ definition: weatherSpecText }))).status).toBe(403);
+    expect((await errorOf(user.actions.validateCustomTool({ definition: weatherSpecText }))).status).toBe(
+      403,
+    );
     expect((await errorOf(t.caller().actions.getTool({ tool_id: 1 }))).status).toBe(401);
   });
 
   it('enables an action only on agents that list it, and deleting it removes it from them', async () => {
     const admin = t.caller(t.adminKey);
-    const action = await admin.actions.createCustomTool({ definition: weatherSpecText, name: 'Doomed weather' });
+    const action = await admin.actions.createCustomTool({
+      definition: weatherSpecText,
+      name: 'Doomed weather',
+    });
     const zero = await admin.personas.get({ persona_id: 0 });
     expect(zero.tools.map((x) => x.id)).not.toContain(action.id);
     const agent = await admin.personas.create({

@@ -12,7 +12,12 @@ export const toolColumns = [
 ] as const;
 
 export function listTools(db: DbExecutor) {
-  return db.selectFrom('tools').select(toolColumns).where('tools.enabled', '=', true).orderBy('tools.id').execute();
+  return db
+    .selectFrom('tools')
+    .select(toolColumns)
+    .where('tools.enabled', '=', true)
+    .orderBy('tools.id')
+    .execute();
 }
 
 /** The subset of `ids` that name existing tools. */

@@ -55,7 +55,8 @@ function deref(spec: Obj, value: unknown, where: string, seen = new Set<string>(
   if (!isObj(value)) return value;
   const ref = value.$ref;
   if (typeof ref !== 'string') return value;
-  if (!ref.startsWith('#/')) throw invalid(`${where}: only local references (#/...) are supported, got ${ref}`);
+  if (!ref.startsWith('#/'))
+    throw invalid(`${where}: only local references (#/...) are supported, got ${ref}`);
   if (seen.has(ref)) throw invalid(`${where}: circular reference ${ref}`);
   seen.add(ref);
   let node: unknown = spec;
@@ -78,7 +79,12 @@ export function parseOpenApi(definition: unknown): ParsedOpenApi {
   if (typeof info.description !== 'string' || !info.description.trim())
     throw invalid('`info.description` is required');
   const servers = spec.servers;
-  if (!Array.isArray(servers) || servers.length !== 1 || !isObj(servers[0]) || typeof servers[0].url !== 'string')
+  if (
+    !Array.isArray(servers) ||
+    servers.length !== 1 ||
+    !isObj(servers[0]) ||
+    typeof servers[0].url !== 'string'
+  )
     throw invalid('`servers` must hold exactly one entry with a `url`');
   const serverUrl = servers[0].url;
   try {
@@ -114,7 +120,8 @@ export function parseOpenApi(definition: unknown): ParsedOpenApi {
       if (!summary) throw invalid(`${where}: \`summary\` (or \`description\`) is required`);
       const name = op.operationId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
       const clash = names.get(name);
-      if (clash) throw invalid(`${where}: operationId ${op.operationId} gives the same tool name as ${clash}`);
+      if (clash)
+        throw invalid(`${where}: operationId ${op.operationId} gives the same tool name as ${clash}`);
       names.set(name, where);
 
       const properties: Obj = {};
@@ -145,9 +152,10 @@ export function parseOpenApi(definition: unknown): ParsedOpenApi {
         const body = deref(spec, op.requestBody, where);
         const content = isObj(body) && isObj(body.content) ? body.content : null;
         const json = content?.['application/json'];
-        if (!content || !isObj(json))
-          throw invalid(`${where}: a request body must be \`application/json\``);
-        properties.requestBody = isObj(json.schema) ? resolveSchema(spec, json.schema, where) : { type: 'object' };
+        if (!content || !isObj(json)) throw invalid(`${where}: a request body must be \`application/json\``);
+        properties.requestBody = isObj(json.schema)
+          ? resolveSchema(spec, json.schema, where)
+          : { type: 'object' };
         if (isObj(body) && body.required === true) required.push('requestBody');
         hasBody = true;
       }
@@ -163,12 +171,14 @@ export function parseOpenApi(definition: unknown): ParsedOpenApi {
       });
     }
   }
-  if (methods.length === 0) throw invalid('no operation (GET, POST, PUT, DELETE or PATCH) found under `paths`');
+  if (methods.length === 0)
+    throw invalid('no operation (GET, POST, PUT, DELETE or PATCH) found under `paths`');
   // Stored as jsonb, whose key order is not the file's: a stable order by path, then method.
   methods.sort(
     (a, b) =>
       a.path.localeCompare(b.path) ||
-      METHODS.indexOf(a.method.toLowerCase() as HttpMethod) - METHODS.indexOf(b.method.toLowerCase() as HttpMethod),
+      METHODS.indexOf(a.method.toLowerCase() as HttpMethod) -
+        METHODS.indexOf(b.method.toLowerCase() as HttpMethod),
   );
   return { spec, title: info.title, description: info.description, serverUrl, methods };
 }
@@ -179,7 +189,9 @@ function resolveSchema(spec: Obj, schema: unknown, where: string, depth = 0): un
   const value = deref(spec, schema, where);
   if (Array.isArray(value)) return value.map((v) => resolveSchema(spec, v, where, depth + 1));
   if (!isObj(value)) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveSchema(spec, v, where, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, resolveSchema(spec, v, where, depth + 1)]),
+  );
 }
 
 /** The HTTP request for one call of an operation; a missing path parameter throws a message for the model. */
@@ -202,6 +214,7 @@ export function buildRequest(
     for (const v of Array.isArray(value) ? value : [value])
       url.searchParams.append(name, typeof v === 'object' ? JSON.stringify(v) : String(v));
   }
-  const body = method.hasBody && args.requestBody !== undefined ? JSON.stringify(args.requestBody) : undefined;
+  const body =
+    method.hasBody && args.requestBody !== undefined ? JSON.stringify(args.requestBody) : undefined;
   return { url: url.toString(), method: method.method, body };
 }

@@ -1,8 +1,8 @@
 import type { Actor } from '../../auth/roles.ts';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
-import * as actionsRepository from '../actions.repository.ts';
 import type { ToolRow } from '../actions.repository.ts';
+import * as actionsRepository from '../actions.repository.ts';
 import type {
   CustomToolCreateInput,
   CustomToolUpdateInput,
@@ -66,7 +66,10 @@ async function checkAuth(
         'OAuth pass-through cannot be combined with a custom Authorization header: remove one of them',
       );
     if (auth.oauthConfigId !== null)
-      throw new AppError('INVALID_INPUT', 'Choose either OAuth pass-through or an OAuth configuration, not both');
+      throw new AppError(
+        'INVALID_INPUT',
+        'Choose either OAuth pass-through or an OAuth configuration, not both',
+      );
   }
   if (auth.oauthConfigId !== null && !(await actionsRepository.oauthConfigExists(ctx.db, auth.oauthConfigId)))
     throw new AppError('INVALID_INPUT', `OAuth configuration ${auth.oauthConfigId} does not exist`);
@@ -131,7 +134,8 @@ export async function createCustomTool({
 async function editableTool(ctx: Ctx, toolId: number): Promise<ToolRow> {
   const row = await actionsRepository.findTool(ctx.db, toolId);
   if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
-  if (row.kind === 'builtin') throw new AppError('INVALID_INPUT', `Tool ${toolId} is built in and cannot be modified`);
+  if (row.kind === 'builtin')
+    throw new AppError('INVALID_INPUT', `Tool ${toolId} is built in and cannot be modified`);
   if (row.kind === 'mcp')
     throw new AppError(
       'INVALID_INPUT',
@@ -157,7 +161,8 @@ export async function updateCustomTool({
     headers = input.custom_headers.map((h) => {
       if (h.value !== MASK) return h;
       const previous = stored.find((s) => s.key.toLowerCase() === h.key.toLowerCase());
-      if (!previous) throw new AppError('INVALID_INPUT', `Header ${h.key} is new: give its value, not the mask`);
+      if (!previous)
+        throw new AppError('INVALID_INPUT', `Header ${h.key} is new: give its value, not the mask`);
       return { key: h.key, value: previous.value };
     });
   }
