@@ -1,4 +1,5 @@
 import type { TRPCBuiltRouter } from '@trpc/server';
+import { actionsRouter } from './actions/actions.router.ts';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { backupRouter } from './backup/backup.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
@@ -38,6 +39,7 @@ export const appRouter = router({
   userGroups: userGroupsRouter,
   connectors: connectorsRouter,
   connectorSources: connectorSourcesRouter,
+  actions: actionsRouter,
 });
 
 export type AppRouter = typeof appRouter;
