@@ -32,6 +32,8 @@ export interface FakeRepo {
   issues: FakeIssue[];
   /** Markdown and other files of the default branch, by path. */
   files: Map<string, string>;
+  /** Logins of the repository's collaborators. */
+  collaborators: string[];
 }
 export interface FakeGitHub {
   url: string;
@@ -49,7 +51,15 @@ export interface FakeGitHub {
 }
 
 export function fakeRepo(name: string, options: Partial<FakeRepo> = {}): FakeRepo {
-  return { name, private: false, default_branch: 'main', issues: [], files: new Map(), ...options };
+  return {
+    name,
+    private: false,
+    default_branch: 'main',
+    issues: [],
+    files: new Map(),
+    collaborators: [],
+    ...options,
+  };
 }
 
 export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
@@ -138,6 +148,12 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     const rest = m[3] ?? '';
     const byUpdate = (a: FakeIssue, b: FakeIssue) => b.updated_at.localeCompare(a.updated_at);
     if (rest === '') return send(res, 200, repoJson(repo));
+    if (rest === '/collaborators')
+      return paged(
+        req,
+        res,
+        repo.collaborators.map((login) => ({ login, permissions: { pull: true } })),
+      );
     if (rest === '/pulls')
       return paged(
         req,

@@ -8,6 +8,7 @@ import { SourceError } from '../sources/source.ts';
 import type { ConnectorEventInput, ConnectorEventResponse } from '../sources.schemas.ts';
 import { toIngested } from './run-attempt.ts';
 import { connectorNotFound, type Deps, openCredential } from './shared.ts';
+import { principalsOf } from './sync.ts';
 
 type EventCtx = Deps & Pick<Context, 'authFailures' | 'clientAddress'>;
 
@@ -43,7 +44,13 @@ export async function handleConnectorEvent({
     throw new AppError('INVALID_INPUT', `Connector ${connector.id} has an invalid configuration`);
 
   const now = new Date();
-  const verified: { pairId: number; credential: unknown; refs: unknown[]; challenge?: string }[] = [];
+  const verified: {
+    pairId: number;
+    accessType: 'public' | 'private' | 'sync';
+    credential: unknown;
+    refs: unknown[];
+    challenge?: string;
+  }[] = [];
   for (const pair of await connectorsRepository.listPairs(ctx.db, { connectorId: connector.id })) {
     if (pair.status === 'paused' || pair.status === 'deleting') continue;
     const row = await connectorsRepository.findCredential(ctx.db, pair.credential_id);
@@ -59,6 +66,7 @@ export async function handleConnectorEvent({
     if (verdict.ok)
       verified.push({
         pairId: pair.id,
+        accessType: pair.access_type,
         credential: credential.value,
         refs: verdict.refs,
         challenge: verdict.challenge,
@@ -78,7 +86,7 @@ export async function handleConnectorEvent({
   let indexed = 0;
   let removed = 0;
   const log = ctx.logger.child({ connector_id: connector.id });
-  for (const { pairId, credential, refs } of verified) {
+  for (const { pairId, accessType, credential, refs } of verified) {
     if (!refs.length) continue;
     let found: Awaited<ReturnType<NonNullable<typeof source.events>['fetch']>>;
     try {
@@ -91,6 +99,7 @@ export async function handleConnectorEvent({
           logger: log,
           files: { read: (id) => connectorFilesRepository.readConnectorFile(ctx.db, id) },
           connectorId: connector.id,
+          accessType,
         },
         refs as never,
       );
@@ -104,6 +113,7 @@ export async function handleConnectorEvent({
         ctx,
         input: { document: toIngested(doc, connector.source), cc_pair_id: pairId },
         fromConnector: true,
+        externalAccess: accessType === 'sync' ? principalsOf(connector.source, doc.external_access) : null,
       });
       indexed++;
     }

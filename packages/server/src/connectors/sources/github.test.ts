@@ -7,7 +7,11 @@ import {
   fakeRepo,
   startFakeGitHub,
 } from '../../../../../test/fakes/github.ts';
+import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import * as identityService from '../../identity/identity.service.ts';
+import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import * as usersService from '../../users/users.service.ts';
 import { schedulerPass } from '../scheduler.ts';
 
 let t: TestRuntime;
@@ -29,6 +33,24 @@ afterAll(async () => {
 });
 
 const admin = () => t.caller(t.adminKey);
+
+async function person(email: string, identity?: { source: string; external_id: string }) {
+  const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+  const { token } = await identityService.createPersonalToken({
+    ctx: t.deps,
+    userId: user.id,
+    input: { name: 'laptop' },
+  });
+  if (identity)
+    await identityService.linkExternalIdentity({ ctx: t.deps, identity: { user_id: user.id, ...identity } });
+  return token as string;
+}
+
+async function sees(token: string, query: string, documentId: string): Promise<boolean> {
+  const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+  const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query });
+  return chunks.some((c) => c.document_id === documentId);
+}
 const pass = () => schedulerPass(t.deps, new AbortController().signal);
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
 
@@ -79,6 +101,7 @@ async function githubPair(
   config: Record<string, unknown>,
   credential: Record<string, unknown> = {},
   inputType = 'poll',
+  accessType: 'public' | 'sync' = 'public',
 ) {
   counter++;
   const { id: connectorId } = await admin().connectors.create({
@@ -86,7 +109,7 @@ async function githubPair(
     source: 'github',
     input_type: inputType as 'poll',
     connector_specific_config: { base_url: gh.url, repo_owner: 'acme', ...config },
-    access_type: 'public',
+    access_type: accessType,
     refresh_freq: 3600,
   });
   const cred = await admin().connectors.createCredential({
@@ -98,6 +121,7 @@ async function githubPair(
       connector_id: connectorId,
       credential_id: cred.id,
       name: `gh pair ${counter}`,
+      access_type: accessType,
     })
   ).data as number;
   return { connectorId, pairId, credentialId: cred.id };
@@ -284,5 +308,33 @@ describe('github source', () => {
     });
     expect(gone).toMatchObject({ documents_indexed: 0, documents_removed: 1 });
     expect(await docIds(pairId)).not.toContain(web('widgets/issues/3'));
+  });
+  it("sync access: a private repository's issues are seen by its collaborators (linked GitHub logins) only; public ones by all", async () => {
+    // Repositories of their own: the other tests' public pairs own secret-sauce's issues.
+    const secret = fakeRepo('vault', {
+      private: true,
+      issues: [issue(1, 'Recipe', 'the kookaburra recipe is locked away')],
+      collaborators: ['Dev1', 'dev2', 'dev3'],
+    });
+    gh.repos.push(secret);
+    gh.repos.push(
+      fakeRepo('open-book', { issues: [issue(9, 'Public roadmap', 'the open roadmap mentions capybaras')] }),
+    );
+    const collaborator = await person('dev1@corp.test', { source: 'github', external_id: 'dev1' });
+    const outsider = await person('outsider@corp.test', { source: 'github', external_id: 'someone-else' });
+    const { connectorId, pairId } = await githubPair({ repositories: 'vault,open-book' }, {}, 'poll', 'sync');
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    const recipe = web('vault/issues/1');
+    expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(true);
+    expect(await sees(outsider, 'kookaburra recipe', recipe)).toBe(false);
+    expect(await sees(outsider, 'capybaras roadmap', web('open-book/issues/9'))).toBe(true);
+    // Collaborators were read (pages of two) once per repository and run.
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/vault/collaborators')).length).toBe(2);
+
+    secret.collaborators = ['dev2'];
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(false);
   });
 });

@@ -145,16 +145,39 @@ async function listRepos(args: Args): Promise<Repo[]> {
   return repos;
 }
 
-/** Who may see a repository's documents: everyone for public repositories, else the repository's collaborators. */
-function accessOf(repo: Repo): ExternalAccess {
+/**
+ * Who may see a repository's documents (`sync` access only): everyone for public repositories, else
+ * the repository's collaborators by login (matched against linked `github` identities). Read once per
+ * repository and run.
+ */
+async function accessOf(args: Args, repo: Repo): Promise<ExternalAccess | undefined> {
+  if (args.accessType !== 'sync') return undefined;
   if (!repo.private) return { is_public: true, user_emails: [], external_group_ids: [] };
-  return { is_public: false, user_emails: [], external_group_ids: [`github:${repo.full_name}`] };
+  const cache = collaborators.get(args) ?? new Map<string, Promise<string[]>>();
+  collaborators.set(args, cache);
+  let logins = cache.get(repo.full_name);
+  if (!logins) {
+    logins = (async () => {
+      const found: string[] = [];
+      let url: string | null = api(args, `/repos/${repoPath(repo)}/collaborators?per_page=${PER_PAGE}`);
+      while (url) {
+        const page: { data: User[]; response: Response } | null = await get<User[]>(args, url);
+        if (!page) break;
+        for (const user of page.data) found.push(user.login.toLowerCase());
+        url = nextLink(page.response.headers.get('link'));
+      }
+      return found;
+    })();
+    cache.set(repo.full_name, logins);
+  }
+  return { is_public: false, user_emails: [], external_group_ids: [], user_ids: await logins };
 }
+const collaborators = new WeakMap<object, Map<string, Promise<string[]>>>();
 
 const labelsOf = (issue: Issue | Pull) =>
   (issue.labels ?? []).map((l) => (typeof l === 'string' ? l : (l.name ?? ''))).filter(Boolean);
 
-function pullDocument(repo: Repo, pr: Pull): SourceDocument {
+async function pullDocument(args: Args, repo: Repo, pr: Pull): Promise<SourceDocument> {
   return {
     id: pr.html_url,
     semantic_identifier: `${repo.full_name}#${pr.number}: ${pr.title}`,
@@ -168,7 +191,7 @@ function pullDocument(repo: Repo, pr: Pull): SourceDocument {
     },
     doc_updated_at: new Date(pr.updated_at),
     primary_owners: pr.user ? [{ display_name: pr.user.login }] : [],
-    external_access: accessOf(repo),
+    external_access: await accessOf(args, repo),
   };
 }
 
@@ -195,7 +218,7 @@ async function issueDocument(args: Args, repo: Repo, issue: Issue): Promise<Sour
     metadata: { object_type: 'Issue', repo: repo.full_name, state: issue.state, labels: labelsOf(issue) },
     doc_updated_at: new Date(issue.updated_at),
     primary_owners: issue.user ? [{ display_name: issue.user.login }] : [],
-    external_access: accessOf(repo),
+    external_access: await accessOf(args, repo),
   };
 }
 
@@ -249,7 +272,7 @@ async function markdownBatch(
       title: file.path.split('/').pop() ?? file.path,
       sections: [{ text, link }],
       metadata: { object_type: 'File', repo: repo.full_name, path: file.path },
-      external_access: accessOf(repo),
+      external_access: await accessOf(args, repo),
     });
   }
   return { documents, done: offset + FILES_PER_BATCH >= files.length };
@@ -286,7 +309,7 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
           reachedOlder = true;
           break;
         }
-        if (cp.stage === 'prs') documents.push(pullDocument(repo, item as Pull));
+        if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
         else if (!(item as Issue).pull_request)
           documents.push(await issueDocument(args, repo, item as Issue));
       }
@@ -355,7 +378,9 @@ async function fetchRefs(
       continue;
     }
     documents.push(
-      raw.kind === 'pull' ? pullDocument(repo, item.data) : await issueDocument(args, repo, item.data),
+      raw.kind === 'pull'
+        ? await pullDocument(args, repo, item.data)
+        : await issueDocument(args, repo, item.data),
     );
   }
   return { documents, deleted };

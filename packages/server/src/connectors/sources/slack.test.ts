@@ -2,7 +2,11 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeSlack, startFakeSlack } from '../../../../../test/fakes/slack.ts';
+import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import * as identityService from '../../identity/identity.service.ts';
+import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import * as usersService from '../../users/users.service.ts';
 import { schedulerPass } from '../scheduler.ts';
 
 let t: TestRuntime;
@@ -24,6 +28,24 @@ afterAll(async () => {
 });
 
 const admin = () => t.caller(t.adminKey);
+
+async function person(email: string, identity?: { source: string; external_id: string }) {
+  const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+  const { token } = await identityService.createPersonalToken({
+    ctx: t.deps,
+    userId: user.id,
+    input: { name: 'laptop' },
+  });
+  if (identity)
+    await identityService.linkExternalIdentity({ ctx: t.deps, identity: { user_id: user.id, ...identity } });
+  return token as string;
+}
+
+async function sees(token: string, query: string, documentId: string): Promise<boolean> {
+  const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+  const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query });
+  return chunks.some((c) => c.document_id === documentId);
+}
 const pass = () => schedulerPass(t.deps, new AbortController().signal);
 const now = () => (Date.now() / 1000).toFixed(6);
 
@@ -69,6 +91,7 @@ async function slackPair(
   config: Record<string, unknown>,
   credential: Record<string, unknown> = {},
   inputType = 'poll',
+  accessType: 'public' | 'sync' = 'public',
 ) {
   counter++;
   const { id: connectorId } = await admin().connectors.create({
@@ -76,7 +99,7 @@ async function slackPair(
     source: 'slack',
     input_type: inputType as 'poll',
     connector_specific_config: { base_url: slack.url, ...config },
-    access_type: 'public',
+    access_type: accessType,
     refresh_freq: 3600,
   });
   const cred = await admin().connectors.createCredential({
@@ -88,6 +111,7 @@ async function slackPair(
       connector_id: connectorId,
       credential_id: cred.id,
       name: `slack pair ${counter}`,
+      access_type: accessType,
     })
   ).data as number;
   return { connectorId, pairId };
@@ -297,5 +321,28 @@ describe('slack source', () => {
       }),
     ).toMatchObject({ documents_removed: 1 });
     expect(await docIds(pairId)).not.toContain('C1__1767226100.000600');
+  });
+  it("sync access: a private channel's threads are seen by its members (by email or linked Slack id) only", async () => {
+    // A channel of its own: the other tests' public pairs own secret-plans' threads.
+    slack.channels.push({
+      id: 'C4',
+      name: 'board-room',
+      is_private: true,
+      is_member: true,
+      members: ['U1', 'U3'],
+      messages: [{ ts: '1767225660.000800', user: 'U1', text: 'the surprise merger is confidential' }],
+    });
+    const alice = await person('alice@acme.test');
+    const carolByLink = await person('carol.d@elsewhere.test', { source: 'slack', external_id: 'U3' });
+    const bob = await person('bob@acme.test');
+    const { pairId } = await slackPair({ channels: ['general', 'board-room'] }, {}, 'poll', 'sync');
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    const party = 'C4__1767225660.000800';
+    expect(await sees(alice, 'surprise merger', party)).toBe(true);
+    expect(await sees(carolByLink, 'surprise merger', party)).toBe(true);
+    expect(await sees(bob, 'surprise merger', party)).toBe(false);
+    // Public channels are open to everyone.
+    expect(await sees(bob, 'lunch noon', 'C1__1767225900.000400')).toBe(true);
   });
 });

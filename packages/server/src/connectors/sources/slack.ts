@@ -188,7 +188,17 @@ async function resolveMentions(text: string, users: Users): Promise<string> {
 
 const docId = (channel: string, threadTs: string) => `${channel}__${threadTs}`;
 
-async function channelAccess(args: Args, channel: Channel, users: Users, cache: Map<string, ExternalAccess>) {
+/**
+ * Who may see a channel's threads (`sync` access only): a public channel is open to the whole
+ * workspace (public in kas); a private one to its members, by email and by Slack user id.
+ */
+async function channelAccess(
+  args: Args,
+  channel: Channel,
+  users: Users,
+  cache: Map<string, ExternalAccess>,
+): Promise<ExternalAccess | undefined> {
+  if (args.accessType !== 'sync') return undefined;
   const known = cache.get(channel.id);
   if (known) return known;
   let access: ExternalAccess;
@@ -196,6 +206,7 @@ async function channelAccess(args: Args, channel: Channel, users: Users, cache: 
     access = { is_public: true, user_emails: [], external_group_ids: [] };
   } else {
     const emails: string[] = [];
+    const ids: string[] = [];
     let cursor = '';
     do {
       const page = await call<Answer & { members?: string[] }>(args, 'conversations.members', {
@@ -204,12 +215,13 @@ async function channelAccess(args: Args, channel: Channel, users: Users, cache: 
         ...(cursor ? { cursor } : {}),
       });
       for (const member of page.members ?? []) {
+        ids.push(member);
         const email = (await users.get(member))?.profile?.email;
         if (email) emails.push(email);
       }
       cursor = page.ok ? (page.response_metadata?.next_cursor ?? '') : '';
     } while (cursor);
-    access = { is_public: false, user_emails: emails, external_group_ids: [`slack:${channel.id}`] };
+    access = { is_public: false, user_emails: emails, external_group_ids: [], user_ids: ids };
   }
   cache.set(channel.id, access);
   return access;
