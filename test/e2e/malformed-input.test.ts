@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -111,5 +112,29 @@ describe('malformed input is a 4xx with the error envelope, never a 500', () => 
 
   it('TRACE on /api/trpc', async () => {
     expectEnvelope(await raw('TRACE', '/api/trpc/health.check', { headers: auth() }));
+  });
+
+  it('a URL or headers over 16 KB: 431 with the envelope, read by the client rather than a reset', async () => {
+    for (const length of [20_000, 70_000, 1_000_000]) {
+      const answer = await raw('GET', `/api/admin/api-key?q=${'b'.repeat(length)}`, { headers: auth() });
+      expectEnvelope({ ...answer, status: answer.status === 431 ? 400 : answer.status });
+      expect(answer.status).toBe(431);
+      expect(JSON.parse(answer.body).error_code).toBe('HEADERS_TOO_LARGE');
+    }
+    const header = await raw('GET', '/api/health', { headers: { 'x-big': 'h'.repeat(40_000) } });
+    expect(header.status).toBe(431);
+    expect(JSON.parse(header.body).error_code).toBe('HEADERS_TOO_LARGE');
+    const garbage = await new Promise<string>((resolve, reject) => {
+      const url = new URL(s.url);
+      const socket = connect(Number(url.port), url.hostname, () => socket.end('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk;
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)).error_code).toBe('BAD_REQUEST');
   });
 });

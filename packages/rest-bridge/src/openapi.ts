@@ -4,6 +4,8 @@ import {
   ERROR_STATUS,
   type ErrorCode,
   type KasMeta,
+  procedureMinRole,
+  procedureReadsKey,
   RETRYABLE_ERROR_CODES,
 } from '@kas/server';
 import type { AnyTRPCProcedure } from '@trpc/server';
@@ -11,14 +13,17 @@ import { generateOpenApiDocument, type OpenAPIObject } from 'trpc-to-openapi';
 import { createSchema } from 'zod-openapi';
 
 /** The failures every operation documents; their statuses come from the one error table. */
-const DOCUMENTED_ERRORS: { code: ErrorCode; description: string; authOnly?: boolean; bodyOnly?: boolean }[] =
+const DOCUMENTED_ERRORS: { code: ErrorCode; description: string; authOnly?: boolean; writeOnly?: boolean }[] =
   [
-    { code: 'INVALID_INPUT', description: 'Invalid input', bodyOnly: true },
+    { code: 'INVALID_INPUT', description: 'Invalid input' },
     { code: 'UNAUTHENTICATED', description: 'Missing or invalid API key', authOnly: true },
     { code: 'INSUFFICIENT_PERMISSIONS', description: 'Insufficient permissions', authOnly: true },
     { code: 'NOT_FOUND', description: 'Not found' },
     { code: 'VALIDATION_ERROR', description: 'Malformed request body or parameter' },
+    { code: 'DUPLICATE_RESOURCE', description: 'Conflicts with an existing resource', writeOnly: true },
+    { code: 'PAYLOAD_TOO_LARGE', description: 'Request body over KAS_MAX_BODY_MB' },
     { code: 'RATE_LIMITED', description: 'Rate limited' },
+    { code: 'HEADERS_TOO_LARGE', description: 'URL and headers over 16 KB' },
     { code: 'INTERNAL_ERROR', description: 'Internal server error' },
   ];
 
@@ -51,20 +56,24 @@ export function buildOpenApiDocument(): OpenAPIObject {
     baseUrl: '/',
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: svck-…' } },
   });
-  const metaByRoute = new Map<string, KasMeta>();
+  const procedureByRoute = new Map<string, AnyTRPCProcedure>();
   for (const procedure of Object.values(
     appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>,
   )) {
     const meta = procedure._def.meta as KasMeta | undefined;
-    if (meta?.openapi) metaByRoute.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta);
+    if (meta?.openapi)
+      procedureByRoute.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, procedure);
   }
   const paths: Record<string, any> = {};
   const extraSchemas: Record<string, SchemaObject> = {};
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const [method, operation] of Object.entries(item as Record<string, any>)) {
       if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
-      const meta = metaByRoute.get(`${method} ${path}`);
+      const procedure = procedureByRoute.get(`${method} ${path}`);
+      const meta = procedure?._def.meta as KasMeta | undefined;
       const protect = meta?.openapi?.protect !== false;
+      // Optional authentication (shared reads): a key is not needed, but a bad one is refused.
+      const optionalKey = !protect && procedure !== undefined && procedureReadsKey(procedure);
       const responses: Record<string, any> = {};
       if (meta?.noContent) {
         responses['204'] = { description: 'No Content' };
@@ -87,7 +96,7 @@ export function buildOpenApiDocument(): OpenAPIObject {
         };
       }
       for (const error of DOCUMENTED_ERRORS) {
-        if ((error.authOnly && !protect) || (error.bodyOnly && method === 'get')) continue;
+        if ((error.authOnly && !protect && !optionalKey) || (error.writeOnly && method === 'get')) continue;
         responses[String(ERROR_STATUS[error.code])] = {
           description: error.description,
           content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
@@ -120,7 +129,23 @@ export function buildOpenApiDocument(): OpenAPIObject {
           },
         };
       }
+      if (meta?.rawBody) {
+        operation.requestBody = {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                description: "The source's webhook payload, exactly as the source sent it",
+              },
+            },
+          },
+        };
+      }
+      // The least role the operation needs (`none`: callable without a key), derived from its procedure.
+      if (procedure) operation['x-kas-min-role'] = procedureMinRole(procedure);
       if (protect) operation.security = [{ bearerAuth: [] }];
+      else if (optionalKey) operation.security = [{}, { bearerAuth: [] }];
       else delete operation.security;
     }
     paths[`/api${path}`] = item;

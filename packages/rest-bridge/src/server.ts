@@ -1,12 +1,14 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import {
+  AppError,
   type Config,
   type CreateDbOptions,
   createRuntime,
   type Logger,
   type Runtime,
   startWorker,
+  toErrorResponse,
   WORKER_TASKS,
 } from '@kas/server';
 import { createHttpApp } from './app.ts';
@@ -16,6 +18,36 @@ export interface RunningServer {
   server: Server;
   url: string;
   close(): Promise<void>;
+}
+
+/**
+ * A request Node's HTTP parser refuses before express sees it (a URL or headers over 16 KB, a header
+ * timeout, bytes that are not HTTP) is answered with the same envelope as every other error, and the
+ * rest of what the client sends is read and dropped so it gets the answer instead of a reset.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const refusal =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError(
+          'HEADERS_TOO_LARGE',
+          'The URL and headers must stay under 16 KB; send large values in the body',
+        )
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('REQUEST_TIMEOUT', 'The request was not received in time')
+        : new AppError('BAD_REQUEST', 'Malformed HTTP request');
+  const answer = toErrorResponse(refusal);
+  const body = JSON.stringify({ error_code: answer.error_code, detail: answer.detail });
+  socket.on('data', () => {});
+  socket.on('error', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${answer.status} ${refusal.error_code}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  setTimeout(() => socket.destroy(), 5000).unref();
 }
 
 /** Starts the API (and, unless disabled, the background worker) in this process. */
@@ -34,6 +66,7 @@ export async function startServer(
   // (answers, streams included, are not limited by these).
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
+  server.on('clientError', answerClientError);
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

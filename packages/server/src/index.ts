@@ -29,7 +29,7 @@ export * from './runtime.ts';
 export * as searchService from './search/search.service.ts';
 export type { SearchIndex } from './search/search-index.ts';
 export * as toolsService from './tools/tools.service.ts';
-export type { KasMeta } from './trpc.ts';
+export { type KasMeta, type MinRole, procedureMinRole, procedureReadsKey } from './trpc.ts';
 export * as userGroupsRepository from './user-groups/user-groups.repository.ts';
 export * as userGroupsService from './user-groups/user-groups.service.ts';
 export * as usersService from './users/users.service.ts';

@@ -16,6 +16,8 @@ export type KasMeta = OpenApiMeta<{
   download?: { contentType: string; fileName: string };
   /** A multipart upload: the REST adapter reads the form's `field` files into the input's `files`. */
   multipart?: { field: string; maxFiles: number };
+  /** A signed webhook: the REST adapter hands the procedure `headers` and the body exactly as sent (`raw_body`). */
+  rawBody?: boolean;
 }>;
 
 const t = initTRPC
@@ -104,3 +106,35 @@ export const adminProcedure = publicProcedure.use(requireRole('admin'));
 
 /** The context of an authenticated procedure: the actor is always set. */
 export type AuthedContext = Context & { actor: NonNullable<Context['actor']> };
+
+/** The least credential an operation needs: `none` for public and optionally authenticated ones. */
+export type MinRole = Role | 'none';
+
+const ROLE_GATES: [MinRole, unknown][] = [
+  ['admin', adminProcedure._def.middlewares.at(-1)],
+  ['curator', curatorProcedure._def.middlewares.at(-1)],
+  ['basic', basicProcedure._def.middlewares.at(-1)],
+  ['limited', limitedProcedure._def.middlewares.at(-1)],
+];
+
+/**
+ * The least role a procedure requires, read from the base procedure it was built on (its role gate is
+ * the same middleware object), so every new procedure declares it without anyone writing it down.
+ */
+export function procedureMinRole(procedure: { _def: object }): MinRole {
+  const middlewares = middlewaresOf(procedure);
+  for (const [role, gate] of ROLE_GATES) if (middlewares.includes(gate)) return role;
+  return 'none';
+}
+
+function middlewaresOf(procedure: { _def: object }): unknown[] {
+  return (procedure._def as { middlewares?: unknown[] }).middlewares ?? [];
+}
+
+/** Whether a procedure reads the caller's key at all (required, or optional as for shared reads). */
+export function procedureReadsKey(procedure: { _def: object }): boolean {
+  return (
+    procedureMinRole(procedure) !== 'none' ||
+    middlewaresOf(procedure).includes(optionalAuthProcedure._def.middlewares.at(-1))
+  );
+}

@@ -176,3 +176,24 @@ export async function dropOwnership(db: DbExecutor, pairId: number, ids: string[
 export async function setRetryAfter(db: DbExecutor, pairId: number, at: Date): Promise<void> {
   await sql`UPDATE cc_pairs SET retry_after = ${at} WHERE id = ${pairId}`.execute(db);
 }
+
+/**
+ * Claims a pair whose prune interval passed (its `last_pruned` is set now, so another worker does not
+ * prune it too): active, indexed at least once, no attempt running, not among `busyPairIds`.
+ */
+export async function claimDuePrune(db: DbExecutor, busyPairIds: number[]): Promise<number | undefined> {
+  const result = await sql<{ id: number }>`
+    UPDATE cc_pairs SET last_pruned = now()
+    WHERE id = (
+      SELECT p.id FROM cc_pairs p JOIN connectors c ON c.id = p.connector_id
+      WHERE NOT p.is_system AND c.prune_freq IS NOT NULL AND p.status = 'active'
+        AND p.last_successful_index_time IS NOT NULL
+        AND (p.last_pruned IS NULL OR p.last_pruned < now() - make_interval(secs => c.prune_freq))
+        AND NOT EXISTS (SELECT 1 FROM index_attempts a WHERE a.cc_pair_id = p.id AND a.status = 'in_progress')
+        AND NOT (p.id = ANY(${busyPairIds}::int[]))
+      ORDER BY p.last_pruned NULLS FIRST, p.id
+      FOR UPDATE OF p SKIP LOCKED
+      LIMIT 1)
+    RETURNING id`.execute(db);
+  return result.rows[0]?.id;
+}

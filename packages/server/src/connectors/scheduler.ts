@@ -1,22 +1,24 @@
 import type { AppDeps } from '../context.ts';
 import type { WorkerTask } from '../worker/worker.ts';
 import * as connectorsRepository from './connectors.repository.ts';
+import * as connectorFilesRepository from './files.repository.ts';
 import * as indexingRepository from './indexing.repository.ts';
 import { processDeletion } from './service/pairs.ts';
-import { type IndexingOptions, runAttempt } from './service/run-attempt.ts';
+import { type IndexingOptions, runAttempt, runPrune } from './service/run-attempt.ts';
 
 export function indexingOptionsFrom(deps: AppDeps): IndexingOptions {
   return {
     heartbeatMs: deps.config.KAS_CONNECTOR_HEARTBEAT_MS,
     repeatedAfter: 3,
     backoffBaseMs: deps.config.KAS_CONNECTOR_BACKOFF_MS,
-    files: { read: async () => null },
+    files: { read: (id) => connectorFilesRepository.readConnectorFile(deps.db, id) },
   };
 }
 
 /**
  * One scheduler pass: stale attempts go back to the queue, due pairs get an attempt, pairs being
- * deleted are (re)tried, then this process claims attempts up to its concurrency and runs them.
+ * deleted are (re)tried, then this process claims a pair whose `prune_freq` passed and attempts up
+ * to its concurrency, and runs them.
  * Resolves when the attempts it started have finished or been handed back.
  */
 export async function schedulerPass(
@@ -44,6 +46,12 @@ export async function schedulerPass(
     } finally {
       state.ticking = false;
     }
+  }
+  // A due prune takes a slot before queued attempts, so retries of failing pairs cannot starve it.
+  if (!signal.aborted && state.running.size < deps.config.KAS_CONNECTOR_CONCURRENCY) {
+    const busy = [...state.running.values()].map((r) => r.pairId);
+    const pairId = await indexingRepository.claimDuePrune(deps.db, busy);
+    if (pairId !== undefined) started.push(runPrune(deps, pairId, options, signal));
   }
   while (!signal.aborted && state.running.size < deps.config.KAS_CONNECTOR_CONCURRENCY) {
     const busy = [...state.running.values()].map((r) => r.pairId);

@@ -144,6 +144,9 @@ export interface DocumentRow {
   is_public: boolean;
   access_user_ids: string[];
   access_group_ids: number[];
+  /** What a `sync` source lists (empty for other documents). */
+  access_external: string[];
+  external_public: boolean;
 }
 
 /** Inserts or replaces a document; `inserted` is false when a row with that id already existed. */
@@ -278,25 +281,31 @@ export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {
 }
 
 /**
- * Recomputes document access from the owning CC pairs: public if any owner is public; otherwise the
- * owners' creators and credential owners, and the groups linked to them.
+ * Recomputes document access from the owning CC pairs: public if any owner is public (or a `sync`
+ * owner's source made it public); otherwise the owners' creators and credential owners, and the
+ * groups linked to them. A `sync` owner grants nothing of its own: the source's list
+ * (`access_external`) decides, so a user sees such a document exactly when the source lets them.
  */
 export function recomputeAccess(db: DbExecutor, documentIds: string[]) {
   return sql`
     UPDATE documents d SET
       is_public = EXISTS (
         SELECT 1 FROM document_by_cc_pair o JOIN cc_pairs p ON p.id = o.cc_pair_id
-        WHERE o.document_id = d.id AND p.access_type = 'public'),
+        WHERE o.document_id = d.id AND (p.access_type = 'public' OR (p.access_type = 'sync' AND d.external_public))),
       access_user_ids = ARRAY(
         SELECT DISTINCT v.u FROM document_by_cc_pair o
         JOIN cc_pairs p ON p.id = o.cc_pair_id
         JOIN credentials k ON k.id = p.credential_id
         CROSS JOIN LATERAL (VALUES (p.creator_id), (k.user_id)) AS v(u)
-        WHERE o.document_id = d.id AND v.u IS NOT NULL),
+        WHERE o.document_id = d.id AND v.u IS NOT NULL AND p.access_type <> 'sync'),
       access_group_ids = ARRAY(
         SELECT DISTINCT g.group_id FROM document_by_cc_pair o
         JOIN cc_pair_groups g ON g.cc_pair_id = o.cc_pair_id
-        WHERE o.document_id = d.id)
+        JOIN cc_pairs p ON p.id = o.cc_pair_id
+        WHERE o.document_id = d.id AND p.access_type <> 'sync'),
+      access_external = CASE WHEN EXISTS (
+        SELECT 1 FROM document_by_cc_pair o JOIN cc_pairs p ON p.id = o.cc_pair_id
+        WHERE o.document_id = d.id AND p.access_type = 'sync') THEN d.access_external ELSE '{}' END
     WHERE d.id = ANY(${documentIds}::text[])`.execute(db);
 }
 

@@ -84,6 +84,8 @@ export interface DocumentsTable {
   access_group_ids: number[];
   /** External principals a `sync` source lists (`email:…`, `user:<source>:…`, `group:<source>:…`). */
   access_external: Generated<string[]>;
+  /** The `sync` source itself makes the document public (shared with anyone). */
+  external_public: Generated<boolean>;
   hidden: Generated<boolean>;
   boost: Generated<number>;
   time_created: CreatedAt;

@@ -6,6 +6,7 @@ import * as connectorsRepository from '../connectors.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
 import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
 import { type Deps, openCredential } from './shared.ts';
+import { principalsOf, prunePair, removeVanished, syncExternalGroups } from './sync.ts';
 
 /** Per-process state of the connector worker, created with the app. */
 export interface IndexingState {
@@ -31,7 +32,7 @@ export interface IndexingOptions {
 const POLL_OVERLAP_MS = 5 * 60_000;
 const MAX_BACKOFF_MS = 60 * 60_000;
 
-function toIngested(doc: SourceDocument, source: string): IngestedDocument {
+export function toIngested(doc: SourceDocument, source: string): IngestedDocument {
   return {
     id: doc.id,
     semantic_identifier: doc.semantic_identifier,
@@ -52,6 +53,59 @@ function reasonOf(error: unknown): string {
 }
 
 type Ctx = Deps & { indexing: IndexingState };
+
+/** A pair with its connector, source and validated configuration and credential (a run's inputs). */
+async function openPair(ctx: Deps, pairId: number) {
+  const pair = await connectorsRepository.findPair(ctx.db, pairId);
+  const connector = pair && (await connectorsRepository.findConnector(ctx.db, pair.connector_id));
+  const credential = pair && (await connectorsRepository.findCredential(ctx.db, pair.credential_id));
+  if (!pair || !connector || !credential) return null;
+  const source = ctx.sources.get(connector.source);
+  if (!source) throw new SourceError('config', `Unknown source "${connector.source}"`);
+  const config = source.validateConfig(connector.connector_specific_config);
+  const secret = source.validateCredential(openCredential(ctx, credential));
+  if (!config.ok || !secret.ok) {
+    const problems = [...(config.ok ? [] : config.problems), ...(secret.ok ? [] : secret.problems)];
+    throw new SourceError(
+      'config',
+      `Invalid configuration: ${problems.map((p) => `${p.key}: ${p.message}`).join('; ')}`,
+    );
+  }
+  return { pair, connector, source, config: config.value as unknown, secret: secret.value as unknown };
+}
+
+/**
+ * A prune run of a pair (`prune_freq`, claimed by the scheduler): the source lists its current ids and
+ * the pair's documents that vanished are removed. Sources without a listing are pruned by full runs.
+ */
+export async function runPrune(ctx: Ctx, pairId: number, options: IndexingOptions, stop: AbortSignal) {
+  const log = ctx.logger.child({ cc_pair_id: pairId });
+  const controller = new AbortController();
+  const onStop = () => controller.abort();
+  stop.addEventListener('abort', onStop, { once: true });
+  ctx.indexing.running.set(-pairId, { pairId, controller });
+  try {
+    const opened = await openPair(ctx, pairId);
+    if (!opened?.source.listIds) return;
+    const { connector, source, config, secret } = opened;
+    const removed = await prunePair(ctx, pairId, source, {
+      config,
+      credential: secret,
+      fetch: ctx.outbound.fetch,
+      signal: controller.signal,
+      logger: log,
+      files: options.files,
+      connectorId: connector.id,
+      accessType: opened.pair.access_type,
+    });
+    if (removed !== null) log.info({ removed }, 'prune finished');
+  } catch (error) {
+    log.warn({ err: error }, `prune failed: ${reasonOf(error)}; retried at the next prune interval`);
+  } finally {
+    stop.removeEventListener('abort', onStop);
+    ctx.indexing.running.delete(-pairId);
+  }
+}
 
 /**
  * Runs one claimed attempt: streams the source's batches from the stored checkpoint through the
@@ -79,21 +133,9 @@ export async function runAttempt(
   }, options.heartbeatMs);
   const log = ctx.logger.child({ cc_pair_id: attempt.cc_pair_id, index_attempt_id: attempt.id });
   try {
-    const pair = await connectorsRepository.findPair(ctx.db, attempt.cc_pair_id);
-    const connector = pair && (await connectorsRepository.findConnector(ctx.db, pair.connector_id));
-    const credential = pair && (await connectorsRepository.findCredential(ctx.db, pair.credential_id));
-    if (!pair || !connector || !credential) return;
-    const source = ctx.sources.get(connector.source);
-    if (!source) throw new SourceError('config', `Unknown source "${connector.source}"`);
-    const config = source.validateConfig(connector.connector_specific_config);
-    const secret = source.validateCredential(openCredential(ctx, credential));
-    if (!config.ok || !secret.ok) {
-      const problems = [...(config.ok ? [] : config.problems), ...(secret.ok ? [] : secret.problems)];
-      throw new SourceError(
-        'config',
-        `Invalid configuration: ${problems.map((p) => `${p.key}: ${p.message}`).join('; ')}`,
-      );
-    }
+    const opened = await openPair(ctx, attempt.cc_pair_id);
+    if (!opened) return;
+    const { pair, connector, source, config, secret } = opened;
     await indexingRepository.markPairStarted(ctx.db, pair.id);
     const fullRun =
       source.fullListing ||
@@ -110,14 +152,19 @@ export async function runAttempt(
     // Pruning needs every id of a complete listing in this process; a resumed run does not prune.
     const seen = fullRun && attempt.checkpoint === null ? new Set<string>() : null;
     const runContext = {
-      config: config.value,
-      credential: secret.value,
+      config,
+      credential: secret,
       fetch: ctx.outbound.fetch,
       signal: controller.signal,
       logger: log,
       files: options.files,
       connectorId: connector.id,
+      accessType: pair.access_type,
     };
+    const sync = pair.access_type === 'sync';
+    if (sync && source.externalGroups) {
+      await syncExternalGroups(ctx, pair.id, connector.source, await source.externalGroups(runContext));
+    }
     let done = attempt.docs_done;
     let errors = 0;
     log.info({ source: connector.source, resumed: attempt.checkpoint !== null }, 'index attempt started');
@@ -133,6 +180,7 @@ export async function runAttempt(
             ctx,
             input: { document: toIngested(doc, connector.source), cc_pair_id: pair.id },
             fromConnector: true,
+            externalAccess: sync ? principalsOf(connector.source, doc.external_access) : null,
           }),
         ),
       );
@@ -184,10 +232,7 @@ export async function runAttempt(
       const vanished = (await indexingRepository.pairDocumentIds(ctx.db, pair.id)).filter(
         (id) => !seen.has(id),
       );
-      const orphans = await indexingRepository.dropOwnership(ctx.db, pair.id, vanished);
-      await connectorsRepository.deleteDocuments(ctx.db, orphans);
-      if (orphans.length) await ctx.search.deleteDocuments(orphans);
-      removed = vanished.length;
+      removed = await removeVanished(ctx, pair.id, vanished);
     }
     const finished = await indexingRepository.finishAttempt(ctx.db, attempt.id, workerId, {
       status: errors ? 'completed_with_errors' : 'success',

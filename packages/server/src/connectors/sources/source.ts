@@ -35,6 +35,16 @@ export interface ExternalAccess {
   user_emails: string[];
   /** Ids of the source's groups (e.g. `github:org/team`, `slack:C0123` channel members), as external groups know them. */
   external_group_ids: string[];
+  /** Accounts at the source that are not emails (a Confluence account id, a GitHub login), as linked identities know them. */
+  user_ids?: string[];
+}
+
+/** A group at the source with its members, recorded for `sync` pairs so that group grants reach users. */
+export interface ExternalGroup {
+  group_id: string;
+  member_emails: string[];
+  /** Members' accounts at the source (matched against linked external identities). */
+  member_ids?: string[];
 }
 
 export interface SourceOwner {
@@ -90,6 +100,8 @@ export interface SourceRunContext<Config, Credential> {
   logger: Logger;
   files: SourceFileStore;
   connectorId: number;
+  /** The pair's access type: sources read permissions only for `sync` (reading them may need more rights). */
+  accessType?: 'public' | 'private' | 'sync';
 }
 
 export interface LoadArgs<Config, Credential> extends SourceRunContext<Config, Credential> {
@@ -123,10 +135,37 @@ export interface Source<Config = unknown, Credential = unknown> {
   permissions?(
     args: SourceRunContext<Config, Credential>,
   ): AsyncIterable<{ document_id: string; access: ExternalAccess }[]>;
+  /** The source's groups and their members (permission sync of `sync` pairs); absent when access lists only users. */
+  externalGroups?(args: SourceRunContext<Config, Credential>): Promise<ExternalGroup[]>;
   /** Every `load` yields every document the source has (a crawl), so documents it did not yield were deleted. */
   readonly fullListing?: boolean;
+  /** Webhooks the source accepts on `POST /api/manage/connector/{id}/event`. */
+  readonly events?: SourceEvents<Config, Credential>;
   /** Credential keys whose values are secret (masked on read); default: every key. */
   readonly publicCredentialKeys?: readonly string[];
+}
+
+/** One webhook delivery (`input_type: event`): its headers (lower-case names) and body exactly as sent. */
+export interface SourceEvent<Credential> {
+  headers: Record<string, string | undefined>;
+  rawBody: string;
+  credential: Credential;
+  now: Date;
+}
+
+/** What a verified delivery asks for: an answer to echo (Slack's challenge) and references to re-read. */
+export type EventVerdict =
+  | { ok: true; refs: JsonValue[]; challenge?: string }
+  | { ok: false; reason: string };
+
+/** Webhook support of a source: signature check, then the affected documents re-read from the source. */
+export interface SourceEvents<Config, Credential> {
+  verify(event: SourceEvent<Credential>): EventVerdict;
+  /** The current documents behind the references, and the ids of those the source no longer has. */
+  fetch(
+    args: SourceRunContext<Config, Credential>,
+    refs: JsonValue[],
+  ): Promise<{ documents: SourceDocument[]; deleted: string[] }>;
 }
 
 export type SourceErrorKind = 'auth' | 'rate_limited' | 'transient' | 'config' | 'not_found';

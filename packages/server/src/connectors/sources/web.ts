@@ -10,6 +10,7 @@ import {
   type SourceDocument,
   type SourceDocumentFailure,
   SourceError,
+  type SourceRunContext,
   validateWith,
 } from './source.ts';
 
@@ -224,6 +225,16 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
   }
 }
 
+/** Every page the site still has (a crawl that keeps only ids; pages that failed count as present). */
+async function* listIds(args: SourceRunContext<WebConfig, unknown>): AsyncIterable<string[]> {
+  for await (const batch of load({ ...args, checkpoint: null, window: { start: null, end: new Date() } })) {
+    yield [
+      ...batch.documents.map((d) => d.id),
+      ...(batch.failures ?? []).flatMap((f) => (f.document_id ? [f.document_id] : [])),
+    ];
+  }
+}
+
 /** Web pages: one site crawled under its base path, one page, or a sitemap; robots.txt honoured. */
 export const webSource: Source<WebConfig, Record<string, never>> = {
   name: 'web',
@@ -234,4 +245,5 @@ export const webSource: Source<WebConfig, Record<string, never>> = {
   validateConfig: (raw) => validateWith(WebConfig, raw),
   validateCredential: (raw) => validateWith(z.object({}).passthrough(), raw) as never,
   load: (args) => load(args as LoadArgs<WebConfig, unknown>),
+  listIds: (args) => listIds(args),
 };

@@ -5,7 +5,13 @@ import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
 import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.ts';
 import { indexDocumentsAfterCommit } from './index-sync.ts';
-import { indexedNew, type PreparedDocument, prepareDocument, rowFor } from './prepare.ts';
+import {
+  type ExternalAccessInput,
+  indexedNew,
+  type PreparedDocument,
+  prepareDocument,
+  rowFor,
+} from './prepare.ts';
 import { assertMayChange, type DocumentsDeps as Deps, managedPairs } from './shared.ts';
 
 interface Outcome {
@@ -299,6 +305,7 @@ export async function ingestDocument({
   input,
   actor,
   fromConnector,
+  externalAccess,
 }: {
   ctx: Deps;
   input: IngestDocumentInput;
@@ -306,8 +313,10 @@ export async function ingestDocument({
   actor?: Actor;
   /** Synced by a connector (the same path, but not an ingestion-API document). */
   fromConnector?: boolean;
+  /** From a connector whose pair is `sync`: who may see the document according to the source. */
+  externalAccess?: ExternalAccessInput | null;
 }): Promise<IngestionResult> {
-  const p = prepareDocument(input, { fromConnector });
+  const p = prepareDocument(input, { fromConnector, externalAccess });
   if (actor)
     await assertMayChange(ctx.db, await managedPairs(ctx.db, actor), {
       documentId: p.row.id,

@@ -39,6 +39,12 @@ function ownersOf(owners: IngestedDocument['primary_owners']): Owner[] {
   ) as Owner[];
 }
 
+/** Who may see a document according to its `sync` source: principals (`principals.ts`) and whether it is public there. */
+export interface ExternalAccessInput {
+  is_public: boolean;
+  principals: readonly string[];
+}
+
 /** A validated ingestion request with everything computed that needs no database. */
 export interface PreparedDocument {
   ccPairId: number | null;
@@ -51,8 +57,14 @@ export interface PreparedDocument {
 /** `fromConnector`: synced by a connector, so not listed or deletable through the ingestion API. */
 export function prepareDocument(
   input: IngestDocumentInput,
-  options: { fromConnector?: boolean } = {},
+  options: { fromConnector?: boolean; externalAccess?: ExternalAccessInput | null } = {},
 ): PreparedDocument {
+  const external = options.externalAccess
+    ? {
+        is_public: options.externalAccess.is_public,
+        principals: [...new Set(options.externalAccess.principals)].sort(),
+      }
+    : null;
   const { document } = input;
   const id = document.id ?? deriveDocumentId(document);
   const title = document.title?.trim() || document.semantic_identifier;
@@ -69,6 +81,8 @@ export function prepareDocument(
       metadata,
       primary_owners,
       secondary_owners,
+      // A permission change at the source rewrites the document (its access) like a content change.
+      ...(external ? [external] : []),
     ]),
   );
   const chunks = chunkDocument({ title, sections: document.sections });
@@ -90,7 +104,27 @@ export function prepareDocument(
       doc_updated_at: document.doc_updated_at ?? new Date(),
       content_hash,
       chunk_count: chunks.length,
+      access_external: external?.principals ?? [],
+      external_public: external?.is_public ?? false,
     },
+  };
+}
+
+/** Access of a document owned by this pair alone (a `sync` pair: only what the source lists). */
+function accessOf(p: PreparedDocument, pair: documentsRepository.CcPairAccess) {
+  if (pair.access_type === 'sync') {
+    return {
+      is_public: p.row.external_public,
+      access_user_ids: [] as string[],
+      access_group_ids: [] as number[],
+      access_external: p.row.access_external,
+    };
+  }
+  return {
+    is_public: pair.access_type === 'public',
+    access_user_ids: pair.user_ids,
+    access_group_ids: pair.group_ids,
+    access_external: [] as string[],
   };
 }
 
@@ -99,12 +133,7 @@ export function rowFor(
   p: PreparedDocument,
   pair: documentsRepository.CcPairAccess,
 ): documentsRepository.DocumentRow {
-  return {
-    ...p.row,
-    is_public: pair.access_type === 'public',
-    access_user_ids: pair.user_ids,
-    access_group_ids: pair.group_ids,
-  };
+  return { ...p.row, ...accessOf(p, pair) };
 }
 
 /** A new document as the index stores it: everything is already in memory. */
@@ -117,9 +146,7 @@ export function indexedNew(p: PreparedDocument, pair: documentsRepository.CcPair
     tags: p.row.tags,
     document_sets: pair.document_sets,
     hidden: false,
-    is_public: pair.access_type === 'public',
-    access_user_ids: pair.user_ids,
-    access_group_ids: pair.group_ids,
+    ...accessOf(p, pair),
     chunks: p.chunks.map(({ chunk_id, title, content, blurb, link }) => ({
       chunk_id,
       title,

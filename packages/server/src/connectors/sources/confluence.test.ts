@@ -1,0 +1,325 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeConfluence, startFakeConfluence } from '../../../../../test/fakes/confluence.ts';
+import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import * as identityService from '../../identity/identity.service.ts';
+import * as searchService from '../../search/search.service.ts';
+import { errorOf } from '../../testing/errors.ts';
+import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import * as usersService from '../../users/users.service.ts';
+import { schedulerPass } from '../scheduler.ts';
+
+let t: TestRuntime;
+let wiki: FakeConfluence;
+let n = 0;
+
+beforeAll(async () => {
+  t = await createTestRuntime({
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_OUTBOUND_RETRIES: '2',
+    KAS_CONNECTOR_HEARTBEAT_MS: '100',
+    KAS_CONNECTOR_BACKOFF_MS: '0',
+  });
+  wiki = await startFakeConfluence();
+  wiki.basic.add('ann@corp.example:cloud-token');
+  wiki.bearer.add('dc-pat');
+});
+afterAll(async () => {
+  await wiki.close();
+  await t.close();
+});
+beforeEach(() => {
+  wiki.pages.clear();
+  wiki.spaces.clear();
+  wiki.groups.clear();
+  wiki.rateLimit.remaining = 0;
+});
+
+const admin = () => t.caller(t.adminKey);
+const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const pageId = (id: string) => `${wiki.url}/pages/viewpage.action?pageId=${id}`;
+
+function page(
+  id: string,
+  title: string,
+  text: string,
+  over: Partial<Parameters<typeof wiki.pages.set>[1]> = {},
+) {
+  wiki.pages.set(id, {
+    id,
+    title,
+    space: 'ENG',
+    body: `<h1>${title}</h1><p>${text}</p><ac:structured-macro ac:name="info"><ac:rich-text-body><p>note ${id}</p></ac:rich-text-body></ac:structured-macro>`,
+    ancestors: [],
+    modified: new Date('2026-01-01T00:00:00Z'),
+    author: { displayName: 'Ann', email: 'ann@corp.example', accountId: 'acc-ann' },
+    attachments: [],
+    ...over,
+  });
+}
+
+function engSpace() {
+  wiki.spaces.set('ENG', { users: [{ accountId: 'acc-ann' }], groups: ['eng-team'] });
+  wiki.groups.set('eng-team', [{ accountId: 'acc-bob', email: 'bob@corp.example' }]);
+  page('100', 'Onboarding', 'the capybara onboarding guide');
+  page('101', 'Deploys', 'how we deploy the platypus service', { ancestors: ['100'] });
+  page('102', 'Runbook', 'pager duty for the axolotl cluster', { ancestors: ['100', '101'] });
+  page('103', 'Holidays', 'the office closes in august', {
+    attachments: [
+      {
+        id: 'att1',
+        title: 'policy.txt',
+        mediaType: 'text/plain',
+        content: Buffer.from('the okapi travel policy'),
+      },
+      { id: 'att2', title: 'logo.png', mediaType: 'image/png', content: Buffer.from([1, 2, 3]) },
+    ],
+  });
+  page('200', 'Elsewhere', 'another space entirely', { space: 'OPS' });
+}
+
+async function pair(
+  config: Record<string, unknown>,
+  credential: Record<string, unknown> = {
+    confluence_username: 'ann@corp.example',
+    confluence_access_token: 'cloud-token',
+  },
+  access_type: 'public' | 'sync' = 'public',
+  extra: { prune_freq?: number } = {},
+) {
+  n++;
+  const { id: connectorId } = await admin().connectors.create({
+    name: `wiki ${n}`,
+    source: 'confluence',
+    input_type: 'poll',
+    connector_specific_config: { wiki_base: wiki.url, space: 'ENG', ...config },
+    access_type,
+    refresh_freq: 3600,
+    ...extra,
+  });
+  const cred = await admin().connectors.createCredential({
+    source: 'confluence',
+    credential_json: credential,
+  });
+  const pairId = (
+    await admin().connectors.createPair({
+      connector_id: connectorId,
+      credential_id: cred.id,
+      name: `wiki pair ${n}`,
+      access_type,
+    })
+  ).data as number;
+  return { connectorId, pairId, credentialId: cred.id };
+}
+
+async function docIds(pairId: number): Promise<string[]> {
+  const rows = await sql<{ document_id: string }>`
+    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.document_id);
+}
+
+const lastAttempt = async (pairId: number) =>
+  (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
+
+describe('confluence source', () => {
+  it('refuses a connector without wiki_base and space, naming both, and a credential without a token', async () => {
+    const error = await errorOf(
+      admin().connectors.create({
+        name: 'bad wiki',
+        source: 'confluence',
+        input_type: 'poll',
+        connector_specific_config: { page_id: 'abc' },
+        access_type: 'public',
+      }),
+    );
+    expect(error).toMatchObject({ status: 400, error_code: 'INVALID_INPUT' });
+    expect(error.detail).toContain('connector_specific_config.wiki_base');
+    expect(error.detail).toContain('connector_specific_config.space');
+    expect(error.detail).toContain('connector_specific_config.page_id');
+    const credential = await errorOf(
+      admin().connectors.createCredential({
+        source: 'confluence',
+        credential_json: { confluence_username: 'x' },
+      }),
+    );
+    expect(credential).toMatchObject({ status: 400 });
+    expect(credential.detail).toContain('confluence_access_token');
+  });
+
+  it('indexes a space page by page (paginated), storage format as text, attachments; credential masked', async () => {
+    engSpace();
+    const { pairId, credentialId } = await pair({});
+    await pass();
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 5 });
+    const attachment = `${wiki.url}/download/attachments/103/policy.txt`;
+    expect(await docIds(pairId)).toEqual(
+      [pageId('100'), pageId('101'), pageId('102'), pageId('103'), attachment].sort(),
+    );
+    const hits = await admin().search.adminSearch({ query: 'platypus deploy', filters: {} });
+    expect(hits.documents[0]).toMatchObject({ document_id: pageId('101'), semantic_identifier: 'Deploys' });
+    const okapi = await admin().search.adminSearch({ query: 'okapi travel', filters: {} });
+    expect(okapi.documents[0]?.document_id).toBe(attachment);
+    const text = await sql<{ content: string }>`
+      SELECT content FROM chunks WHERE document_id = ${pageId('100')}`.execute(t.deps.db);
+    expect(text.rows.map((r) => r.content).join(' ')).toContain('note 100');
+    // Basic auth with email + token; the search asked for this space only.
+    expect(wiki.queries.at(-1)).toContain('space="ENG"');
+    const details = await admin().connectors.getPair({ cc_pair_id: pairId });
+    expect(details.credential.credential_json).toEqual({
+      confluence_username: 'ann@corp.example',
+      confluence_access_token: '********',
+    });
+    expect(credentialId).toBeGreaterThan(0);
+  });
+
+  it('with page_id indexes that page and its descendants only; Data Center personal access token (Bearer)', async () => {
+    engSpace();
+    const { pairId } = await pair(
+      { page_id: '101', index_attachments: false },
+      { confluence_access_token: 'dc-pat' },
+    );
+    await pass();
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(pairId)).toEqual([pageId('101'), pageId('102')]);
+  });
+
+  it('fails with a clear reason on bad credentials and on a missing space', async () => {
+    engSpace();
+    const bad = await pair({}, { confluence_access_token: 'wrong' });
+    await pass();
+    expect(await lastAttempt(bad.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('Confluence refused the credential (401)'),
+    });
+    const missing = await pair({ space: 'NOPE' });
+    await pass();
+    expect(await lastAttempt(missing.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: 'Confluence space "NOPE" not found',
+    });
+  });
+
+  it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
+    engSpace();
+    wiki.rateLimit = { remaining: 1, retryAfter: 1 };
+    const ok = await pair({ index_attachments: false });
+    const started = Date.now();
+    await pass();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(await lastAttempt(ok.pairId)).toMatchObject({ status: 'success' });
+    wiki.rateLimit = { remaining: 100, retryAfter: 1 };
+    const limited = await pair({ index_attachments: false });
+    await pass();
+    expect(await lastAttempt(limited.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('rate limiting'),
+    });
+  }, 30_000);
+
+  it('polls only pages modified since the last run; a prune run removes deleted pages and attachments', async () => {
+    // A space of its own: the other tests' pairs own ENG's pages.
+    wiki.spaces.set('PRN', {});
+    page('400', 'Induction', 'the quagga induction guide', { space: 'PRN' });
+    page('401', 'Deploys', 'how we deploy the platypus service', { space: 'PRN' });
+    page('402', 'Runbook', 'pager duty for the axolotl cluster', { space: 'PRN' });
+    page('403', 'Holidays', 'the office closes in august', {
+      space: 'PRN',
+      attachments: [
+        {
+          id: 'att9',
+          title: 'dates.md',
+          mediaType: 'text/markdown',
+          content: Buffer.from('the gnu holiday dates'),
+        },
+      ],
+    });
+    const { connectorId, pairId } = await pair({ space: 'PRN' }, undefined, 'public', { prune_freq: 300 });
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(5);
+    // The next poll asks for pages modified since the last run (minus an overlap).
+    const edited = wiki.pages.get('402');
+    if (edited)
+      Object.assign(edited, { modified: new Date(), body: '<p>the axolotl moved to a new pager</p>' });
+    wiki.pages.delete('400');
+    const holidays = wiki.pages.get('403');
+    if (holidays) holidays.attachments = [];
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect(wiki.queries.at(-1)).toMatch(/lastmodified >= "\d{4}-\d{2}-\d{2} \d{2}:\d{2}"/);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 1 });
+    // A poll does not see deletions: the page is still there until the prune run.
+    expect(await docIds(pairId)).toContain(pageId('400'));
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toEqual([pageId('401'), pageId('402'), pageId('403')]);
+    const gone = [pageId('400'), `${wiki.url}/download/attachments/403/dates.md`];
+    for (const query of ['quagga induction', 'gnu holiday dates']) {
+      const hits = await admin().search.adminSearch({ query, filters: {} });
+      expect(hits.documents.map((d) => d.document_id).filter((id) => gone.includes(id))).toEqual([]);
+    }
+    const rows = await sql<{ id: string }>`SELECT id FROM documents WHERE id = ANY(${gone}::text[])`.execute(
+      t.deps.db,
+    );
+    expect(rows.rows).toEqual([]);
+    const details = await admin().connectors.getPair({ cc_pair_id: pairId });
+    expect(details.last_pruned).not.toBeNull();
+    // Not due again until prune_freq has passed.
+    wiki.pages.delete('401');
+    await pass();
+    expect(await docIds(pairId)).toContain(pageId('401'));
+  });
+
+  it('sync access: a person sees a page exactly when the space lets them (account, group member, anonymous)', async () => {
+    // A space of its own: the other tests' public pairs own ENG's pages.
+    wiki.spaces.set('SEC', { users: [{ accountId: 'acc-ann' }], groups: ['eng-team'] });
+    wiki.groups.set('eng-team', [{ accountId: 'acc-bob', email: 'bob@corp.example' }]);
+    page('300', 'Secrets', 'pager duty for the axolotl cluster', { space: 'SEC' });
+    const person = async (email: string) => {
+      const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+      const { token } = await identityService.createPersonalToken({
+        ctx: t.deps,
+        userId: user.id,
+        input: { name: 'laptop' },
+      });
+      return { ...user, token: token as string };
+    };
+    const ann = await person('ann.sync@corp.example');
+    await identityService.linkExternalIdentity({
+      ctx: t.deps,
+      identity: { user_id: ann.id, source: 'confluence', external_id: 'acc-ann' },
+    });
+    const bob = await person('bob@corp.example');
+    const carl = await person('carl@corp.example');
+    const { connectorId, pairId } = await pair({ space: 'SEC' }, undefined, 'sync');
+    await pass();
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    const sees = async (token: string) => {
+      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'axolotl pager' });
+      return chunks.some((c) => c.document_id === pageId('300'));
+    };
+    expect(await sees(ann.token)).toBe(true);
+    expect(await sees(bob.token)).toBe(true);
+    expect(await sees(carl.token)).toBe(false);
+    // A basic API key (not the pair's creator) sees nothing either: only the source's list counts.
+    const basicKey = await t.createKey('basic');
+    expect(await sees(basicKey.key)).toBe(false);
+
+    // Bob leaves the group; the space opens to anonymous users: the next sync applies both.
+    wiki.groups.set('eng-team', []);
+    wiki.spaces.set('SEC', { users: [{ accountId: 'acc-ann' }], groups: ['eng-team'], anonymous: true });
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await sees(carl.token)).toBe(true);
+    wiki.spaces.set('SEC', { users: [{ accountId: 'acc-ann' }], groups: ['eng-team'] });
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await sees(carl.token)).toBe(false);
+    expect(await sees(bob.token)).toBe(false);
+    expect(await sees(ann.token)).toBe(true);
+  });
+});

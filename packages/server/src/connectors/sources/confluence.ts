@@ -1,0 +1,348 @@
+import { z } from 'zod';
+import { extractText, kindOf } from '../../files/files.parse.ts';
+import { extractHtml } from './html.ts';
+import { getJson, type RestContext, sourceRequest } from './rest.ts';
+import {
+  type ExternalAccess,
+  type ExternalGroup,
+  type JsonValue,
+  type LoadArgs,
+  type Source,
+  type SourceBatch,
+  type SourceDocument,
+  type SourceDocumentFailure,
+  SourceError,
+  type SourceRunContext,
+  validateWith,
+} from './source.ts';
+
+const ConfluenceConfig = z.object({
+  wiki_base: z
+    .string({ error: 'required: the wiki address, e.g. https://acme.atlassian.net/wiki' })
+    .min(1)
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .transform((v) => v.replace(/\/+$/, '')),
+  space: z
+    .string({ error: 'required: the space key, e.g. ENG' })
+    .trim()
+    .regex(/^~?[A-Za-z0-9_.-]+$/, 'must be a space key (letters, digits, _ . -)'),
+  page_id: z
+    .union([z.string(), z.number()])
+    .nullish()
+    .transform((v) => (v === null || v === undefined || v === '' ? null : String(v)))
+    .pipe(z.string().regex(/^\d+$/, 'must be a numeric page id').nullable()),
+  index_attachments: z.boolean().default(true),
+});
+export type ConfluenceConfig = z.infer<typeof ConfluenceConfig>;
+
+/** Cloud: the account's email and an API token (Basic). Data Center: a personal access token alone (Bearer). */
+const ConfluenceCredential = z.object({
+  confluence_username: z.string().trim().min(1).optional(),
+  confluence_access_token: z.string({ error: 'required: an API token or personal access token' }).min(1),
+});
+export type ConfluenceCredential = z.infer<typeof ConfluenceCredential>;
+
+const SERVICE = 'Confluence';
+const PAGE_SIZE = 25;
+const MEMBERS_PAGE = 200;
+
+type Args = SourceRunContext<ConfluenceConfig, ConfluenceCredential>;
+
+interface Links {
+  next?: string;
+  base?: string;
+  webui?: string;
+  download?: string;
+}
+interface ContentPage {
+  id: string;
+  title: string;
+  version?: { when?: string; by?: { displayName?: string; email?: string } };
+  body?: { storage?: { value?: string } };
+}
+interface SearchResult {
+  results: ContentPage[];
+  totalSize?: number;
+  _links?: Links;
+}
+interface Attachment {
+  id: string;
+  title: string;
+  metadata?: { mediaType?: string };
+  extensions?: { mediaType?: string; fileSize?: number };
+  version?: { when?: string };
+  _links?: Links;
+}
+interface Subject {
+  accountId?: string;
+  username?: string;
+  email?: string;
+}
+interface SpacePermission {
+  operation?: { operation?: string; targetType?: string };
+  subjects?: { user?: { results?: Subject[] }; group?: { results?: { name: string }[] } };
+  anonymousAccess?: boolean;
+}
+
+function headersOf(credential: ConfluenceCredential): Record<string, string> {
+  const { confluence_username: user, confluence_access_token: token } = credential;
+  return {
+    authorization: user ? `Basic ${Buffer.from(`${user}:${token}`).toString('base64')}` : `Bearer ${token}`,
+  };
+}
+
+function rest(args: Args): RestContext {
+  return { fetch: args.fetch, signal: args.signal };
+}
+
+/** `_links.next` is relative to the wiki base (`/rest/api/…`). */
+function resolveNext(base: string, next: string): string {
+  return /^https?:\/\//i.test(next) ? next : `${base}${next.startsWith('/') ? '' : '/'}${next}`;
+}
+
+const pageUrl = (base: string, id: string) => `${base}/pages/viewpage.action?pageId=${id}`;
+const attachmentId = (base: string, att: Attachment) =>
+  att._links?.download
+    ? `${base}${att._links.download.replace(/\?.*$/, '')}`
+    : `${base}/attachment/${att.id}`;
+
+/** CQL (dates in the form Confluence accepts, minute precision, UTC). */
+function cqlOf(config: ConfluenceConfig, since: Date | null): string {
+  let cql = `type=page and space="${config.space}"`;
+  if (config.page_id) cql += ` and (id=${config.page_id} or ancestor=${config.page_id})`;
+  if (since) {
+    const d = since.toISOString();
+    cql += ` and lastmodified >= "${d.slice(0, 10)} ${d.slice(11, 16)}"`;
+  }
+  return cql;
+}
+
+function searchUrl(config: ConfluenceConfig, since: Date | null, expand: string): string {
+  const params = new URLSearchParams({ cql: cqlOf(config, since), limit: String(PAGE_SIZE) });
+  if (expand) params.set('expand', expand);
+  return `${config.wiki_base}/rest/api/content/search?${params}`;
+}
+
+/** The space must exist: a missing one (or a typo) must not look like a space whose pages were all deleted. */
+async function checkSpace(args: Args): Promise<void> {
+  const space = await getJson(
+    rest(args),
+    SERVICE,
+    `${args.config.wiki_base}/rest/api/space/${encodeURIComponent(args.config.space)}`,
+    headersOf(args.credential),
+  );
+  if (!space) throw new SourceError('config', `Confluence space "${args.config.space}" not found`);
+}
+
+/** Who may read the space: its read permissions (users, groups, anonymous access). */
+async function spaceAccess(args: Args): Promise<{ access: ExternalAccess; groups: string[] }> {
+  const space = await getJson<{ permissions?: SpacePermission[] }>(
+    rest(args),
+    SERVICE,
+    `${args.config.wiki_base}/rest/api/space/${encodeURIComponent(args.config.space)}?expand=permissions`,
+    headersOf(args.credential),
+  );
+  if (!space) throw new SourceError('config', `Confluence space "${args.config.space}" not found`);
+  const emails = new Set<string>();
+  const ids = new Set<string>();
+  const groups = new Set<string>();
+  let isPublic = false;
+  for (const permission of space.permissions ?? []) {
+    if (permission.operation?.operation !== 'read' || permission.operation.targetType !== 'space') continue;
+    if (permission.anonymousAccess) isPublic = true;
+    for (const user of permission.subjects?.user?.results ?? []) {
+      if (user.email) emails.add(user.email);
+      const id = user.accountId ?? user.username;
+      if (id) ids.add(id);
+    }
+    for (const group of permission.subjects?.group?.results ?? []) groups.add(group.name);
+  }
+  return {
+    access: {
+      is_public: isPublic,
+      user_emails: [...emails],
+      user_ids: [...ids],
+      external_group_ids: [...groups],
+    },
+    groups: [...groups],
+  };
+}
+
+async function* attachmentsOf(args: Args, pageId: string): AsyncIterable<Attachment> {
+  let url: string | null =
+    `${args.config.wiki_base}/rest/api/content/${pageId}/child/attachment?limit=50&expand=version`;
+  while (url) {
+    const page: SearchResult | null = await getJson<SearchResult>(
+      rest(args),
+      SERVICE,
+      url,
+      headersOf(args.credential),
+    );
+    if (!page) return;
+    for (const att of page.results as unknown as Attachment[]) yield att;
+    url = page._links?.next ? resolveNext(args.config.wiki_base, page._links.next) : null;
+  }
+}
+
+async function attachmentDocument(
+  args: Args,
+  page: ContentPage,
+  att: Attachment,
+  access: ExternalAccess | undefined,
+): Promise<SourceDocument | SourceDocumentFailure | null> {
+  const type = att.metadata?.mediaType ?? att.extensions?.mediaType ?? '';
+  if (!att._links?.download || !kindOf(att.title, type)) return null;
+  const id = attachmentId(args.config.wiki_base, att);
+  const response = await sourceRequest(
+    rest(args),
+    SERVICE,
+    `${args.config.wiki_base}${att._links.download}`,
+    {
+      headers: headersOf(args.credential),
+    },
+  );
+  if (response.status === 404) {
+    await response.body?.cancel().catch(() => {});
+    return null;
+  }
+  const data = Buffer.from(await response.arrayBuffer());
+  const text = await extractText(att.title, type, data).catch(() => null);
+  if (!text?.trim()) return { document_id: id, link: id, message: `Unreadable attachment "${att.title}"` };
+  return {
+    id,
+    semantic_identifier: att.title,
+    title: att.title,
+    sections: [{ text, link: id }],
+    metadata: { type: 'attachment', page: page.title },
+    doc_updated_at: att.version?.when ? new Date(att.version.when) : null,
+    ...(access ? { external_access: access } : {}),
+  };
+}
+
+function pageDocument(args: Args, page: ContentPage, access: ExternalAccess | undefined): SourceDocument {
+  const link = pageUrl(args.config.wiki_base, page.id);
+  const text = extractHtml(page.body?.storage?.value ?? '').text;
+  const author = page.version?.by;
+  return {
+    id: link,
+    semantic_identifier: page.title,
+    title: page.title,
+    sections: [{ text: text || page.title, link }],
+    metadata: { type: 'page', space: args.config.space },
+    doc_updated_at: page.version?.when ? new Date(page.version.when) : null,
+    ...(author?.displayName || author?.email
+      ? { primary_owners: [{ display_name: author.displayName ?? null, email: author.email ?? null }] }
+      : {}),
+    ...(access ? { external_access: access } : {}),
+  };
+}
+
+interface Checkpoint {
+  next: string | null;
+}
+
+async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): AsyncIterable<SourceBatch> {
+  await checkSpace(args);
+  const access = args.accessType === 'sync' ? (await spaceAccess(args)).access : undefined;
+  const saved = args.checkpoint as unknown as Checkpoint | null;
+  let url: string | null = saved?.next ?? searchUrl(args.config, args.window.start, 'body.storage,version');
+  while (url) {
+    const result: SearchResult | null = await getJson<SearchResult>(
+      rest(args),
+      SERVICE,
+      url,
+      headersOf(args.credential),
+    );
+    if (!result) throw new SourceError('config', 'The Confluence search API was not found at wiki_base');
+    const documents: SourceDocument[] = [];
+    const failures: SourceDocumentFailure[] = [];
+    for (const page of result.results) {
+      documents.push(pageDocument(args, page, access));
+      if (!args.config.index_attachments) continue;
+      for await (const att of attachmentsOf(args, page.id)) {
+        const doc = await attachmentDocument(args, page, att, access);
+        if (!doc) continue;
+        if ('id' in doc) documents.push(doc);
+        else failures.push(doc);
+      }
+    }
+    url = result._links?.next ? resolveNext(args.config.wiki_base, result._links.next) : null;
+    const checkpoint: Checkpoint = { next: url };
+    yield {
+      documents,
+      failures,
+      checkpoint: url ? (checkpoint as unknown as JsonValue) : null,
+      total: result.totalSize ?? null,
+    };
+  }
+}
+
+async function* listIds(args: Args): AsyncIterable<string[]> {
+  await checkSpace(args);
+  let url: string | null = searchUrl(args.config, null, '');
+  while (url) {
+    const result: SearchResult | null = await getJson<SearchResult>(
+      rest(args),
+      SERVICE,
+      url,
+      headersOf(args.credential),
+    );
+    if (!result) throw new SourceError('config', 'The Confluence search API was not found at wiki_base');
+    const ids: string[] = [];
+    for (const page of result.results) {
+      ids.push(pageUrl(args.config.wiki_base, page.id));
+      if (!args.config.index_attachments) continue;
+      for await (const att of attachmentsOf(args, page.id))
+        ids.push(attachmentId(args.config.wiki_base, att));
+    }
+    yield ids;
+    url = result._links?.next ? resolveNext(args.config.wiki_base, result._links.next) : null;
+  }
+}
+
+/** Members of the groups that may read the space (`/rest/api/group/{name}/member`, paged). */
+async function externalGroups(args: Args): Promise<ExternalGroup[]> {
+  const { groups } = await spaceAccess(args);
+  const out: ExternalGroup[] = [];
+  for (const name of groups) {
+    const emails: string[] = [];
+    const ids: string[] = [];
+    let start = 0;
+    for (;;) {
+      const page = await getJson<{ results: Subject[]; size?: number; _links?: Links }>(
+        rest(args),
+        SERVICE,
+        `${args.config.wiki_base}/rest/api/group/${encodeURIComponent(name)}/member?limit=${MEMBERS_PAGE}&start=${start}`,
+        headersOf(args.credential),
+      );
+      if (!page) break;
+      for (const member of page.results) {
+        if (member.email) emails.push(member.email);
+        const id = member.accountId ?? member.username;
+        if (id) ids.push(id);
+      }
+      if (!page._links?.next || page.results.length === 0) break;
+      start += page.results.length;
+    }
+    out.push({ group_id: name, member_emails: emails, member_ids: ids });
+  }
+  return out;
+}
+
+/**
+ * Confluence Cloud and Data Center (REST API v1): the pages of one space, or one page and its
+ * descendants, as text (storage format), with their attachments; the space's read permissions for
+ * `sync` access (users by account id or email, groups with their members, anonymous access).
+ */
+export const confluenceSource: Source<ConfluenceConfig, ConfluenceCredential> = {
+  name: 'confluence',
+  displayName: 'Confluence',
+  needsCredential: true,
+  inputTypes: ['poll', 'load_state'],
+  publicCredentialKeys: ['confluence_username'],
+  validateConfig: (raw) => validateWith(ConfluenceConfig, raw),
+  validateCredential: (raw) => validateWith(ConfluenceCredential, raw),
+  load,
+  listIds,
+  externalGroups,
+};

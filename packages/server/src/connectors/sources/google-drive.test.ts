@@ -1,0 +1,346 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type FakeDriveFile,
+  type FakeGoogle,
+  startFakeGoogle,
+} from '../../../../../test/fakes/google-drive.ts';
+import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import * as identityService from '../../identity/identity.service.ts';
+import * as searchService from '../../search/search.service.ts';
+import { errorOf } from '../../testing/errors.ts';
+import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import * as usersService from '../../users/users.service.ts';
+import { schedulerPass } from '../scheduler.ts';
+
+let t: TestRuntime;
+let google: FakeGoogle;
+let n = 0;
+
+beforeAll(async () => {
+  t = await createTestRuntime({
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_OUTBOUND_RETRIES: '2',
+    KAS_CONNECTOR_HEARTBEAT_MS: '100',
+    KAS_CONNECTOR_BACKOFF_MS: '0',
+  });
+  google = await startFakeGoogle();
+  google.delegatedUsers.add('ann@corp.example');
+  google.refreshTokens.set('1//refresh-bob', 'bob@corp.example');
+});
+afterAll(async () => {
+  await google.close();
+  await t.close();
+});
+beforeEach(() => {
+  google.files.clear();
+  google.drives.clear();
+  google.groups.clear();
+  google.rateLimit.remaining = 0;
+});
+
+const admin = () => t.caller(t.adminKey);
+const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const docId = (id: string) => `https://drive.google.com/open?id=${id}`;
+const OLD = new Date('2026-01-01T00:00:00Z');
+
+function file(id: string, over: Partial<FakeDriveFile> = {}) {
+  google.files.set(id, {
+    id,
+    name: `${id}.txt`,
+    mimeType: 'text/plain',
+    parents: ['root'],
+    owner: 'ann@corp.example',
+    modifiedTime: OLD,
+    content: `plain text of ${id}`,
+    permissions: [{ type: 'user', emailAddress: 'ann@corp.example', role: 'owner' }],
+    ...over,
+  });
+}
+
+/** `prefix` keeps each test's files apart (documents are shared by id across the file's pairs). */
+function drive(prefix: string) {
+  file(`${prefix}doc`, {
+    name: 'Quarterly plan',
+    mimeType: 'application/vnd.google-apps.document',
+    content: `the ${prefix} pangolin quarterly plan`,
+  });
+  file(`${prefix}sheet`, {
+    name: 'Budget',
+    mimeType: 'application/vnd.google-apps.spreadsheet',
+    content: `item,cost\n${prefix}-tapir,12`,
+  });
+  file(`${prefix}slides`, {
+    name: 'Kickoff deck',
+    mimeType: 'application/vnd.google-apps.presentation',
+    content: `kickoff slides about the ${prefix} ibex`,
+  });
+  file(`${prefix}notes`, {
+    name: 'notes.md',
+    mimeType: 'text/markdown',
+    content: `# ${prefix} markdown notes`,
+  });
+  file(`${prefix}image`, { name: 'photo.png', mimeType: 'image/png', content: Buffer.from([1, 2, 3]) });
+  file(`${prefix}form`, { name: 'Survey', mimeType: 'application/vnd.google-apps.form', content: '' });
+  file(`${prefix}bob`, { owner: 'bob@corp.example', content: 'not in ann drive' });
+}
+
+const serviceAccount = (impersonate: string | null = 'ann@corp.example') => ({
+  google_service_account_key: JSON.stringify(google.serviceAccountKey),
+  ...(impersonate ? { google_primary_admin: impersonate } : {}),
+});
+
+async function pair(
+  config: Record<string, unknown>,
+  credential: Record<string, unknown> = serviceAccount(),
+  access_type: 'public' | 'sync' = 'public',
+  extra: { prune_freq?: number } = {},
+) {
+  n++;
+  const { id: connectorId } = await admin().connectors.create({
+    name: `drive ${n}`,
+    source: 'google_drive',
+    input_type: 'poll',
+    connector_specific_config: { base_url: google.url, include_shared_drives: false, ...config },
+    access_type,
+    refresh_freq: 3600,
+    ...extra,
+  });
+  const cred = await admin().connectors.createCredential({
+    source: 'google_drive',
+    credential_json: credential,
+  });
+  const pairId = (
+    await admin().connectors.createPair({
+      connector_id: connectorId,
+      credential_id: cred.id,
+      name: `drive pair ${n}`,
+      access_type,
+    })
+  ).data as number;
+  return { connectorId, pairId };
+}
+
+async function docIds(pairId: number): Promise<string[]> {
+  const rows = await sql<{ document_id: string }>`
+    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.document_id);
+}
+
+const lastAttempt = async (pairId: number) =>
+  (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
+
+async function textOf(id: string): Promise<string> {
+  const rows = await sql<{ content: string }>`SELECT content FROM chunks WHERE document_id = ${id}`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.content).join(' ');
+}
+
+describe('google_drive source', () => {
+  it('refuses a credential with neither a service account key nor tokens, and a bad folder id', async () => {
+    const credential = await errorOf(
+      admin().connectors.createCredential({
+        source: 'google_drive',
+        credential_json: { google_primary_admin: 'x' },
+      }),
+    );
+    expect(credential).toMatchObject({ status: 400, error_code: 'INVALID_INPUT' });
+    expect(credential.detail).toContain('google_service_account_key');
+    expect(credential.detail).toContain('google_primary_admin');
+    const connector = await errorOf(
+      admin().connectors.create({
+        name: 'bad drive',
+        source: 'google_drive',
+        input_type: 'poll',
+        connector_specific_config: { folder_ids: ['not a folder!'], base_url: 'ftp://x' },
+        access_type: 'public',
+      }),
+    );
+    expect(connector).toMatchObject({ status: 400 });
+    expect(connector.detail).toContain('connector_specific_config.folder_ids.0');
+    expect(connector.detail).toContain('connector_specific_config.base_url');
+  });
+
+  it('service account acting as a user: My Drive with Docs, Sheets and Slides exported as text, readable files by type', async () => {
+    drive('a');
+    const { pairId } = await pair({});
+    await pass();
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 4 });
+    expect(await docIds(pairId)).toEqual([docId('adoc'), docId('anotes'), docId('asheet'), docId('aslides')]);
+    expect(await textOf(docId('adoc'))).toContain('the a pangolin quarterly plan');
+    expect(await textOf(docId('asheet'))).toContain('a-tapir,12');
+    expect(await textOf(docId('aslides'))).toContain('kickoff slides about the a ibex');
+    const hits = await admin().search.adminSearch({ query: 'pangolin quarterly', filters: {} });
+    expect(hits.documents[0]).toMatchObject({
+      document_id: docId('adoc'),
+      semantic_identifier: 'Quarterly plan',
+    });
+    // The JWT grant acted as Ann (sub) with the read-only Drive scope.
+    expect(google.grants.at(-1)).toEqual({
+      user: 'ann@corp.example',
+      scope: 'https://www.googleapis.com/auth/drive.readonly',
+    });
+    const details = await admin().connectors.getPair({ cc_pair_id: pairId });
+    expect(details.credential.credential_json).toEqual({
+      google_service_account_key: '********',
+      google_primary_admin: 'ann@corp.example',
+    });
+  });
+
+  it('OAuth tokens (refresh grant): the token owner’s My Drive; shared drives; folders with subfolders', async () => {
+    file('bmine', { owner: 'bob@corp.example', content: 'bob owns the okapi memo' });
+    file('bann', { owner: 'ann@corp.example', content: 'ann owns this one' });
+    const bob = await pair(
+      {},
+      {
+        google_tokens: { refresh_token: '1//refresh-bob', ...google.oauthClient, token_uri: google.tokenUri },
+      },
+    );
+    await pass();
+    expect(await docIds(bob.pairId)).toEqual([docId('bmine')]);
+
+    google.drives.set('drive1', 'Engineering');
+    google.drives.set('drive2', 'Sales');
+    file('c1', { driveId: 'drive1', parents: ['drive1'], owner: 'x@corp.example' });
+    file('c2', { driveId: 'drive2', parents: ['drive2'], owner: 'x@corp.example' });
+    file('c3', { driveId: 'drive2', parents: ['drive2'], owner: 'x@corp.example' });
+    const shared = await pair({ include_my_drive: false, include_shared_drives: true });
+    await pass();
+    expect(await docIds(shared.pairId)).toEqual([docId('c1'), docId('c2'), docId('c3')]);
+    const one = await pair({
+      include_my_drive: false,
+      shared_drive_ids: ['drive2'],
+      include_shared_drives: true,
+    });
+    await pass();
+    expect(await docIds(one.pairId)).toEqual([docId('c2'), docId('c3')]);
+
+    file('dtop', { parents: ['folderA'] });
+    file('dsub', {
+      name: 'Sub',
+      mimeType: 'application/vnd.google-apps.folder',
+      parents: ['folderA'],
+      content: '',
+    });
+    file('ddeep', { parents: ['dsub'], driveId: 'drive1' });
+    file('doutside', { parents: ['folderB'] });
+    const folders = await pair({ folder_ids: ['https://drive.google.com/drive/folders/folderA'] });
+    await pass();
+    expect(await docIds(folders.pairId)).toEqual([docId('ddeep'), docId('dtop')]);
+  });
+
+  it('fails with a clear reason when Google refuses the credential', async () => {
+    file('e1');
+    const revoked = await pair(
+      {},
+      { google_tokens: { refresh_token: 'revoked', ...google.oauthClient, token_uri: google.tokenUri } },
+    );
+    const notDelegated = await pair({}, serviceAccount('mallory@corp.example'));
+    await pass();
+    expect(await lastAttempt(revoked.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('Google refused the credential (400 invalid_grant)'),
+    });
+    expect(await lastAttempt(notDelegated.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('Google refused the credential (401 unauthorized_client)'),
+    });
+  });
+
+  it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
+    file('f1');
+    google.rateLimit = { remaining: 1, retryAfter: 1 };
+    const ok = await pair({});
+    const started = Date.now();
+    await pass();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(await lastAttempt(ok.pairId)).toMatchObject({ status: 'success' });
+    google.rateLimit = { remaining: 100, retryAfter: 1 };
+    const limited = await pair({});
+    await pass();
+    expect(await lastAttempt(limited.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('rate limiting'),
+    });
+  }, 30_000);
+
+  it('polls files modified since the last run; a prune run removes deleted and trashed files', async () => {
+    file('g1', { parents: ['folderG'], content: 'the gerenuk file' });
+    file('g2', { parents: ['folderG'], content: 'the second file' });
+    file('g3', { parents: ['folderG'], content: 'the third file' });
+    const { connectorId, pairId } = await pair({ folder_ids: ['folderG'] }, undefined, 'public', {
+      prune_freq: 300,
+    });
+    await pass();
+    expect(await docIds(pairId)).toEqual([docId('g1'), docId('g2'), docId('g3')]);
+    const g2 = google.files.get('g2');
+    if (g2) Object.assign(g2, { content: 'the second file, edited', modifiedTime: new Date() });
+    google.files.delete('g1');
+    const g3 = google.files.get('g3');
+    if (g3) g3.trashed = true;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 1 });
+    expect(await textOf(docId('g2'))).toContain('edited');
+    expect(await docIds(pairId)).toHaveLength(3);
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toEqual([docId('g2')]);
+    const rows = await sql<{ id: string }>`
+      SELECT id FROM documents WHERE id = ANY(${[docId('g1'), docId('g3')]}::text[])`.execute(t.deps.db);
+    expect(rows.rows).toEqual([]);
+  });
+
+  it('sync access: Drive permissions (user, Workspace group members, anyone) decide who sees a file', async () => {
+    const person = async (email: string) => {
+      const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+      const { token } = await identityService.createPersonalToken({
+        ctx: t.deps,
+        userId: user.id,
+        input: { name: 'laptop' },
+      });
+      return token as string;
+    };
+    const ann = await person('Ann@corp.example');
+    const gus = await person('gus@corp.example');
+    const hal = await person('hal@corp.example');
+    google.groups.set('team@corp.example', ['gus@corp.example']);
+    file('hshared', {
+      parents: ['folderH'],
+      content: 'the narwhal migration plan',
+      permissions: [
+        { type: 'user', emailAddress: 'ann@corp.example', role: 'owner' },
+        { type: 'group', emailAddress: 'team@corp.example', role: 'reader' },
+      ],
+    });
+    const { connectorId, pairId } = await pair({ folder_ids: ['folderH'] }, undefined, 'sync');
+    await pass();
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    const sees = async (token: string) => {
+      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'narwhal migration' });
+      return chunks.some((c) => c.document_id === docId('hshared'));
+    };
+    expect(await sees(ann)).toBe(true);
+    expect(await sees(gus)).toBe(true);
+    expect(await sees(hal)).toBe(false);
+    // Shared with anyone with the link: public; then back to Ann only (the group grant removed).
+    const shared = google.files.get('hshared');
+    if (!shared) throw new Error('missing');
+    shared.permissions = [...shared.permissions, { type: 'anyone', role: 'reader' }];
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await sees(hal)).toBe(true);
+    shared.permissions = [{ type: 'user', emailAddress: 'ann@corp.example', role: 'owner' }];
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await sees(hal)).toBe(false);
+    expect(await sees(gus)).toBe(false);
+    expect(await sees(ann)).toBe(true);
+  });
+});

@@ -1,0 +1,533 @@
+import { importPKCS8, SignJWT } from 'jose';
+import { z } from 'zod';
+import { extractText, kindOf } from '../../files/files.parse.ts';
+import { OutboundError } from '../../outbound/outbound.ts';
+import { getJson, type RestContext, sourceRequest } from './rest.ts';
+import {
+  type ExternalAccess,
+  type ExternalGroup,
+  type JsonValue,
+  type LoadArgs,
+  type Source,
+  type SourceBatch,
+  type SourceDocument,
+  type SourceDocumentFailure,
+  SourceError,
+  type SourceRunContext,
+  validateWith,
+} from './source.ts';
+
+const SERVICE = 'Google Drive';
+const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
+const DRIVE_SCOPE = 'https://www.googleapis.com/auth/drive.readonly';
+const GROUPS_SCOPE = 'https://www.googleapis.com/auth/admin.directory.group.readonly';
+const FOLDER = 'application/vnd.google-apps.folder';
+/** Google's own formats, exported as text (Sheets as CSV of the first sheet, as the API does). */
+const EXPORTS: Record<string, string> = {
+  'application/vnd.google-apps.document': 'text/plain',
+  'application/vnd.google-apps.presentation': 'text/plain',
+  'application/vnd.google-apps.spreadsheet': 'text/csv',
+};
+const MAX_FILE_BYTES = 20 * 1024 * 1024;
+const PAGE_SIZE = 100;
+
+/** A folder or shared drive by id, or by its Drive URL (`…/folders/<id>`, `…/drive/u/0/folders/<id>`). */
+const DriveId = z
+  .string()
+  .trim()
+  .min(1)
+  .transform((v) => /\/folders\/([\w-]+)/.exec(v)?.[1] ?? v)
+  .pipe(z.string().regex(/^[\w-]+$/, 'must be a Drive id or a folder URL'));
+
+const GoogleDriveConfig = z.object({
+  include_my_drive: z.boolean().default(true),
+  include_shared_drives: z.boolean().default(true),
+  /** Only these shared drives (default: every shared drive the credential sees). */
+  shared_drive_ids: z.array(DriveId).default([]),
+  /** Only these folders and their subfolders (overrides the two switches above). */
+  folder_ids: z.array(DriveId).default([]),
+  base_url: z
+    .string()
+    .pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }))
+    .transform((v) => v.replace(/\/+$/, ''))
+    .default('https://www.googleapis.com'),
+});
+export type GoogleDriveConfig = z.infer<typeof GoogleDriveConfig>;
+
+const ServiceAccountKey = z.object({
+  client_email: z.string().min(1),
+  private_key: z.string().includes('PRIVATE KEY', { error: 'must be a PEM private key' }),
+  private_key_id: z.string().optional(),
+  token_uri: z.url().optional(),
+});
+
+const OAuthTokens = z.object({
+  refresh_token: z.string().min(1),
+  client_id: z.string().min(1),
+  client_secret: z.string().min(1),
+  token_uri: z.url().optional(),
+});
+
+/** A JSON value given as an object or as the JSON text of one (as Google's key files are pasted). */
+const jsonObject = <S extends z.ZodType>(schema: S) =>
+  z.preprocess((v) => {
+    if (typeof v !== 'string') return v;
+    try {
+      return JSON.parse(v);
+    } catch {
+      return v;
+    }
+  }, schema);
+
+const GoogleDriveCredential = z
+  .object({
+    google_service_account_key: jsonObject(ServiceAccountKey).optional(),
+    /** The user a service account acts as (domain-wide delegation); their My Drive is indexed. */
+    google_primary_admin: z.email().optional(),
+    google_tokens: jsonObject(OAuthTokens).optional(),
+  })
+  .superRefine((v, ctx) => {
+    if (!v.google_service_account_key && !v.google_tokens) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['google_service_account_key'],
+        message:
+          'required: a service account key, or google_tokens {refresh_token, client_id, client_secret}',
+      });
+    }
+  });
+export type GoogleDriveCredential = z.infer<typeof GoogleDriveCredential>;
+
+type Args = SourceRunContext<GoogleDriveConfig, GoogleDriveCredential>;
+
+interface DriveFile {
+  id: string;
+  name: string;
+  mimeType: string;
+  modifiedTime?: string;
+  webViewLink?: string;
+  size?: string;
+  owners?: { emailAddress?: string; displayName?: string }[];
+  permissions?: DrivePermission[];
+}
+interface DrivePermission {
+  type: 'user' | 'group' | 'domain' | 'anyone';
+  emailAddress?: string;
+  domain?: string;
+  role?: string;
+}
+
+/** An access token for the run, fetched (and refreshed before it expires) from the token endpoint. */
+class TokenSource {
+  #token: { value: string; expiresAt: number } | null = null;
+  readonly #args: Args;
+  readonly #scope: string;
+  constructor(args: Args, scope = DRIVE_SCOPE) {
+    this.#args = args;
+    this.#scope = scope;
+  }
+
+  async header(): Promise<Record<string, string>> {
+    if (!this.#token || this.#token.expiresAt < Date.now() + 60_000) this.#token = await this.#fetch();
+    return { authorization: `Bearer ${this.#token.value}` };
+  }
+
+  async #fetch(): Promise<{ value: string; expiresAt: number }> {
+    const {
+      google_service_account_key: key,
+      google_primary_admin: subject,
+      google_tokens: tokens,
+    } = this.#args.credential;
+    let tokenUri: string;
+    let body: URLSearchParams;
+    if (key) {
+      tokenUri = key.token_uri ?? DEFAULT_TOKEN_URI;
+      let signingKey: CryptoKey;
+      try {
+        signingKey = await importPKCS8(key.private_key, 'RS256');
+      } catch (error) {
+        throw new SourceError('auth', 'The service account key cannot be read (private_key)', {
+          cause: error,
+        });
+      }
+      const jwt = new SignJWT({ scope: this.#scope })
+        .setProtectedHeader({
+          alg: 'RS256',
+          typ: 'JWT',
+          ...(key.private_key_id ? { kid: key.private_key_id } : {}),
+        })
+        .setIssuer(key.client_email)
+        .setAudience(tokenUri)
+        .setIssuedAt()
+        .setExpirationTime('1h');
+      // `sub`: the user the service account acts as (domain-wide delegation).
+      if (subject) jwt.setSubject(subject);
+      const assertion = await jwt.sign(signingKey);
+      body = new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
+    } else if (tokens) {
+      tokenUri = tokens.token_uri ?? DEFAULT_TOKEN_URI;
+      body = new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        client_id: tokens.client_id,
+        client_secret: tokens.client_secret,
+      });
+    } else {
+      throw new SourceError('config', 'The credential has neither a service account key nor OAuth tokens');
+    }
+    let response: Response;
+    try {
+      response = await this.#args.fetch(tokenUri, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body,
+        signal: this.#args.signal,
+      });
+    } catch (error) {
+      if (this.#args.signal.aborted) throw error;
+      const reason = error instanceof OutboundError ? error.message : 'unreachable';
+      throw new SourceError('transient', `Google's token endpoint: ${reason}`, { cause: error });
+    }
+    const json = (await response.json().catch(() => ({}))) as {
+      access_token?: string;
+      expires_in?: number;
+      error?: string;
+    };
+    if (response.status === 429 || response.status >= 500) {
+      throw new SourceError('transient', `Google's token endpoint answered ${response.status}`);
+    }
+    if (!response.ok || !json.access_token) {
+      throw new SourceError(
+        'auth',
+        `Google refused the credential (${response.status}${json.error ? ` ${json.error}` : ''}): check the key or tokens and their access`,
+      );
+    }
+    return { value: json.access_token, expiresAt: Date.now() + (json.expires_in ?? 3600) * 1000 };
+  }
+}
+
+function rest(args: Args): RestContext {
+  return { fetch: args.fetch, signal: args.signal };
+}
+
+const FILE_FIELDS = 'id,name,mimeType,modifiedTime,webViewLink,size,owners(emailAddress,displayName)';
+
+/** One listing of files: a flat query (My Drive, a shared drive) or one folder's children. */
+interface Listing {
+  q: string;
+  corpora: 'user' | 'drive' | 'allDrives';
+  driveId?: string;
+  /** A folder's children: subfolders become listings of their own; the poll window is applied here. */
+  folder?: boolean;
+}
+
+const driveTime = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, '');
+
+function listUrl(
+  config: GoogleDriveConfig,
+  listing: Listing,
+  pageToken: string | null,
+  fields: string,
+): string {
+  const params: URLSearchParams = new URLSearchParams({
+    q: listing.q,
+    corpora: listing.corpora,
+    pageSize: String(PAGE_SIZE),
+    supportsAllDrives: 'true',
+    includeItemsFromAllDrives: String(listing.corpora !== 'user'),
+    fields: `nextPageToken,files(${fields})`,
+  });
+  if (listing.driveId) params.set('driveId', listing.driveId);
+  if (pageToken) params.set('pageToken', pageToken);
+  return `${config.base_url}/drive/v3/files?${params}`;
+}
+
+/** The listings a run starts with: the configured folders, or My Drive and the shared drives. */
+async function initialListings(args: Args, tokens: TokenSource, since: Date | null): Promise<Listing[]> {
+  const { config } = args;
+  const window = since ? ` and modifiedTime > '${driveTime(since)}'` : '';
+  if (config.folder_ids.length) {
+    return config.folder_ids.map((id) => ({
+      q: `'${id}' in parents and trashed = false`,
+      corpora: 'allDrives',
+      folder: true,
+    }));
+  }
+  const listings: Listing[] = [];
+  if (config.include_my_drive) {
+    listings.push({
+      q: `'me' in owners and trashed = false and mimeType != '${FOLDER}'${window}`,
+      corpora: 'user',
+    });
+  }
+  if (config.include_shared_drives) {
+    let drives = config.shared_drive_ids;
+    if (!drives.length) {
+      drives = [];
+      let pageToken: string | null = null;
+      do {
+        const params: URLSearchParams = new URLSearchParams({
+          pageSize: '100',
+          ...(pageToken ? { pageToken } : {}),
+        });
+        const page: { drives?: { id: string }[]; nextPageToken?: string } | null = await getJson(
+          rest(args),
+          SERVICE,
+          `${config.base_url}/drive/v3/drives?${params}`,
+          await tokens.header(),
+        );
+        for (const drive of page?.drives ?? []) drives.push(drive.id);
+        pageToken = page?.nextPageToken ?? null;
+      } while (pageToken);
+    }
+    for (const driveId of drives) {
+      listings.push({ q: `trashed = false and mimeType != '${FOLDER}'${window}`, corpora: 'drive', driveId });
+    }
+  }
+  return listings;
+}
+
+const documentIdOf = (file: DriveFile) => `https://drive.google.com/open?id=${file.id}`;
+
+function accessOf(permissions: DrivePermission[]): ExternalAccess {
+  const emails = new Set<string>();
+  const groups = new Set<string>();
+  let isPublic = false;
+  for (const p of permissions) {
+    if (p.type === 'anyone') isPublic = true;
+    else if (p.type === 'user' && p.emailAddress) emails.add(p.emailAddress.toLowerCase());
+    else if (p.type === 'group' && p.emailAddress) groups.add(p.emailAddress.toLowerCase());
+    else if (p.type === 'domain' && p.domain) groups.add(`domain:${p.domain.toLowerCase()}`);
+  }
+  return { is_public: isPublic, user_emails: [...emails], external_group_ids: [...groups] };
+}
+
+async function permissionsOf(args: Args, tokens: TokenSource, file: DriveFile): Promise<ExternalAccess> {
+  const permissions: DrivePermission[] = [];
+  let pageToken: string | null = null;
+  do {
+    const params: URLSearchParams = new URLSearchParams({
+      supportsAllDrives: 'true',
+      fields: 'nextPageToken,permissions(type,emailAddress,domain,role)',
+      ...(pageToken ? { pageToken } : {}),
+    });
+    const page: { permissions?: DrivePermission[]; nextPageToken?: string } | null = await getJson(
+      rest(args),
+      SERVICE,
+      `${args.config.base_url}/drive/v3/files/${encodeURIComponent(file.id)}/permissions?${params}`,
+      await tokens.header(),
+    );
+    permissions.push(...(page?.permissions ?? []));
+    pageToken = page?.nextPageToken ?? null;
+  } while (pageToken);
+  return accessOf(permissions);
+}
+
+/** The file's text: Google formats exported, other readable types downloaded; null for types kas skips. */
+async function textOf(
+  args: Args,
+  tokens: TokenSource,
+  file: DriveFile,
+): Promise<string | null | SourceDocumentFailure> {
+  const base = `${args.config.base_url}/drive/v3/files/${encodeURIComponent(file.id)}`;
+  const exportAs = EXPORTS[file.mimeType];
+  const failure = (message: string): SourceDocumentFailure => ({
+    document_id: documentIdOf(file),
+    link: file.webViewLink ?? null,
+    message,
+  });
+  if (
+    !exportAs &&
+    (file.mimeType.startsWith('application/vnd.google-apps.') || !kindOf(file.name, file.mimeType))
+  )
+    return null;
+  if (!exportAs && Number(file.size ?? 0) > MAX_FILE_BYTES)
+    return failure(`"${file.name}" is larger than 20 MB`);
+  const url = exportAs
+    ? `${base}/export?${new URLSearchParams({ mimeType: exportAs })}`
+    : `${base}?alt=media&supportsAllDrives=true`;
+  const response = await sourceRequest(rest(args), SERVICE, url, { headers: await tokens.header() });
+  if (response.status === 404) {
+    await response.body?.cancel().catch(() => {});
+    return null;
+  }
+  const data = Buffer.from(await response.arrayBuffer());
+  if (exportAs) return data.toString('utf8');
+  const text = await extractText(file.name, file.mimeType, data).catch(() => null);
+  return text?.trim() ? text : failure(`Unreadable file "${file.name}"`);
+}
+
+interface Checkpoint {
+  listings: Listing[];
+  pageToken: string | null;
+}
+
+async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): AsyncIterable<SourceBatch> {
+  const tokens = new TokenSource(args);
+  const since = args.window.start;
+  const saved = args.checkpoint as unknown as Checkpoint | null;
+  const listings = saved ? [...saved.listings] : await initialListings(args, tokens, since);
+  let pageToken = saved?.pageToken ?? null;
+  const sync = args.accessType === 'sync';
+  while (listings.length) {
+    const listing = listings[0] as Listing;
+    const page = await getJson<{ files?: DriveFile[]; nextPageToken?: string }>(
+      rest(args),
+      SERVICE,
+      listUrl(args.config, listing, pageToken, FILE_FIELDS),
+      await tokens.header(),
+    );
+    if (!page && listing.folder)
+      throw new SourceError('config', `Google Drive folder not found (${listing.q.split("'")[1]})`);
+    if (!page && listing.driveId)
+      throw new SourceError('config', `Shared drive ${listing.driveId} not found`);
+    const documents: SourceDocument[] = [];
+    const failures: SourceDocumentFailure[] = [];
+    for (const file of page?.files ?? []) {
+      if (file.mimeType === FOLDER) {
+        if (listing.folder)
+          listings.push({
+            q: `'${file.id}' in parents and trashed = false`,
+            corpora: 'allDrives',
+            folder: true,
+          });
+        continue;
+      }
+      if (listing.folder && since && file.modifiedTime && new Date(file.modifiedTime) <= since) continue;
+      const text = await textOf(args, tokens, file);
+      if (text === null) continue;
+      if (typeof text !== 'string') {
+        failures.push(text);
+        continue;
+      }
+      const id = documentIdOf(file);
+      const owner = file.owners?.[0];
+      documents.push({
+        id,
+        semantic_identifier: file.name,
+        title: file.name,
+        sections: [{ text, link: file.webViewLink ?? id }],
+        metadata: { mime_type: file.mimeType },
+        doc_updated_at: file.modifiedTime ? new Date(file.modifiedTime) : null,
+        ...(owner
+          ? {
+              primary_owners: [
+                { display_name: owner.displayName ?? null, email: owner.emailAddress ?? null },
+              ],
+            }
+          : {}),
+        ...(sync ? { external_access: await permissionsOf(args, tokens, file) } : {}),
+      });
+    }
+    pageToken = page?.nextPageToken ?? null;
+    if (!pageToken) listings.shift();
+    const checkpoint: Checkpoint = { listings, pageToken };
+    yield { documents, failures, checkpoint: listings.length ? (checkpoint as unknown as JsonValue) : null };
+  }
+}
+
+async function* listIds(args: Args): AsyncIterable<string[]> {
+  const tokens = new TokenSource(args);
+  const listings = await initialListings(args, tokens, null);
+  while (listings.length) {
+    const listing = listings.shift() as Listing;
+    let pageToken: string | null = null;
+    do {
+      const page: { files?: DriveFile[]; nextPageToken?: string } | null = await getJson(
+        rest(args),
+        SERVICE,
+        listUrl(args.config, listing, pageToken, 'id,mimeType'),
+        await tokens.header(),
+      );
+      if (!page) throw new SourceError('config', 'A configured folder or shared drive was not found');
+      const ids: string[] = [];
+      for (const file of page.files ?? []) {
+        if (file.mimeType === FOLDER) {
+          if (listing.folder)
+            listings.push({
+              q: `'${file.id}' in parents and trashed = false`,
+              corpora: 'allDrives',
+              folder: true,
+            });
+        } else ids.push(documentIdOf(file));
+      }
+      yield ids;
+      pageToken = page.nextPageToken ?? null;
+    } while (pageToken);
+  }
+}
+
+/**
+ * The Workspace's groups and their members (Admin SDK Directory API), for Drive permissions granted to
+ * a group. Needs a service account acting as an admin; without that, group grants match no one.
+ */
+async function externalGroups(args: Args): Promise<ExternalGroup[]> {
+  if (!args.credential.google_service_account_key || !args.credential.google_primary_admin) return [];
+  const tokens = new TokenSource(args, GROUPS_SCOPE);
+  const base = `${args.config.base_url}/admin/directory/v1`;
+  const groups: ExternalGroup[] = [];
+  let pageToken: string | null = null;
+  try {
+    do {
+      const params: URLSearchParams = new URLSearchParams({
+        customer: 'my_customer',
+        maxResults: '200',
+        ...(pageToken ? { pageToken } : {}),
+      });
+      const page: { groups?: { email: string }[]; nextPageToken?: string } | null = await getJson(
+        rest(args),
+        SERVICE,
+        `${base}/groups?${params}`,
+        await tokens.header(),
+      );
+      for (const group of page?.groups ?? []) {
+        const members: string[] = [];
+        let memberToken: string | null = null;
+        do {
+          const mp: URLSearchParams = new URLSearchParams({
+            maxResults: '200',
+            ...(memberToken ? { pageToken: memberToken } : {}),
+          });
+          const list: { members?: { email?: string }[]; nextPageToken?: string } | null = await getJson(
+            rest(args),
+            SERVICE,
+            `${base}/groups/${encodeURIComponent(group.email)}/members?${mp}`,
+            await tokens.header(),
+          );
+          for (const m of list?.members ?? []) if (m.email) members.push(m.email.toLowerCase());
+          memberToken = list?.nextPageToken ?? null;
+        } while (memberToken);
+        groups.push({ group_id: group.email.toLowerCase(), member_emails: members });
+      }
+      pageToken = page?.nextPageToken ?? null;
+    } while (pageToken);
+  } catch (error) {
+    if (error instanceof SourceError && error.kind === 'auth') {
+      args.logger.warn(
+        'Google Drive: the credential cannot read Workspace groups; group permissions match no one',
+      );
+      return [];
+    }
+    throw error;
+  }
+  return groups;
+}
+
+/**
+ * Google Drive (API v3): My Drive of the credential's user, shared drives, or chosen folders with their
+ * subfolders. Google Docs/Slides are exported as text and Sheets as CSV; PDF, DOCX and text files are
+ * downloaded and read. Service account (JWT grant signed with `jose`, optionally acting as a user) or
+ * OAuth tokens (refresh grant). File permissions (users, groups, domain, anyone) for `sync` access.
+ */
+export const googleDriveSource: Source<GoogleDriveConfig, GoogleDriveCredential> = {
+  name: 'google_drive',
+  displayName: 'Google Drive',
+  needsCredential: true,
+  inputTypes: ['poll', 'load_state'],
+  publicCredentialKeys: ['google_primary_admin'],
+  validateConfig: (raw) => validateWith(GoogleDriveConfig, raw),
+  validateCredential: (raw) => validateWith(GoogleDriveCredential, raw),
+  load,
+  listIds,
+  externalGroups,
+};

@@ -1,0 +1,72 @@
+import { OutboundError, type OutboundFetch, retryAfterMs } from '../../outbound/outbound.ts';
+import { SourceError } from './source.ts';
+
+/** What a source's API calls need: the guarded fetch and the run's abort signal. */
+export interface RestContext {
+  fetch: OutboundFetch;
+  signal: AbortSignal;
+}
+
+/**
+ * One request to a source's REST API through the outbound client (which already retries 429/5xx,
+ * honouring `Retry-After`). Failures that end the run become `SourceError`s with a message safe to
+ * show on the attempt; `404` is returned to the caller, who knows what was missing.
+ */
+export async function sourceRequest(
+  ctx: RestContext,
+  service: string,
+  url: string,
+  init: RequestInit = {},
+): Promise<Response> {
+  let response: Response;
+  try {
+    response = await ctx.fetch(url, { ...init, signal: ctx.signal });
+  } catch (error) {
+    if (ctx.signal.aborted) throw error;
+    if (error instanceof OutboundError) {
+      throw new SourceError(
+        error.code === 'BLOCKED_ADDRESS' ? 'config' : 'transient',
+        `${service}: ${error.message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    throw new SourceError('transient', `${service} could not be reached`, { cause: error });
+  }
+  if (response.ok || response.status === 404) return response;
+  await response.body?.cancel().catch(() => {});
+  if (response.status === 401 || response.status === 403) {
+    throw new SourceError(
+      'auth',
+      `${service} refused the credential (${response.status}): check the credential's keys and its access`,
+    );
+  }
+  if (response.status === 429 || response.status === 503) {
+    throw new SourceError('rate_limited', `${service} is rate limiting requests (${response.status})`, {
+      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+    });
+  }
+  throw new SourceError('transient', `${service} answered ${response.status}`);
+}
+
+/** A JSON GET; `null` for 404. */
+export async function getJson<T>(
+  ctx: RestContext,
+  service: string,
+  url: string,
+  headers: Record<string, string>,
+): Promise<T | null> {
+  const response = await sourceRequest(ctx, service, url, {
+    headers: { accept: 'application/json', ...headers },
+  });
+  if (response.status === 404) {
+    await response.body?.cancel().catch(() => {});
+    return null;
+  }
+  try {
+    return (await response.json()) as T;
+  } catch (error) {
+    throw new SourceError('transient', `${service} sent a response that is not JSON`, { cause: error });
+  }
+}
