@@ -199,7 +199,10 @@ describe('OpenAPI actions', () => {
 describe('the built-in answerer', () => {
   it('lists actions but does not call them, and says so when the question needs one', async () => {
     const admin = t.caller(t.adminKey);
-    const action = await admin.actions.createCustomTool({ definition: weatherSpecText, name: 'Builtin weather' });
+    const action = await admin.actions.createCustomTool({
+      definition: weatherSpecText,
+      name: 'Builtin weather',
+    });
     const agent = await admin.personas.create({
       name: 'builtin forecaster',
       description: '',
