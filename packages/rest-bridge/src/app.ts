@@ -69,7 +69,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
     type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
     // Signed webhooks (connector events) verify the body exactly as it was sent.
     verify: (req, _res, buf) => {
-      if (req.url?.endsWith('/event')) (req as { rawBody?: Buffer }).rawBody = buf;
+      if (/\/event\/?(\?|$)/.test(req.url ?? '')) (req as { rawBody?: Buffer }).rawBody = buf;
     },
   });
   // Whatever fails while reading a body (a corrupt gzip or brotli stream, a broken connection) is the
