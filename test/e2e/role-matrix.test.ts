@@ -84,6 +84,8 @@ describe.each(['pglite', 'postgres'] as const)('the role matrix on %s', (db) => 
     expect(operations.filter((op) => op.minRole === 'none').map((op) => `${op.method} ${op.path}`)).toEqual([
       'GET /api/health',
       'GET /api/chat/get-chat-session/{session_id}',
+      // Webhooks: authenticated by the source's signature, not by a key.
+      'POST /api/manage/connector/{connector_id}/event',
     ]);
   });
 
