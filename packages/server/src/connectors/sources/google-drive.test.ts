@@ -319,7 +319,9 @@ describe('google_drive source', () => {
     const gus = await person('gus@corp.example');
     const hal = await person('hal@corp.example');
     google.groups.set('team@corp.example', ['gus@corp.example']);
+    // Owned by someone no other pair of this file indexes the My Drive of (those pairs are public).
     file('hshared', {
+      owner: 'zoe@corp.example',
       parents: ['folderH'],
       content: 'the narwhal migration plan',
       permissions: [
