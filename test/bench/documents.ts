@@ -27,9 +27,9 @@ const INGEST_DOCS = Number(process.env.BENCH_INGEST_DOCS ?? 3000);
 const CLIENTS = 8;
 const SEARCH_CHUNKS = Number(process.env.BENCH_SEARCH_CHUNKS ?? 100_000);
 const SEARCH_QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
-const ADMIN_KEY = `svck-${'D'.repeat(43)}`;
+export const ADMIN_KEY = `svck-${'D'.repeat(43)}`;
 const ALL: AccessScope = { all: true };
-const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
+export const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
 
 /** Deterministic pseudo-random numbers (mulberry32). */
 export function rng(seed: number) {
@@ -112,7 +112,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function spawnKas(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+export async function spawnKas(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,

@@ -4,13 +4,14 @@
  *   platform   authenticated requests vs a bare express server (issue: platform)
  *   documents  ingestion throughput, admin search latency vs bare SQL (issue: documents and search)
  *   chat       stream overhead, time before the model is called, 50 concurrent streams (issue: chat)
+ *   search-eval retrieval and cited answers on the PostgreSQL manual vs an in-process BM25 (issue: search)
  *   connectors 20,000-page local website through the web connector: pages/s, worker RSS, pause latency, two workers (issue: connectors)
  * `npm run bench -w test -- chat` runs only the named ones.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
-const ALL = ['platform', 'documents', 'chat', 'connectors'];
+const ALL = ['platform', 'documents', 'search-eval', 'chat', 'connectors'];
 const chosen = process.argv.slice(2).filter((name) => ALL.includes(name));
 let failed = 0;
 for (const name of chosen.length ? chosen : ALL) {

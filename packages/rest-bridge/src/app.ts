@@ -67,6 +67,10 @@ export function createHttpApp(deps: AppDeps): express.Express {
     limit: `${deps.config.KAS_MAX_BODY_MB}mb`,
     // Clients that omit Content-Type still mean JSON; multipart uploads are handled by their own routes.
     type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
+    // Signed webhooks (connector events) verify the body exactly as it was sent.
+    verify: (req, _res, buf) => {
+      if (req.url?.endsWith('/event')) (req as { rawBody?: Buffer }).rawBody = buf;
+    },
   });
   // Whatever fails while reading a body (a corrupt gzip or brotli stream, a broken connection) is the
   // request's fault; the mapping knows the parser's own errors (too large, bad JSON) by their type.

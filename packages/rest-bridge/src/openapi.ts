@@ -129,6 +129,19 @@ export function buildOpenApiDocument(): OpenAPIObject {
           },
         };
       }
+      if (meta?.rawBody) {
+        operation.requestBody = {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                description: "The source's webhook payload, exactly as the source sent it",
+              },
+            },
+          },
+        };
+      }
       // The least role the operation needs (`none`: callable without a key), derived from its procedure.
       if (procedure) operation['x-kas-min-role'] = procedureMinRole(procedure);
       if (protect) operation.security = [{ bearerAuth: [] }];

@@ -105,6 +105,15 @@ function filesInput(req: Request): { files: { name: string; content_type: string
   };
 }
 
+/** A signed webhook's input: its headers (lower-case names) and the body exactly as it arrived. */
+function rawBodyInput(req: Request): { headers: Record<string, string>; raw_body: string } {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers))
+    if (typeof value === 'string') headers[name.toLowerCase()] = value;
+  const raw = (req as Request & { rawBody?: Buffer }).rawBody;
+  return { headers, raw_body: raw ? raw.toString('utf8') : '' };
+}
+
 export interface RestRoute {
   method: string;
   path: string;
@@ -147,6 +156,8 @@ export function createRestAdapter(options: {
         let input: unknown;
         if (meta?.multipart) {
           input = filesInput(req);
+        } else if (meta?.rawBody) {
+          input = { ...pathParams, ...rawBodyInput(req) };
         } else if (readsQuery) {
           input = { ...coerceParams(shape, req.query as Record<string, unknown>), ...pathParams };
         } else {

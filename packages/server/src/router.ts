@@ -1,8 +1,10 @@
 import type { TRPCBuiltRouter } from '@trpc/server';
+import { actionsRouter } from './actions/actions.router.ts';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { backupRouter } from './backup/backup.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
 import { connectorsRouter } from './connectors/connectors.router.ts';
+import { connectorSourcesRouter } from './connectors/sources.router.ts';
 import { documentSetsRouter } from './document-sets/document-sets.router.ts';
 import { documentsRouter } from './documents/documents.router.ts';
 import { evaluationRouter } from './evaluation/evaluation.router.ts';
@@ -36,6 +38,8 @@ export const appRouter = router({
   personalTokens: personalTokensRouter,
   userGroups: userGroupsRouter,
   connectors: connectorsRouter,
+  connectorSources: connectorSourcesRouter,
+  actions: actionsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -16,6 +16,8 @@ export type KasMeta = OpenApiMeta<{
   download?: { contentType: string; fileName: string };
   /** A multipart upload: the REST adapter reads the form's `field` files into the input's `files`. */
   multipart?: { field: string; maxFiles: number };
+  /** A signed webhook: the REST adapter hands the procedure `headers` and the body exactly as sent (`raw_body`). */
+  rawBody?: boolean;
 }>;
 
 const t = initTRPC

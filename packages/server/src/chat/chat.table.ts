@@ -30,6 +30,8 @@ export interface ChatMessagesTable {
   context_docs: Json<unknown[]>;
   files: Json<unknown[]>;
   reasoning: string | null;
+  /** The tool calls of an assistant turn: `[{tool_name, tool_id, tool_arguments, response}]`. */
+  tool_calls: Json<unknown[]>;
   error: string | null;
   is_complete: Generated<boolean>;
   model_name: string | null;

@@ -60,6 +60,54 @@ describe('built-in answerer', () => {
     );
   });
 
+  it('cites the most relevant source first, even when retrieval ranked it lower', () => {
+    const answer = extractAnswer('What does the laptop policy require?', [
+      {
+        citation_number: 1,
+        title: 'General notes',
+        content: 'Laptops are mentioned here once, among many other things people say about office life.',
+      },
+      {
+        citation_number: 2,
+        title: 'Laptop policy',
+        content: 'The laptop policy requires encryption of every laptop.',
+      },
+    ]);
+    expect(answer.indexOf('[2]')).toBeGreaterThanOrEqual(0);
+    expect(answer.indexOf('[2]')).toBeLessThan(
+      answer.indexOf('[1]') === -1 ? Infinity : answer.indexOf('[1]'),
+    );
+  });
+
+  it('never cites a source that shares only stop words with the question', () => {
+    const answer = extractAnswer('What is the rule for the use of laptops at home?', [
+      {
+        citation_number: 1,
+        title: 'Notes',
+        content: 'It is what it is, and that is the way it was for all of them.',
+      },
+      { citation_number: 2, title: 'Devices', content: 'Laptops taken home must be encrypted by the owner.' },
+    ]);
+    expect(answer).toBe('Laptops taken home must be encrypted by the owner. [2]');
+    expect(answer).not.toContain('[1]');
+  });
+
+  it('skips headings and table-of-contents lines', () => {
+    const answer = extractAnswer('How do I rank search results?', [
+      {
+        citation_number: 1,
+        title: 'Contents',
+        content: '12.3. Ranking Search Results\n12.4. Search Results',
+      },
+      {
+        citation_number: 2,
+        title: 'Controls',
+        content: 'Use ts_rank to rank the search results by relevance.',
+      },
+    ]);
+    expect(answer).toBe('Use ts_rank to rank the search results by relevance. [2]');
+  });
+
   it('says so when nothing is relevant', () => {
     expect(extractAnswer('Who painted the Mona Lisa?', sources)).toBe(NOTHING_RELEVANT);
     expect(extractAnswer('anything', [])).toBe(NOTHING_RELEVANT);

@@ -13,6 +13,8 @@ export {
   listCredentials,
   updateCredential,
 } from './service/credentials.ts';
+export { handleConnectorEvent } from './service/events.ts';
+export { uploadConnectorFiles } from './service/files.ts';
 export {
   createPair,
   getPairDetails,

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../context.ts';
 import type { WorkerTask } from '../worker/worker.ts';
 import * as connectorsRepository from './connectors.repository.ts';
+import * as connectorFilesRepository from './files.repository.ts';
 import * as indexingRepository from './indexing.repository.ts';
 import { processDeletion } from './service/pairs.ts';
 import { type IndexingOptions, runAttempt, runPrune } from './service/run-attempt.ts';
@@ -10,7 +11,7 @@ export function indexingOptionsFrom(deps: AppDeps): IndexingOptions {
     heartbeatMs: deps.config.KAS_CONNECTOR_HEARTBEAT_MS,
     repeatedAfter: 3,
     backoffBaseMs: deps.config.KAS_CONNECTOR_BACKOFF_MS,
-    files: { read: async () => null },
+    files: { read: (id) => connectorFilesRepository.readConnectorFile(deps.db, id) },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { ActionsTables } from '../actions/actions.table.ts';
 import type { ChatMessagesTable, ChatSessionsTable } from '../chat/chat.table.ts';
 import type { DocumentsTables } from '../documents/documents.table.ts';
 import type { UserFilesTable } from '../files/files.table.ts';
@@ -79,7 +80,7 @@ export interface DocumentSetUsersTable {
  * The hand-kept database type. Each domain declares its tables in its own `<domain>.table.ts` and
  * they are joined here.
  */
-export interface Database extends DocumentsTables, IdentityTables {
+export interface Database extends DocumentsTables, IdentityTables, ActionsTables {
   users: UsersTable;
   api_keys: ApiKeysTable;
   user_groups: UserGroupsTable;

@@ -44,60 +44,103 @@ export function sentences(text: string): string[] {
 
 interface Candidate {
   source: LlmSource;
+  /** The source's position among the sources (their retrieval rank). */
+  rank: number;
   order: number;
   text: string;
+  terms: Set<string>;
   score: number;
 }
 
 const MAX_SENTENCES = 5;
+/** Short lines are sentences only when they end like one and are not numbered like a section. */
+const MIN_SENTENCE_WORDS = 5;
+
+/** Headings, table-of-contents lines and index entries: no answers. */
+function isHeading(text: string): boolean {
+  if ((text.match(/[\p{L}\p{N}]+/gu) ?? []).length >= MIN_SENTENCE_WORDS) return false;
+  return !/[.!?]$/.test(text) || /^\d+(\.\d+)*\.?\s/.test(text);
+}
+/** How much retrieval's order counts against a source's own sentences (relevance ÷ (1 + decay·rank)). */
+const RANK_DECAY = 0.1;
+/** At most this many documents are cited. */
+const MAX_DOCUMENTS = 3;
+/** A document is cited when its relevance reaches this share of the best document's. */
+const DOCUMENT_FLOOR = 0.45;
 
 /**
- * The extractive answer: the sentences that share the most (rare) words with the question, at least half
- * as good as the best one, at most five, in source order, each with its citation. Deterministic.
+ * The extractive answer. Each sentence of the retrieved sources scores by the (rare) question words it
+ * contains; each source by its best sentence, the question words in its title and its retrieval rank.
+ * The answer takes the best sentence of the most relevant sources, best source first (so citation [1]
+ * of the answer is the most relevant document), then a sentence for each question word still
+ * uncovered. Sentences share at least one word with the question that is no stop word, so a source
+ * that shares only stop words is never cited. Deterministic.
  */
 export function extractAnswer(question: string, sources: LlmSource[]): string {
   const terms = [...new Set(keywords(question))];
   if (terms.length === 0 || sources.length === 0) return NOTHING_RELEVANT;
   const candidates: Candidate[] = [];
   let order = 0;
-  for (const source of sources) {
+  sources.forEach((source, rank) => {
     for (const text of sentences(source.content)) {
-      candidates.push({ source, order: order++, text, score: 0 });
-    }
-  }
-  const termSets = candidates.map((c) => new Set(keywords(c.text)));
-  const idf = new Map<string, number>();
-  for (const term of terms) {
-    const df = termSets.filter((set) => set.has(term)).length;
-    idf.set(term, df === 0 ? 0 : Math.log(1 + candidates.length / df));
-  }
-  const titleTerms = sources.map((s) => new Set(keywords(s.title)));
-  candidates.forEach((candidate, i) => {
-    const set = termSets[i]!;
-    let score = 0;
-    for (const term of terms) if (set.has(term)) score += idf.get(term)!;
-    // Long sentences match more words by chance; a mild length penalty favours focused ones.
-    if (score > 0) {
-      const titleBonus = terms.some((t) => titleTerms[sources.indexOf(candidate.source)]!.has(t)) ? 0.1 : 0;
-      candidate.score = score / Math.log2(2 + set.size / 8) + titleBonus;
+      if (isHeading(text)) continue;
+      candidates.push({ source, rank, order: order++, text, terms: new Set(keywords(text)), score: 0 });
     }
   });
-  const best = Math.max(0, ...candidates.map((c) => c.score));
-  if (best <= 0) return NOTHING_RELEVANT;
-  const ranked = candidates
-    .map((c, i) => ({ c, terms: termSets[i]! }))
-    .filter((x) => x.c.score > 0)
-    .sort((a, b) => b.c.score - a.c.score || a.c.order - b.c.order);
-  const picked = ranked.filter((x) => x.c.score >= best * 0.5).slice(0, MAX_SENTENCES);
+  const idf = new Map<string, number>();
+  for (const term of terms) {
+    const df = candidates.filter((c) => c.terms.has(term)).length;
+    idf.set(term, df === 0 ? 0 : Math.log(1 + candidates.length / df));
+  }
+  const totalIdf = terms.reduce((sum, t) => sum + idf.get(t)!, 0);
+  for (const candidate of candidates) {
+    let score = 0;
+    for (const term of terms) if (candidate.terms.has(term)) score += idf.get(term)!;
+    // Long sentences match more words by chance; a mild length penalty favours focused ones.
+    if (score > 0) candidate.score = score / Math.log2(2 + candidate.terms.size / 8);
+  }
+  if (!candidates.some((c) => c.score > 0)) return NOTHING_RELEVANT;
+
+  // Each source: its best sentence, plus the share of the question's weight its title carries, with a
+  // gentle preference for what retrieval ranked higher.
+  const bySource = new Map<LlmSource, { best: Candidate; relevance: number }>();
+  for (const candidate of candidates) {
+    if (candidate.score <= 0) continue;
+    const known = bySource.get(candidate.source);
+    if (!known || candidate.score > known.best.score) {
+      const titleTerms = new Set(keywords(candidate.source.title));
+      const titleWeight = terms.reduce((sum, t) => sum + (titleTerms.has(t) ? idf.get(t)! : 0), 0);
+      const relevance =
+        (candidate.score * (1 + (totalIdf ? titleWeight / totalIdf : 0))) / (1 + RANK_DECAY * candidate.rank);
+      bySource.set(candidate.source, { best: candidate, relevance });
+    }
+  }
+  const documents = [...bySource.values()].sort(
+    (a, b) => b.relevance - a.relevance || a.best.rank - b.best.rank,
+  );
+  const top = documents[0]!.relevance;
+  const chosen = documents.filter((d) => d.relevance >= top * DOCUMENT_FLOOR).slice(0, MAX_DOCUMENTS);
+  const picked: Candidate[] = chosen.map((d) => d.best);
+  const best = Math.max(...picked.map((c) => c.score));
+  // Other good sentences of the cited sources.
+  const citedSources = new Set(chosen.map((d) => d.best.source));
+  for (const candidate of [...candidates].sort((a, b) => b.score - a.score || a.order - b.order)) {
+    if (picked.length >= MAX_SENTENCES || candidate.score < best * 0.5) break;
+    if (citedSources.has(candidate.source) && !picked.includes(candidate)) picked.push(candidate);
+  }
   // A question with several parts: also take the best sentence for each word no chosen sentence covers yet.
   for (const term of terms) {
     if (picked.length >= MAX_SENTENCES) break;
-    if (picked.some((x) => x.terms.has(term))) continue;
-    const cover = ranked.find((x) => x.terms.has(term) && x.c.score >= best * 0.25);
-    if (cover && !picked.includes(cover)) picked.push(cover);
+    if (picked.some((c) => c.terms.has(term))) continue;
+    const cover = candidates
+      .filter((c) => c.terms.has(term) && c.score >= best * 0.25 && !picked.includes(c))
+      .sort((a, b) => b.score - a.score || a.order - b.order)[0];
+    if (cover) picked.push(cover);
   }
-  const chosen = picked.map((x) => x.c).sort((a, b) => a.order - b.order);
-  return chosen
+  // Most relevant source first; a source's sentences in their own order.
+  const sourceOrder = new Map(documents.map((d, i) => [d.best.source, i]));
+  picked.sort((a, b) => sourceOrder.get(a.source)! - sourceOrder.get(b.source)! || a.order - b.order);
+  return picked
     .map((c) => {
       const text = /[.!?]$/.test(c.text) ? c.text : `${c.text}.`;
       return c.source.citation_number === null ? text : `${text} [${c.source.citation_number}]`;

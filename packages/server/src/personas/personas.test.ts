@@ -593,6 +593,8 @@ describe('tools', () => {
       description: expect.any(String),
       kind: 'builtin',
       in_code_tool_id: 'SearchTool',
+      mcp_server_id: null,
+      enabled: true,
     });
   });
 });

@@ -160,7 +160,7 @@ describe('BM25 ranking of the Postgres index', () => {
       { id: 'common', title: 'Notes', content: `mooring mooring mooring ${filler(20)}` },
       { id: 'short', title: 'Misc', content: 'kestrel sightings' },
       { id: 'long', title: 'Misc', content: `kestrel sightings ${filler(200)}` },
-      { id: 'in-title', title: 'Lighthouse keeping', content: `duties ${filler(10)}` },
+      { id: 'in-title', title: 'Lighthouse', content: `duties ${filler(10)}` },
       { id: 'in-body', title: 'Duties', content: `the lighthouse ${filler(10)}` },
       { id: 'boosted', title: 'Hangar', content: `hangar doors ${filler(10)}`, boost: 4 },
       { id: 'plain', title: 'Hangar', content: `hangar doors ${filler(10)}` },

@@ -26,7 +26,7 @@
 export const K1 = 1.2;
 export const B = 0.75;
 /** The title's BM25 counts this many times a content match (frozen into stored weights). */
-export const TITLE_WEIGHT = 2;
+export const TITLE_WEIGHT = 1.5;
 
 /** How much a query may score; the defaults keep a query on 100k chunks within tens of milliseconds. */
 export interface PlanLimits {

@@ -38,6 +38,8 @@ const MIN_CHUNKS_FOR_AVERAGES = 20;
 /** Relative change of an average length that makes maintenance re-weight every chunk. */
 const REWEIGHT_DRIFT = 0.15;
 const REWEIGHT_BATCH = 1000;
+/** Maintenance rounds between two vacuums of the statistics (each fold rewrites many of their rows). */
+const STATISTICS_VACUUM_EVERY = 10;
 /** Champion lists rebuilt per maintenance round (each costs a scan of its term's postings). */
 const CHAMPION_REBUILDS_PER_ROUND = 20;
 
@@ -55,7 +57,11 @@ export interface PostgresSearchIndex extends SearchIndex {
  */
 export function createPostgresSearchIndex(
   db: Db,
-  options: { fewResults?: number; logger?: Logger; limits?: Partial<PlanLimits> } = {},
+  options: {
+    fewResults?: number;
+    logger?: Logger;
+    limits?: Partial<PlanLimits>;
+  } = {},
 ): PostgresSearchIndex {
   const few = options.fewResults ?? 3;
   const limits = { ...DEFAULT_PLAN_LIMITS, ...options.limits };
@@ -76,7 +82,7 @@ export function createPostgresSearchIndex(
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
-    if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return;
+    if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
     const drifted = (now: number, then: number | null) =>
       then === null || Math.abs(now - then) > REWEIGHT_DRIFT * Math.max(then, 1);
     if (
@@ -87,23 +93,32 @@ export function createPostgresSearchIndex(
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
     let after: { document_id: string; chunk_id: number } | null = null;
     do {
-      if (closed) return;
+      if (closed) return true;
       after = await searchRepository.reweightChunks(db, after, REWEIGHT_BATCH);
     } while (after);
     await searchRepository.invalidateChampions(db);
+    return true;
   };
 
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
   let closed = false;
+  let rounds = 0;
   const maintain = async () => {
-    await searchRepository.foldTermDeltas(db);
-    await reweightIfDrifted();
+    rounds++;
+    const folded = await searchRepository.foldTermDeltas(db);
+    const reweighted = await reweightIfDrifted();
     const stale = await searchRepository.staleChampionTerms(db, {
       minDf: limits.alwaysFullDf,
       limit: CHAMPION_REBUILDS_PER_ROUND,
     });
     for (const term of stale) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+    if (folded || reweighted || stale.length) {
+      await searchRepository.vacuumSearchTables(db, {
+        statistics: reweighted || stale.length > 0 || rounds % STATISTICS_VACUUM_EVERY === 0,
+        chunks: reweighted,
+      });
+    }
     // More stale lists than one round takes: continue in the next one, leaving room for queries.
     if (stale.length === CHAMPION_REBUILDS_PER_ROUND) schedule();
   };

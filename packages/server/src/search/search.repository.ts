@@ -3,8 +3,8 @@ import type { DbExecutor } from '../db/database.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit } from './search-index.ts';
 
-/** Access and filters on `documents d`, as one SQL condition. */
-export function documentConditions(filters: IndexFilters, access: AccessScope): RawBuilder<boolean> {
+/** Access and filters on `documents d`, as SQL conditions (none for an admin without filters). */
+function documentConditionList(filters: IndexFilters, access: AccessScope): RawBuilder<unknown>[] {
   const conditions: RawBuilder<unknown>[] = [];
   if (!access.all) {
     conditions.push(
@@ -23,6 +23,12 @@ export function documentConditions(filters: IndexFilters, access: AccessScope): 
       JOIN document_sets s ON s.id = l.document_set_id
       WHERE o.document_id = d.id AND s.name = ANY(${filters.document_sets}::text[]))`);
   }
+  return conditions;
+}
+
+/** Access and filters on `documents d`, as one SQL condition. */
+export function documentConditions(filters: IndexFilters, access: AccessScope): RawBuilder<boolean> {
+  const conditions = documentConditionList(filters, access);
   if (!conditions.length) return sql<boolean>`true`;
   return sql<boolean>`${sql.join(conditions, sql` AND `)}`;
 }
@@ -105,11 +111,13 @@ export async function bm25Search(
     filters: IndexFilters;
     access: AccessScope;
     limit: number;
+    /** Leave the join order to the planner (the exhaustive fallback, where visibility is selective). */
+    plannerJoin?: boolean;
   },
 ): Promise<SearchHit[]> {
   const { plan } = args;
   if (!plan.scored.length) return [];
-  const where = documentConditions(args.filters, args.access);
+  const conditions = documentConditionList(args.filters, args.access);
   // A condition made only of stop words is no condition (an empty tsquery would match nothing).
   const must = args.must
     ? sql`AND (numnode(to_tsquery('english', ${args.must})) = 0 OR c.search_vector @@ to_tsquery('english', ${args.must}))`
@@ -121,21 +129,27 @@ export async function bm25Search(
     ),
     sql` + `,
   );
-  const scored = sql`(${score}) * power(2, tanh(d.boost / 2.0))`;
+  // Each candidate's document is looked up by key, and only when access or filters need it (the boost
+  // is kept on the chunk). OFFSET 0 keeps the planner from turning this into a join that scans every
+  // document: candidates are a few thousand at most, documents can be millions.
+  const visible = !conditions.length
+    ? sql``
+    : args.plannerJoin
+      ? sql`AND EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND ${sql.join(conditions, sql` AND `)})`
+      : sql`AND EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND ${sql.join(conditions, sql` AND `)} OFFSET 0)`;
+  const scored = sql`((${score}) * c.bm25_boost)::float8 AS score`;
   const arms = [];
   if (plan.full.length) {
     arms.push(sql`
-      SELECT c.document_id, c.chunk_id, (${scored})::float8 AS score
-      FROM chunks c JOIN documents d ON d.id = c.document_id
-      WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} AND ${where}`);
+      SELECT c.document_id, c.chunk_id, ${scored}
+      FROM chunks c
+      WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} ${visible}`);
   }
   if (plan.champions.length) {
     arms.push(sql`
-      SELECT c.document_id, c.chunk_id, (${scored})::float8 AS score
-      FROM search_champions s
-      JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id
-      JOIN documents d ON d.id = c.document_id
-      WHERE s.term = ANY(${plan.champions.map((t) => t.term)}::text[]) ${must} AND ${where}`);
+      SELECT c.document_id, c.chunk_id, ${scored}
+      FROM search_champions s JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id
+      WHERE s.term = ANY(${plan.champions.map((t) => t.term)}::text[]) ${must} ${visible}`);
   }
   const result = await sql<SearchHit>`
     ${sql.join(arms, sql` UNION `)}
@@ -150,10 +164,16 @@ export async function bm25Search(
  */
 export async function bm25SearchAll(
   db: DbExecutor,
-  args: { plan: QueryPlan; must: string | null; filters: IndexFilters; access: AccessScope; limit: number },
+  args: {
+    plan: QueryPlan;
+    must: string | null;
+    filters: IndexFilters;
+    access: AccessScope;
+    limit: number;
+  },
 ): Promise<SearchHit[]> {
   const plan = { ...args.plan, full: args.plan.scored.map((s) => s.term), champions: [] };
-  return bm25Search(db, { ...args, plan });
+  return bm25Search(db, { ...args, plan, plannerJoin: true });
 }
 
 /** Rebuilds a term's champion list: its CHAMPIONS highest-weighted chunks. */
@@ -264,6 +284,20 @@ export async function reweightChunks(
   const last = result.rows[0];
   if (!last || last.n < batch) return null;
   return { document_id: last.document_id, chunk_id: last.chunk_id };
+}
+
+/**
+ * Reclaims the space of rows that maintenance replaced (PGlite has no autovacuum): always the
+ * deltas, the statistics and champion lists when asked, the chunks after a re-weighting.
+ */
+export async function vacuumSearchTables(
+  db: DbExecutor,
+  tables: { statistics?: boolean; chunks?: boolean },
+): Promise<void> {
+  const names = ['search_term_deltas'];
+  if (tables.statistics) names.push('search_terms', 'search_champions');
+  if (tables.chunks) names.push('chunks');
+  await sql.raw(`VACUUM (ANALYZE) ${names.join(', ')}`).execute(db);
 }
 
 /** Champion lists hold stored weights: after a re-weighting every list is rebuilt. */

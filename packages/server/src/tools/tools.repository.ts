@@ -7,10 +7,17 @@ export const toolColumns = [
   'tools.description',
   'tools.kind',
   'tools.in_code_tool_id',
+  'tools.mcp_server_id',
+  'tools.enabled',
 ] as const;
 
 export function listTools(db: DbExecutor) {
-  return db.selectFrom('tools').select(toolColumns).orderBy('tools.id').execute();
+  return db
+    .selectFrom('tools')
+    .select(toolColumns)
+    .where('tools.enabled', '=', true)
+    .orderBy('tools.id')
+    .execute();
 }
 
 /** The subset of `ids` that name existing tools. */

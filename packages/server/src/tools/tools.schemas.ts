@@ -13,6 +13,12 @@ export const ToolSnapshot = z
       .string()
       .nullable()
       .meta({ description: 'Which built-in tool this is (`SearchTool`); null for action tools' }),
+    mcp_server_id: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The MCP server this tool comes from; null otherwise' }),
+    enabled: z.boolean().meta({ description: 'Offered to agents (MCP tools: selected by an admin)' }),
   })
   .meta({ id: 'ToolSnapshot', description: 'A tool an agent can be given through `tool_ids`' });
 export type ToolSnapshot = z.infer<typeof ToolSnapshot>;

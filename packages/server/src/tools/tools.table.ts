@@ -1,5 +1,7 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { CreatedAt } from '../db/schema.ts';
+
+type Json<T> = ColumnType<T, string | undefined, string>;
 
 export interface ToolsTable {
   id: Generated<number>;
@@ -8,6 +10,16 @@ export interface ToolsTable {
   description: Generated<string>;
   kind: 'builtin' | 'openapi' | 'mcp';
   in_code_tool_id: string | null;
+  /** OpenAPI actions: the validated specification. */
+  openapi_schema: Json<Record<string, unknown> | null>;
+  /** OpenAPI actions: `[{key, value}]` as JSON, encrypted with the secret box. */
+  custom_headers_enc: string | null;
+  passthrough_auth: Generated<boolean>;
+  oauth_config_id: number | null;
+  user_id: string | null;
+  enabled: Generated<boolean>;
+  mcp_server_id: number | null;
+  mcp_input_schema: Json<Record<string, unknown> | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

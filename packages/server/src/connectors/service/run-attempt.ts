@@ -32,7 +32,7 @@ export interface IndexingOptions {
 const POLL_OVERLAP_MS = 5 * 60_000;
 const MAX_BACKOFF_MS = 60 * 60_000;
 
-function toIngested(doc: SourceDocument, source: string): IngestedDocument {
+export function toIngested(doc: SourceDocument, source: string): IngestedDocument {
   return {
     id: doc.id,
     semantic_identifier: doc.semantic_identifier,

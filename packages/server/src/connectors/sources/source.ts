@@ -139,8 +139,33 @@ export interface Source<Config = unknown, Credential = unknown> {
   externalGroups?(args: SourceRunContext<Config, Credential>): Promise<ExternalGroup[]>;
   /** Every `load` yields every document the source has (a crawl), so documents it did not yield were deleted. */
   readonly fullListing?: boolean;
+  /** Webhooks the source accepts on `POST /api/manage/connector/{id}/event`. */
+  readonly events?: SourceEvents<Config, Credential>;
   /** Credential keys whose values are secret (masked on read); default: every key. */
   readonly publicCredentialKeys?: readonly string[];
+}
+
+/** One webhook delivery (`input_type: event`): its headers (lower-case names) and body exactly as sent. */
+export interface SourceEvent<Credential> {
+  headers: Record<string, string | undefined>;
+  rawBody: string;
+  credential: Credential;
+  now: Date;
+}
+
+/** What a verified delivery asks for: an answer to echo (Slack's challenge) and references to re-read. */
+export type EventVerdict =
+  | { ok: true; refs: JsonValue[]; challenge?: string }
+  | { ok: false; reason: string };
+
+/** Webhook support of a source: signature check, then the affected documents re-read from the source. */
+export interface SourceEvents<Config, Credential> {
+  verify(event: SourceEvent<Credential>): EventVerdict;
+  /** The current documents behind the references, and the ids of those the source no longer has. */
+  fetch(
+    args: SourceRunContext<Config, Credential>,
+    refs: JsonValue[],
+  ): Promise<{ documents: SourceDocument[]; deleted: string[] }>;
 }
 
 export type SourceErrorKind = 'auth' | 'rate_limited' | 'transient' | 'config' | 'not_found';

@@ -18,7 +18,7 @@ import { type Kysely, sql } from 'kysely';
  */
 const K1 = 1.2;
 const B = 0.75;
-const TITLE_WEIGHT = 2;
+const TITLE_WEIGHT = 1.5;
 
 const statements = [
   `ALTER TABLE chunks ALTER COLUMN search_vector DROP EXPRESSION`,
@@ -26,7 +26,8 @@ const statements = [
     ADD COLUMN bm25_terms text[] NOT NULL DEFAULT '{}',
     ADD COLUMN bm25_weights real[] NOT NULL DEFAULT '{}',
     ADD COLUMN bm25_length integer NOT NULL DEFAULT 0,
-    ADD COLUMN bm25_title_length integer NOT NULL DEFAULT 0`,
+    ADD COLUMN bm25_title_length integer NOT NULL DEFAULT 0,
+    ADD COLUMN bm25_boost real NOT NULL DEFAULT 1`,
   `CREATE TABLE search_terms (
     term text PRIMARY KEY,
     df bigint NOT NULL,
@@ -72,12 +73,26 @@ const statements = [
       min(totals.tlen)
     FROM u, totals, averages a
   $$`,
+  // The document's boost as a score multiplier, kept on its chunks so that ranking needs no join when
+  // access and filters do not: 0 → 1×, growing towards 2× (and 0.5× for negative boosts).
+  `CREATE FUNCTION kas_boost_factor(boost integer) RETURNS real LANGUAGE sql IMMUTABLE AS
+    $$ SELECT power(2, tanh(boost / 2.0))::real $$`,
+  `CREATE FUNCTION kas_documents_boost() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE chunks SET bm25_boost = kas_boost_factor(NEW.boost) WHERE document_id = NEW.id;
+    RETURN NULL;
+  END $$`,
+  `CREATE TRIGGER documents_boost_set AFTER INSERT ON documents
+    FOR EACH ROW WHEN (NEW.boost <> 0) EXECUTE FUNCTION kas_documents_boost()`,
+  `CREATE TRIGGER documents_boost_changed AFTER UPDATE OF boost ON documents
+    FOR EACH ROW WHEN (OLD.boost IS DISTINCT FROM NEW.boost) EXECUTE FUNCTION kas_documents_boost()`,
   `CREATE FUNCTION kas_chunks_terms() RETURNS trigger LANGUAGE plpgsql AS $$
   BEGIN
     NEW.search_vector := setweight(to_tsvector('english', NEW.title), 'A') || setweight(to_tsvector('english', NEW.content), 'D');
     SELECT w.terms, w.weights, coalesce(w.len, 0), coalesce(w.tlen, 0)
       INTO NEW.bm25_terms, NEW.bm25_weights, NEW.bm25_length, NEW.bm25_title_length
       FROM kas_bm25_weights(NEW.search_vector) w;
+    NEW.bm25_boost := coalesce((SELECT kas_boost_factor(d.boost) FROM documents d WHERE d.id = NEW.document_id), 1);
     RETURN NEW;
   END $$`,
   `CREATE TRIGGER chunks_terms BEFORE INSERT OR UPDATE OF title, content ON chunks

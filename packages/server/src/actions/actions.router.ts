@@ -1,0 +1,88 @@
+import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import {
+  CustomToolCreateInput,
+  CustomToolUpdateInput,
+  DeletedResponse,
+  ToolDetail,
+  ToolIdInput,
+  ValidateDefinitionInput,
+  ValidateDefinitionResponse,
+} from './actions.schemas.ts';
+import * as actionsService from './actions.service.ts';
+
+const tags = ['Actions'];
+
+export const actionsRouter = router({
+  getTool: basicProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/tool/{tool_id}',
+        tags,
+        summary: 'Get a tool',
+        description: 'A tool with its action configuration; header values masked.',
+      },
+    })
+    .input(ToolIdInput)
+    .output(ToolDetail)
+    .query(({ ctx, input }) => actionsService.getTool({ ctx, toolId: input.tool_id })),
+
+  validateCustomTool: adminProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/tool/custom/validate',
+        tags,
+        summary: 'Validate an OpenAPI definition',
+        description: 'Lists the operations (one tool each); 400 says which path and operation is invalid.',
+      },
+    })
+    .input(ValidateDefinitionInput)
+    .output(ValidateDefinitionResponse)
+    .mutation(({ input }) => actionsService.validateDefinition({ input })),
+
+  createCustomTool: adminProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/tool/custom',
+        tags,
+        summary: 'Create an OpenAPI action',
+        description:
+          'Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.',
+      },
+    })
+    .input(CustomToolCreateInput)
+    .output(ToolDetail)
+    .mutation(({ ctx, input }) => actionsService.createCustomTool({ ctx, actor: ctx.actor, input })),
+
+  updateCustomTool: adminProcedure
+    .meta({
+      openapi: {
+        method: 'PUT',
+        path: '/admin/tool/custom/{tool_id}',
+        tags,
+        summary: 'Update an OpenAPI action',
+        description: 'Partial update. Built-in and MCP tools cannot be modified here (400).',
+      },
+    })
+    .input(CustomToolUpdateInput)
+    .output(ToolDetail)
+    .mutation(({ ctx, input }) => actionsService.updateCustomTool({ ctx, actor: ctx.actor, input })),
+
+  deleteCustomTool: adminProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/admin/tool/custom/{tool_id}',
+        tags,
+        summary: 'Delete an OpenAPI action',
+        description: 'Also removes it from every agent.',
+      },
+    })
+    .input(ToolIdInput)
+    .output(DeletedResponse)
+    .mutation(({ ctx, input }) =>
+      actionsService.deleteCustomTool({ ctx, actor: ctx.actor, toolId: input.tool_id }),
+    ),
+});

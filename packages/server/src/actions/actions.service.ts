@@ -1,0 +1,7 @@
+export {
+  createCustomTool,
+  deleteCustomTool,
+  getTool,
+  updateCustomTool,
+  validateDefinition,
+} from './service/custom-tools.ts';

@@ -1,0 +1,197 @@
+import type { Actor } from '../../auth/roles.ts';
+import type { ServiceContext } from '../../context.ts';
+import { AppError } from '../../errors.ts';
+import type { ToolRow } from '../actions.repository.ts';
+import * as actionsRepository from '../actions.repository.ts';
+import type {
+  CustomToolCreateInput,
+  CustomToolUpdateInput,
+  HeaderPair,
+  MethodSpec,
+  ToolDetail,
+} from '../actions.schemas.ts';
+import { parseOpenApi } from '../openapi/openapi.ts';
+
+export const MASK = '********';
+
+type Ctx = ServiceContext<'db' | 'secrets' | 'config'>;
+
+export function decryptHeaders(ctx: Pick<Ctx, 'secrets'>, enc: string | null): HeaderPair[] {
+  if (!enc) return [];
+  return JSON.parse(ctx.secrets.decrypt(enc)) as HeaderPair[];
+}
+
+function methodsOf(row: ToolRow): MethodSpec[] {
+  if (row.kind !== 'openapi' || !row.openapi_schema) return [];
+  return parseOpenApi(row.openapi_schema).methods.map(({ method, path, summary, name }) => ({
+    method,
+    path,
+    summary,
+    name,
+  }));
+}
+
+export function toToolDetail(ctx: Pick<Ctx, 'secrets'>, row: ToolRow): ToolDetail {
+  return {
+    id: row.id,
+    name: row.name,
+    display_name: row.display_name,
+    description: row.description,
+    kind: row.kind,
+    in_code_tool_id: row.in_code_tool_id,
+    mcp_server_id: row.mcp_server_id,
+    enabled: row.enabled,
+    definition: row.openapi_schema,
+    custom_headers: decryptHeaders(ctx, row.custom_headers_enc).map((h) => ({ key: h.key, value: MASK })),
+    passthrough_auth: row.passthrough_auth,
+    oauth_config_id: row.oauth_config_id,
+    methods: methodsOf(row),
+  };
+}
+
+/** The rules on how an action authenticates; each refusal is a 400 saying why. */
+async function checkAuth(
+  ctx: Ctx,
+  auth: { headers: HeaderPair[]; passthrough: boolean; oauthConfigId: number | null },
+): Promise<void> {
+  if (auth.passthrough) {
+    if (!ctx.config.KAS_OIDC_ISSUER)
+      throw new AppError(
+        'INVALID_INPUT',
+        'OAuth pass-through forwards the caller’s OIDC sign-in token, but kas has no OIDC configured (KAS_OIDC_ISSUER)',
+      );
+    if (auth.headers.some((h) => h.key.toLowerCase() === 'authorization'))
+      throw new AppError(
+        'INVALID_INPUT',
+        'OAuth pass-through cannot be combined with a custom Authorization header: remove one of them',
+      );
+    if (auth.oauthConfigId !== null)
+      throw new AppError(
+        'INVALID_INPUT',
+        'Choose either OAuth pass-through or an OAuth configuration, not both',
+      );
+  }
+  if (auth.oauthConfigId !== null && !(await actionsRepository.oauthConfigExists(ctx.db, auth.oauthConfigId)))
+    throw new AppError('INVALID_INPUT', `OAuth configuration ${auth.oauthConfigId} does not exist`);
+}
+
+function checkDuplicateHeaders(headers: HeaderPair[]) {
+  const seen = new Set<string>();
+  for (const h of headers) {
+    const k = h.key.toLowerCase();
+    if (seen.has(k)) throw new AppError('INVALID_INPUT', `Header ${h.key} is given twice`);
+    seen.add(k);
+  }
+}
+
+export function validateDefinition({ input }: { input: { definition: unknown } }): { methods: MethodSpec[] } {
+  return {
+    methods: parseOpenApi(input.definition).methods.map(({ method, path, summary, name }) => ({
+      method,
+      path,
+      summary,
+      name,
+    })),
+  };
+}
+
+export async function createCustomTool({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: Ctx;
+  actor: Actor;
+  input: CustomToolCreateInput;
+}): Promise<ToolDetail> {
+  const parsed = parseOpenApi(input.definition);
+  const headers = input.custom_headers ?? [];
+  checkDuplicateHeaders(headers);
+  if (headers.some((h) => h.value === MASK))
+    throw new AppError('INVALID_INPUT', `A new action's header value cannot be the mask ${MASK}`);
+  await checkAuth(ctx, {
+    headers,
+    passthrough: input.passthrough_auth,
+    oauthConfigId: input.oauth_config_id ?? null,
+  });
+  const name = input.name ?? parsed.title.trim();
+  const id = await actionsRepository.insertTool(ctx.db, {
+    name,
+    display_name: name,
+    description: input.description ?? parsed.description,
+    kind: 'openapi',
+    in_code_tool_id: null,
+    openapi_schema: JSON.stringify(parsed.spec),
+    custom_headers_enc: headers.length ? ctx.secrets.encrypt(JSON.stringify(headers)) : null,
+    passthrough_auth: input.passthrough_auth,
+    oauth_config_id: input.oauth_config_id ?? null,
+    user_id: actor.user_id,
+    mcp_server_id: null,
+  });
+  return getTool({ ctx, toolId: id });
+}
+
+async function editableTool(ctx: Ctx, toolId: number): Promise<ToolRow> {
+  const row = await actionsRepository.findTool(ctx.db, toolId);
+  if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
+  if (row.kind === 'builtin')
+    throw new AppError('INVALID_INPUT', `Tool ${toolId} is built in and cannot be modified`);
+  if (row.kind === 'mcp')
+    throw new AppError(
+      'INVALID_INPUT',
+      `Tool ${toolId} comes from MCP server ${row.mcp_server_id}: manage it through /api/admin/mcp/*`,
+    );
+  return row;
+}
+
+export async function updateCustomTool({
+  ctx,
+  input,
+}: {
+  ctx: Ctx;
+  actor: Actor;
+  input: CustomToolUpdateInput;
+}): Promise<ToolDetail> {
+  const row = await editableTool(ctx, input.tool_id);
+  const parsed = input.definition !== undefined ? parseOpenApi(input.definition) : null;
+  const stored = decryptHeaders(ctx, row.custom_headers_enc);
+  let headers = stored;
+  if (input.custom_headers) {
+    checkDuplicateHeaders(input.custom_headers);
+    headers = input.custom_headers.map((h) => {
+      if (h.value !== MASK) return h;
+      const previous = stored.find((s) => s.key.toLowerCase() === h.key.toLowerCase());
+      if (!previous)
+        throw new AppError('INVALID_INPUT', `Header ${h.key} is new: give its value, not the mask`);
+      return { key: h.key, value: previous.value };
+    });
+  }
+  const passthrough = input.passthrough_auth ?? row.passthrough_auth;
+  const oauthConfigId = input.oauth_config_id !== undefined ? input.oauth_config_id : row.oauth_config_id;
+  await checkAuth(ctx, { headers, passthrough, oauthConfigId });
+  const name = input.name;
+  await actionsRepository.updateTool(ctx.db, row.id, {
+    ...(name !== undefined ? { name, display_name: name } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(parsed ? { openapi_schema: JSON.stringify(parsed.spec) } : {}),
+    ...(input.custom_headers
+      ? { custom_headers_enc: headers.length ? ctx.secrets.encrypt(JSON.stringify(headers)) : null }
+      : {}),
+    passthrough_auth: passthrough,
+    oauth_config_id: oauthConfigId,
+  });
+  return getTool({ ctx, toolId: row.id });
+}
+
+/** Deletes an OpenAPI action; the agents that had it lose it (their `tool_ids` cascade). */
+export async function deleteCustomTool({ ctx, toolId }: { ctx: Ctx; actor: Actor; toolId: number }) {
+  const row = await editableTool(ctx, toolId);
+  await actionsRepository.deleteTool(ctx.db, row.id);
+  return { success: true as const };
+}
+
+export async function getTool({ ctx, toolId }: { ctx: Pick<Ctx, 'db' | 'secrets'>; toolId: number }) {
+  const row = await actionsRepository.findTool(ctx.db, toolId);
+  if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
+  return toToolDetail(ctx, row);
+}

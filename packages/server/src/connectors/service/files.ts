@@ -1,0 +1,118 @@
+import JSZip from 'jszip';
+import type { Actor } from '../../auth/roles.ts';
+import type { ServiceContext } from '../../context.ts';
+import { AppError } from '../../errors.ts';
+import * as filesRepository from '../files.repository.ts';
+import type { ConnectorFileUploadInput, ConnectorFileUploadResponse } from '../sources.schemas.ts';
+
+/** The metadata file of a zip, in the reference's layout: one entry per file, keyed by `filename`. */
+export const METADATA_FILE = '.onyx_metadata.json';
+const READABLE = /\.(txt|md|markdown|html?|pdf|docx)$/i;
+/** Most files a zip may expand to. */
+const MAX_ZIP_ENTRIES = 10_000;
+
+const typeOf = (name: string): string => {
+  if (/\.pdf$/i.test(name)) return 'application/pdf';
+  if (/\.docx$/i.test(name)) return 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+  if (/\.html?$/i.test(name)) return 'text/html';
+  if (/\.(md|markdown)$/i.test(name)) return 'text/markdown';
+  return 'text/plain';
+};
+
+function parseMetadata(name: string, data: Uint8Array): Record<string, unknown>[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(data).toString('utf8'));
+  } catch {
+    throw new AppError('INVALID_INPUT', `${name} is not valid JSON`);
+  }
+  const entries = Array.isArray(parsed) ? parsed : [parsed];
+  if (
+    !entries.every(
+      (e) => e && typeof e === 'object' && typeof (e as { filename?: unknown }).filename === 'string',
+    )
+  )
+    throw new AppError('INVALID_INPUT', `${name} must be a list of objects, each with a "filename"`);
+  return entries as Record<string, unknown>[];
+}
+
+/**
+ * Stores the files of a `file` connector: text, Markdown, HTML, PDF and DOCX files as they are, zips
+ * expanded (their `.onyx_metadata.json` kept as one metadata file). The answer is the connector's config.
+ */
+export async function uploadConnectorFiles({
+  ctx,
+  actor,
+  input,
+}: {
+  ctx: ServiceContext<'db' | 'config'>;
+  actor: Actor;
+  input: ConnectorFileUploadInput;
+}): Promise<ConnectorFileUploadResponse> {
+  if (!input.files.length)
+    throw new AppError('INVALID_INPUT', 'No files in the upload (multipart field "files")');
+  const maxBytes = ctx.config.KAS_MAX_UPLOAD_MB * 1024 * 1024;
+  const stored: { name: string; content_type: string; data: Uint8Array }[] = [];
+  const metadata: Record<string, unknown>[] = [];
+  for (const file of input.files) {
+    if (file.data.length === 0) throw new AppError('INVALID_INPUT', `"${file.name}" is empty`);
+    const base = file.name.split('/').pop() ?? file.name;
+    if (base === METADATA_FILE) {
+      metadata.push(...parseMetadata(file.name, file.data));
+    } else if (/\.zip$/i.test(file.name)) {
+      let zip: JSZip;
+      try {
+        zip = await JSZip.loadAsync(file.data);
+      } catch {
+        throw new AppError('INVALID_INPUT', `"${file.name}" is not a readable zip file`);
+      }
+      const entries = Object.values(zip.files).filter(
+        (e) =>
+          !e.dir &&
+          !e.name.startsWith('__MACOSX/') &&
+          !e.name.split('/').some((p) => p.startsWith('.') && p !== METADATA_FILE),
+      );
+      if (entries.length > MAX_ZIP_ENTRIES)
+        throw new AppError('PAYLOAD_TOO_LARGE', `"${file.name}" holds more than ${MAX_ZIP_ENTRIES} files`);
+      let total = 0;
+      for (const entry of entries) {
+        const entryBase = entry.name.split('/').pop() ?? entry.name;
+        const isMetadata = entryBase === METADATA_FILE;
+        if (!isMetadata && !READABLE.test(entry.name)) continue;
+        const data = await entry.async('uint8array');
+        total += data.length;
+        if (total > maxBytes * 10)
+          throw new AppError(
+            'PAYLOAD_TOO_LARGE',
+            `"${file.name}" expands to more than ${ctx.config.KAS_MAX_UPLOAD_MB * 10} MB`,
+          );
+        if (isMetadata) metadata.push(...parseMetadata(`${file.name}/${entry.name}`, data));
+        else if (data.length) stored.push({ name: entry.name, content_type: typeOf(entry.name), data });
+      }
+    } else if (READABLE.test(file.name)) {
+      stored.push({ name: file.name, content_type: typeOf(file.name), data: file.data });
+    } else {
+      throw new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Cannot index "${file.name}": upload .txt, .md, .html, .pdf, .docx or .zip files`,
+      );
+    }
+  }
+  if (!stored.length) throw new AppError('INVALID_INPUT', 'The upload holds no readable file');
+  return ctx.db.transaction().execute(async (trx) => {
+    const file_paths: string[] = [];
+    for (const file of stored)
+      file_paths.push(
+        await filesRepository.insertConnectorFile(trx, { ...file, uploaded_by: actor.user_id }),
+      );
+    const zip_metadata_file_id = metadata.length
+      ? await filesRepository.insertConnectorFile(trx, {
+          name: METADATA_FILE,
+          content_type: 'application/json',
+          data: Buffer.from(JSON.stringify(metadata)),
+          uploaded_by: actor.user_id,
+        })
+      : null;
+    return { file_paths, file_names: stored.map((f) => f.name), zip_metadata_file_id };
+  });
+}

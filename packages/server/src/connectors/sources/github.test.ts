@@ -1,0 +1,340 @@
+import { createHmac } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type FakeGitHub,
+  type FakeIssue,
+  fakeRepo,
+  startFakeGitHub,
+} from '../../../../../test/fakes/github.ts';
+import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import * as identityService from '../../identity/identity.service.ts';
+import * as searchService from '../../search/search.service.ts';
+import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import * as usersService from '../../users/users.service.ts';
+import { schedulerPass } from '../scheduler.ts';
+
+let t: TestRuntime;
+let gh: FakeGitHub;
+let counter = 0;
+
+beforeAll(async () => {
+  t = await createTestRuntime({
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_OUTBOUND_RETRIES: '2',
+    KAS_CONNECTOR_HEARTBEAT_MS: '100',
+    KAS_CONNECTOR_BACKOFF_MS: '0',
+  });
+  gh = await startFakeGitHub('acme');
+});
+afterAll(async () => {
+  await gh.close();
+  await t.close();
+});
+
+const admin = () => t.caller(t.adminKey);
+
+async function person(email: string, identity?: { source: string; external_id: string }) {
+  const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+  const { token } = await identityService.createPersonalToken({
+    ctx: t.deps,
+    userId: user.id,
+    input: { name: 'laptop' },
+  });
+  if (identity)
+    await identityService.linkExternalIdentity({ ctx: t.deps, identity: { user_id: user.id, ...identity } });
+  return token as string;
+}
+
+async function sees(token: string, query: string, documentId: string): Promise<boolean> {
+  const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+  const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query });
+  return chunks.some((c) => c.document_id === documentId);
+}
+const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
+
+function issue(number: number, title: string, body: string, extra: Partial<FakeIssue> = {}): FakeIssue {
+  return {
+    number,
+    title,
+    body,
+    user: 'octocat',
+    state: 'open',
+    updated_at: day(number),
+    comments: [],
+    ...extra,
+  };
+}
+
+beforeEach(() => {
+  gh.token = 'ghp_good';
+  gh.pageSize = 2;
+  gh.ownerType = 'org';
+  gh.rateLimit = { remaining: 0, retryAfter: 1 };
+  gh.requests.length = 0;
+  gh.repos = [
+    fakeRepo('widgets', {
+      issues: [
+        issue(1, 'Crash on start', 'the platypus module crashes', {
+          comments: [1, 2, 3].map((id) => ({
+            id,
+            user: `dev${id}`,
+            body: `comment number ${id} mentions echidna`,
+          })),
+        }),
+        issue(2, 'Add dark mode', 'please add a dark mode', { is_pull: true, merged: true }),
+        issue(3, 'Docs typo', 'a typo in the readme', { state: 'closed' }),
+        issue(4, 'Faster builds', 'cache the dependencies', { is_pull: true }),
+        issue(5, 'Old bug', 'an old bug about wallabies'),
+      ],
+      files: new Map([
+        ['README.md', '# Widgets\nWidgets are made of numbat fur.'],
+        ['src/index.ts', 'export {}'],
+      ]),
+    }),
+    fakeRepo('secret-sauce', { private: true, issues: [issue(1, 'Recipe', 'the kookaburra recipe')] }),
+  ];
+});
+
+async function githubPair(
+  config: Record<string, unknown>,
+  credential: Record<string, unknown> = {},
+  inputType = 'poll',
+  accessType: 'public' | 'sync' = 'public',
+) {
+  counter++;
+  const { id: connectorId } = await admin().connectors.create({
+    name: `gh ${counter}`,
+    source: 'github',
+    input_type: inputType as 'poll',
+    connector_specific_config: { base_url: gh.url, repo_owner: 'acme', ...config },
+    access_type: accessType,
+    refresh_freq: 3600,
+  });
+  const cred = await admin().connectors.createCredential({
+    source: 'github',
+    credential_json: { github_access_token: 'ghp_good', ...credential },
+  });
+  const pairId = (
+    await admin().connectors.createPair({
+      connector_id: connectorId,
+      credential_id: cred.id,
+      name: `gh pair ${counter}`,
+      access_type: accessType,
+    })
+  ).data as number;
+  return { connectorId, pairId, credentialId: cred.id };
+}
+
+async function docIds(pairId: number): Promise<string[]> {
+  const rows = await sql<{ document_id: string }>`
+    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.document_id);
+}
+
+async function textOf(id: string): Promise<string> {
+  const rows = await sql<{ content: string }>`SELECT content FROM chunks WHERE document_id = ${id}`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.content).join(' ');
+}
+
+const latestAttempt = async (pairId: number) =>
+  (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
+
+const web = (path: string) => `${gh.url}/web/acme/${path}`;
+
+describe('github source', () => {
+  it('indexes pull requests, issues with every comment page and Markdown files of an org, following Link pages', async () => {
+    const { pairId } = await githubPair({ include_markdown: true });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(pairId)).toEqual(
+      [
+        web('widgets/issues/1'),
+        web('widgets/pull/2'),
+        web('widgets/issues/3'),
+        web('widgets/pull/4'),
+        web('widgets/issues/5'),
+        web('widgets/blob/main/README.md'),
+        web('secret-sauce/issues/1'),
+      ].sort(),
+    );
+    // Three comments on pages of two: both pages read.
+    const crash = await textOf(web('widgets/issues/1'));
+    expect(crash).toContain('platypus module crashes');
+    expect(crash).toContain('dev3: comment number 3 mentions echidna');
+    expect(await textOf(web('widgets/blob/main/README.md'))).toContain('numbat fur');
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues?')).length).toBe(3);
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues/1/comments')).length).toBe(2);
+    const hits = await admin().search.adminSearch({ query: 'echidna', filters: {} });
+    expect(hits.documents[0]).toMatchObject({
+      document_id: web('widgets/issues/1'),
+      semantic_identifier: 'acme/widgets#1: Crash on start',
+    });
+    const doc = await sql<{
+      source: string;
+    }>`SELECT source FROM documents WHERE id = ${web('widgets/pull/2')}`.execute(t.deps.db);
+    expect(doc.rows[0]?.source).toBe('github');
+  });
+
+  it('reads a list of repositories of a user through a GitHub Enterprise base URL, PRs only', async () => {
+    gh.ownerType = 'user';
+    const { pairId } = await githubPair({
+      base_url: `${gh.url}/api/v3`,
+      repositories: 'widgets',
+      include_issues: false,
+    });
+    await pass();
+    expect(await docIds(pairId)).toEqual([web('widgets/pull/2'), web('widgets/pull/4')]);
+  });
+
+  it('re-indexes updated items on the next poll and drops deleted ones on a full sync', async () => {
+    const { connectorId, pairId } = await githubPair({ repositories: ['widgets'] });
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(5);
+    const widgets = gh.repos[0];
+    const first = widgets?.issues[0] as FakeIssue;
+    first.body = 'the crash is caused by a quokka';
+    first.updated_at = new Date().toISOString();
+    gh.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect(await textOf(web('widgets/issues/1'))).toContain('caused by a quokka');
+    // The poll asked only for what changed since the last run (the old issues' pages were not read).
+    const listing = gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues?'));
+    expect(listing).toHaveLength(1);
+    expect(listing[0]).toContain('since=');
+
+    (widgets?.issues[4] as FakeIssue).deleted = true;
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await docIds(pairId)).not.toContain(web('widgets/issues/5'));
+    expect(await docIds(pairId)).toHaveLength(4);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', docs_removed_from_index: 1 });
+  });
+
+  it('fails with a clear reason on a bad token (401) and waits out 429 with Retry-After', async () => {
+    gh.token = 'ghp_other';
+    const { pairId } = await githubPair({ repositories: 'widgets' });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('GitHub refused the credential (401)'),
+    });
+
+    gh.token = 'ghp_good';
+    gh.rateLimit = { remaining: 1, retryAfter: 1 };
+    const other = await githubPair({ repositories: 'widgets', include_issues: false });
+    const started = Date.now();
+    await pass();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(await latestAttempt(other.pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(other.pairId)).toHaveLength(2);
+  }, 20_000);
+
+  it('names every bad or missing key of the config and the credential (400)', async () => {
+    await expect(
+      admin().connectors.create({
+        name: 'bad gh',
+        source: 'github',
+        input_type: 'poll',
+        connector_specific_config: { base_url: 'ftp://x', include_prs: 'yes' },
+        access_type: 'public',
+      }),
+    ).rejects.toMatchObject({
+      message: expect.stringMatching(/base_url.*|repo_owner/),
+    });
+    const error = await admin()
+      .connectors.create({
+        name: 'bad gh',
+        source: 'github',
+        input_type: 'poll',
+        connector_specific_config: { base_url: 'ftp://x', include_prs: 'yes' },
+        access_type: 'public',
+      })
+      .catch((e: Error) => e);
+    expect(String((error as Error).message)).toContain('repo_owner');
+    expect(String((error as Error).message)).toContain('include_prs');
+    expect(String((error as Error).message)).toContain('base_url');
+    await expect(
+      admin().connectors.createCredential({ source: 'github', credential_json: { token: 'x' } }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('github_access_token') });
+  });
+
+  it('accepts signed webhooks and re-indexes just the affected issue; refuses bad signatures', async () => {
+    const secret = 'hook-secret';
+    const { connectorId, pairId } = await githubPair(
+      { repositories: 'widgets' },
+      { github_webhook_secret: secret },
+      'event',
+    );
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(5);
+    const third = gh.repos[0]?.issues[2] as FakeIssue;
+    third.body = 'the typo was about a bilby';
+    const body = JSON.stringify({
+      action: 'edited',
+      issue: { number: 3 },
+      repository: { full_name: 'acme/widgets' },
+    });
+    const sign = (s: string) => `sha256=${createHmac('sha256', s).update(body).digest('hex')}`;
+    const anonymous = t.caller();
+    await expect(
+      anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign('wrong') },
+        raw_body: body,
+      }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('signature') });
+    gh.requests.length = 0;
+    const answer = await anonymous.connectorSources.event({
+      connector_id: connectorId,
+      headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
+      raw_body: body,
+    });
+    expect(answer).toMatchObject({ success: true, documents_indexed: 1, documents_removed: 0 });
+    expect(await textOf(web('widgets/issues/3'))).toContain('about a bilby');
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues?'))).toEqual([]);
+
+    third.deleted = true;
+    const gone = await anonymous.connectorSources.event({
+      connector_id: connectorId,
+      headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
+      raw_body: body,
+    });
+    expect(gone).toMatchObject({ documents_indexed: 0, documents_removed: 1 });
+    expect(await docIds(pairId)).not.toContain(web('widgets/issues/3'));
+  });
+  it("sync access: a private repository's issues are seen by its collaborators (linked GitHub logins) only; public ones by all", async () => {
+    // Repositories of their own: the other tests' public pairs own secret-sauce's issues.
+    const secret = fakeRepo('vault', {
+      private: true,
+      issues: [issue(1, 'Recipe', 'the kookaburra recipe is locked away')],
+      collaborators: ['Dev1', 'dev2', 'dev3'],
+    });
+    gh.repos.push(secret);
+    gh.repos.push(
+      fakeRepo('open-book', { issues: [issue(9, 'Public roadmap', 'the open roadmap mentions capybaras')] }),
+    );
+    const collaborator = await person('dev1@corp.test', { source: 'github', external_id: 'dev1' });
+    const outsider = await person('outsider@corp.test', { source: 'github', external_id: 'someone-else' });
+    const { connectorId, pairId } = await githubPair({ repositories: 'vault,open-book' }, {}, 'poll', 'sync');
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    const recipe = web('vault/issues/1');
+    expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(true);
+    expect(await sees(outsider, 'kookaburra recipe', recipe)).toBe(false);
+    expect(await sees(outsider, 'capybaras roadmap', web('open-book/issues/9'))).toBe(true);
+    // Collaborators were read (pages of two) once per repository and run.
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/vault/collaborators')).length).toBe(2);
+
+    secret.collaborators = ['dev2'];
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(false);
+  });
+});

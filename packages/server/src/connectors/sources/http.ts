@@ -1,0 +1,74 @@
+import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
+import { SourceError, type SourceRunContext } from './source.ts';
+
+/** The `next` URL of a `Link` header (RFC 8288), as GitHub and others paginate. */
+export function nextLink(header: string | null): string | null {
+  if (!header) return null;
+  for (const part of header.split(',')) {
+    const match = /<([^>]+)>\s*;\s*rel="?([^";]+)"?/.exec(part.trim());
+    if (match?.[2]?.split(/\s+/).includes('next')) return match[1] as string;
+  }
+  return null;
+}
+
+/**
+ * A JSON GET against a source's API through the outbound guard. 401 → `auth`, 429 (after the guard's own
+ * retries) → `rate_limited` with its `Retry-After`, 404 → null; other failures → `transient`.
+ */
+export async function getJson<T>(
+  args: Pick<SourceRunContext<unknown, unknown>, 'fetch' | 'signal'>,
+  url: string,
+  options: {
+    headers: Record<string, string>;
+    service: string;
+    /** Extra refusal check (e.g. GitHub's 403 with an exhausted rate limit). */
+    rateLimited?: (response: Response) => boolean;
+  },
+): Promise<{ data: T; response: Response } | null> {
+  let response: Response;
+  try {
+    response = await args.fetch(url, { headers: options.headers, signal: args.signal });
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    if (error instanceof OutboundError && error.code === 'BLOCKED_ADDRESS')
+      throw new SourceError('config', error.message);
+    throw new SourceError(
+      'transient',
+      `${options.service} could not be reached: ${(error as Error).message}`,
+    );
+  }
+  if (response.status === 429 || options.rateLimited?.(response)) {
+    await response.body?.cancel();
+    throw new SourceError(
+      'rate_limited',
+      `${options.service} is rate limiting requests (${response.status})`,
+      {
+        retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+      },
+    );
+  }
+  if (response.status === 401) {
+    await response.body?.cancel();
+    throw new SourceError('auth', `${options.service} refused the credential (401): check the token`);
+  }
+  if (response.status === 403) {
+    await response.body?.cancel();
+    throw new SourceError('auth', `${options.service} denied access (403): the token lacks a permission`);
+  }
+  if (response.status === 404 || response.status === 410) {
+    await response.body?.cancel();
+    return null;
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new SourceError('transient', `${options.service} answered ${response.status}`, {
+      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
+    });
+  }
+  try {
+    return { data: (await response.json()) as T, response };
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    throw new SourceError('transient', `${options.service} sent an unreadable answer`);
+  }
+}

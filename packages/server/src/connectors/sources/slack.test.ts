@@ -1,0 +1,348 @@
+import { createHmac } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeSlack, startFakeSlack } from '../../../../../test/fakes/slack.ts';
+import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import * as identityService from '../../identity/identity.service.ts';
+import * as searchService from '../../search/search.service.ts';
+import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import * as usersService from '../../users/users.service.ts';
+import { schedulerPass } from '../scheduler.ts';
+
+let t: TestRuntime;
+let slack: FakeSlack;
+let counter = 0;
+
+beforeAll(async () => {
+  t = await createTestRuntime({
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_OUTBOUND_RETRIES: '2',
+    KAS_CONNECTOR_HEARTBEAT_MS: '100',
+    KAS_CONNECTOR_BACKOFF_MS: '0',
+  });
+  slack = await startFakeSlack();
+});
+afterAll(async () => {
+  await slack.close();
+  await t.close();
+});
+
+const admin = () => t.caller(t.adminKey);
+
+async function person(email: string, identity?: { source: string; external_id: string }) {
+  const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+  const { token } = await identityService.createPersonalToken({
+    ctx: t.deps,
+    userId: user.id,
+    input: { name: 'laptop' },
+  });
+  if (identity)
+    await identityService.linkExternalIdentity({ ctx: t.deps, identity: { user_id: user.id, ...identity } });
+  return token as string;
+}
+
+async function sees(token: string, query: string, documentId: string): Promise<boolean> {
+  const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+  const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query });
+  return chunks.some((c) => c.document_id === documentId);
+}
+const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const now = () => (Date.now() / 1000).toFixed(6);
+
+beforeEach(() => {
+  slack.token = 'xoxb-good';
+  slack.pageSize = 2;
+  slack.rateLimit = { remaining: 0, retryAfter: 1 };
+  slack.requests.length = 0;
+  slack.users = [
+    { id: 'U1', name: 'alice', real_name: 'Alice Liddell', display_name: 'Alice', email: 'alice@acme.test' },
+    { id: 'U2', name: 'bob', real_name: 'Bob Stone', display_name: '', email: 'bob@acme.test' },
+    { id: 'U3', name: 'carol', real_name: 'Carol Danvers', display_name: 'Carol', email: 'carol@acme.test' },
+  ];
+  slack.channels = [
+    {
+      id: 'C1',
+      name: 'general',
+      is_private: false,
+      is_member: true,
+      members: ['U1', 'U2', 'U3'],
+      messages: [
+        { ts: '1767225600.000100', user: 'U1', text: '<@U2> where is the wombat report?' },
+        { ts: '1767225700.000200', user: 'U2', text: 'it is in the drive', thread_ts: '1767225600.000100' },
+        { ts: '1767225800.000300', user: 'U3', text: 'found it, thanks', thread_ts: '1767225600.000100' },
+        { ts: '1767225900.000400', user: 'U2', text: 'lunch is at noon today' },
+        { ts: '1767226000.000500', user: 'U3', text: 'joined', subtype: 'channel_join' },
+        { ts: '1767226100.000600', user: 'U1', text: 'the quarterly numbats census starts monday' },
+      ],
+    },
+    {
+      id: 'C2',
+      name: 'secret-plans',
+      is_private: true,
+      is_member: true,
+      members: ['U1', 'U3'],
+      messages: [{ ts: '1767225650.000700', user: 'U3', text: 'the surprise party is for bob' }],
+    },
+    { id: 'C3', name: 'lobby', is_private: false, is_member: false, members: [], messages: [] },
+  ];
+});
+
+async function slackPair(
+  config: Record<string, unknown>,
+  credential: Record<string, unknown> = {},
+  inputType = 'poll',
+  accessType: 'public' | 'sync' = 'public',
+) {
+  counter++;
+  const { id: connectorId } = await admin().connectors.create({
+    name: `slack ${counter}`,
+    source: 'slack',
+    input_type: inputType as 'poll',
+    connector_specific_config: { base_url: slack.url, ...config },
+    access_type: accessType,
+    refresh_freq: 3600,
+  });
+  const cred = await admin().connectors.createCredential({
+    source: 'slack',
+    credential_json: { slack_bot_token: 'xoxb-good', ...credential },
+  });
+  const pairId = (
+    await admin().connectors.createPair({
+      connector_id: connectorId,
+      credential_id: cred.id,
+      name: `slack pair ${counter}`,
+      access_type: accessType,
+    })
+  ).data as number;
+  return { connectorId, pairId };
+}
+
+async function docIds(pairId: number): Promise<string[]> {
+  const rows = await sql<{ document_id: string }>`
+    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.document_id);
+}
+async function textOf(id: string): Promise<string> {
+  const rows = await sql<{ content: string }>`SELECT content FROM chunks WHERE document_id = ${id}`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.content).join(' ');
+}
+const latestAttempt = async (pairId: number) =>
+  (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
+
+describe('slack source', () => {
+  it('indexes one document per thread of the named channels, user names resolved, every cursor page read', async () => {
+    const { pairId } = await slackPair({ channels: ['general', 'secret-plans'] });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 4 });
+    expect(await docIds(pairId)).toEqual(
+      [
+        'C1__1767225600.000100',
+        'C1__1767225900.000400',
+        'C1__1767226100.000600',
+        'C2__1767225650.000700',
+      ].sort(),
+    );
+    const thread = await textOf('C1__1767225600.000100');
+    expect(thread).toContain('Alice: @Bob Stone where is the wombat report?');
+    expect(thread).toContain('Bob Stone: it is in the drive');
+    expect(thread).toContain('Carol: found it, thanks');
+    // Three history pages and two reply pages of two.
+    expect(slack.requests.filter((r) => r.startsWith('conversations.history?channel=C1')).length).toBe(2);
+    expect(slack.requests.filter((r) => r.startsWith('conversations.replies')).length).toBe(2);
+    const hits = await admin().search.adminSearch({ query: 'wombat report', filters: {} });
+    expect(hits.documents[0]).toMatchObject({
+      document_id: 'C1__1767225600.000100',
+      semantic_identifier: '#general: @Bob Stone where is the wombat report?',
+    });
+    const link = await sql<{ link: string | null }>`
+      SELECT link FROM chunks WHERE document_id = 'C1__1767225900.000400' LIMIT 1`.execute(t.deps.db);
+    expect(link.rows[0]?.link).toBe('https://acme.slack.com/archives/C1/p1767225900000400');
+  });
+
+  it('matches channels by regular expression; an unknown channel name fails the attempt clearly', async () => {
+    const { pairId } = await slackPair({ channels: ['gen.*'], channel_regex_enabled: true });
+    await pass();
+    expect((await docIds(pairId)).every((id) => id.startsWith('C1__'))).toBe(true);
+    const missing = await slackPair({ channels: ['general', 'nowhere'] });
+    await pass();
+    expect(await latestAttempt(missing.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('nowhere'),
+    });
+  });
+
+  it('records a channel the bot is not in as a clear per-document error and goes on', async () => {
+    const { pairId } = await slackPair({});
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
+    const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 5 });
+    expect(errors.items[0]?.failure_message).toContain('not a member of #lobby');
+    expect(await docIds(pairId)).toHaveLength(4);
+  });
+
+  it('fails on a bad token with a clear reason and waits out 429 with Retry-After', async () => {
+    slack.token = 'xoxb-other';
+    const { pairId } = await slackPair({ channels: ['general'] });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('Slack refused the bot token (invalid_auth)'),
+    });
+    slack.token = 'xoxb-good';
+    slack.rateLimit = { remaining: 1, retryAfter: 1 };
+    const other = await slackPair({ channels: ['secret-plans'] });
+    const started = Date.now();
+    await pass();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(await docIds(other.pairId)).toEqual(['C2__1767225650.000700']);
+  }, 20_000);
+
+  it('polls only new messages and drops deleted threads on a full sync', async () => {
+    const { connectorId, pairId } = await slackPair({ channels: ['general'] });
+    await pass();
+    const general = slack.channels[0];
+    general?.messages.push({ ts: now(), user: 'U2', text: 'a brand new echidna sighting' });
+    slack.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(4);
+    const history = slack.requests.filter((r) => r.startsWith('conversations.history'));
+    expect(history.every((r) => r.includes('oldest='))).toBe(true);
+    expect(slack.requests.filter((r) => r.startsWith('conversations.replies'))).toEqual([]);
+
+    if (general) general.messages = general.messages.filter((m) => m.ts !== '1767225900.000400');
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    expect(await docIds(pairId)).not.toContain('C1__1767225900.000400');
+    expect(await latestAttempt(pairId)).toMatchObject({ docs_removed_from_index: 1 });
+  });
+
+  it('rejects an invalid regular expression and a credential without a token (400 naming the keys)', async () => {
+    await expect(
+      admin().connectors.create({
+        name: 'bad slack',
+        source: 'slack',
+        input_type: 'poll',
+        connector_specific_config: { channels: ['(unclosed'], channel_regex_enabled: true },
+        access_type: 'public',
+      }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('channels.0') });
+    await expect(
+      admin().connectors.createCredential({ source: 'slack', credential_json: {} }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('slack_bot_token') });
+  });
+
+  it('answers url_verification, re-indexes the thread of a message event, removes deleted threads; refuses bad or stale signatures', async () => {
+    const secret = 'signing-secret';
+    const { connectorId, pairId } = await slackPair(
+      { channels: ['general'] },
+      { slack_signing_secret: secret },
+      'event',
+    );
+    await pass();
+    const sign = (body: string, ts = Math.floor(Date.now() / 1000)) => ({
+      'x-slack-request-timestamp': String(ts),
+      'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}`,
+    });
+    const anonymous = t.caller();
+    const challenge = JSON.stringify({ type: 'url_verification', challenge: 'chal-123', token: 'x' });
+    expect(
+      await anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: sign(challenge),
+        raw_body: challenge,
+      }),
+    ).toMatchObject({ success: true, challenge: 'chal-123' });
+
+    const reply = {
+      ts: now(),
+      user: 'U1',
+      text: 'update: the platypus report is done',
+      thread_ts: '1767225600.000100',
+    };
+    slack.channels[0]?.messages.push(reply);
+    const event = JSON.stringify({
+      type: 'event_callback',
+      event: {
+        type: 'message',
+        channel: 'C1',
+        ts: reply.ts,
+        thread_ts: reply.thread_ts,
+        text: reply.text,
+        user: 'U1',
+      },
+    });
+    await expect(
+      anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: { ...sign(event), 'x-slack-signature': 'v0=deadbeef' },
+        raw_body: event,
+      }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('signature') });
+    await expect(
+      anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: sign(event, Math.floor(Date.now() / 1000) - 600),
+        raw_body: event,
+      }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('signature') });
+    slack.requests.length = 0;
+    expect(
+      await anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: sign(event),
+        raw_body: event,
+      }),
+    ).toMatchObject({ documents_indexed: 1 });
+    expect(await textOf('C1__1767225600.000100')).toContain('the platypus report is done');
+    expect(slack.requests.filter((r) => r.startsWith('conversations.history'))).toEqual([]);
+
+    const channel = slack.channels[0];
+    if (channel) channel.messages = channel.messages.filter((m) => m.ts !== '1767226100.000600');
+    const deleted = JSON.stringify({
+      type: 'event_callback',
+      event: {
+        type: 'message',
+        subtype: 'message_deleted',
+        channel: 'C1',
+        ts: now(),
+        deleted_ts: '1767226100.000600',
+      },
+    });
+    expect(
+      await anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: sign(deleted),
+        raw_body: deleted,
+      }),
+    ).toMatchObject({ documents_removed: 1 });
+    expect(await docIds(pairId)).not.toContain('C1__1767226100.000600');
+  });
+  it("sync access: a private channel's threads are seen by its members (by email or linked Slack id) only", async () => {
+    // A channel of its own: the other tests' public pairs own secret-plans' threads.
+    slack.channels.push({
+      id: 'C4',
+      name: 'board-room',
+      is_private: true,
+      is_member: true,
+      members: ['U1', 'U3'],
+      messages: [{ ts: '1767225660.000800', user: 'U1', text: 'the surprise merger is confidential' }],
+    });
+    const alice = await person('alice@acme.test');
+    const carolByLink = await person('carol.d@elsewhere.test', { source: 'slack', external_id: 'U3' });
+    const bob = await person('bob@acme.test');
+    const { pairId } = await slackPair({ channels: ['general', 'board-room'] }, {}, 'poll', 'sync');
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    const party = 'C4__1767225660.000800';
+    expect(await sees(alice, 'surprise merger', party)).toBe(true);
+    expect(await sees(carolByLink, 'surprise merger', party)).toBe(true);
+    expect(await sees(bob, 'surprise merger', party)).toBe(false);
+    // Public channels are open to everyone.
+    expect(await sees(bob, 'lunch noon', 'C1__1767225900.000400')).toBe(true);
+  });
+});
