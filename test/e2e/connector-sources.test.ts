@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { ApiError, createKasClient, fileConnectorConfig } from '@kas/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeGitHub, fakeRepo, startFakeGitHub } from '../fakes/github.ts';
 import { type FakeSlack, startFakeSlack } from '../fakes/slack.ts';
@@ -167,6 +168,36 @@ describe('file connector over HTTP', () => {
     const basic = await s.createKey('basic');
     expect((await post('a.txt', 'hello', basic.key)).status).toBe(403);
   });
+});
+
+describe('file connector through the SDK', () => {
+  it('uploads with connectors.uploadFiles, configures with fileConnectorConfig and waits for indexing', async () => {
+    const kas = createKasClient({ baseUrl: s.url, apiKey: s.adminKey });
+    const upload = await kas.connectors.uploadFiles([
+      { name: 'glossary.md', content: 'A quoll is a carnivorous marsupial.' },
+      { name: 'faq.txt', content: new TextEncoder().encode('Questions about the tuatara.') },
+    ]);
+    expect(upload).toMatchObject({ file_names: ['glossary.md', 'faq.txt'], zip_metadata_file_id: null });
+    const { id } = await kas.connectors.create({
+      name: 'sdk files',
+      source: 'file',
+      input_type: 'load_state',
+      access_type: 'public',
+      connector_specific_config: fileConnectorConfig(upload),
+    });
+    const credential = await kas.connectors.credentials.create({ source: 'file', credential_json: {} });
+    const pair = await kas.connectors.pairs.create(id, credential.id, {
+      name: 'sdk files',
+      access_type: 'public',
+    });
+    const done = await kas.connectors.pairs.waitForIndexing(pair, { intervalMs: 100 });
+    expect(done).toMatchObject({ last_index_attempt_status: 'success', num_docs_indexed: 2 });
+    const refused = await kas.connectors
+      .uploadFiles([{ name: 'x.exe', content: 'MZ' }])
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect((refused as ApiError).status).toBe(415);
+  }, 30_000);
 });
 
 describe('connector events over HTTP', () => {

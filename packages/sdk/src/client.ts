@@ -100,7 +100,7 @@ export function createKasClient(options: KasClientOptions): KasClient {
     agents: agentsApi(rest),
     groups: groupsApi(rest),
     documents: documentsApi(rest),
-    connectors: connectorsApi(rest),
+    connectors: connectorsApi(rest, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
     chat: chatApi(rest, trpc, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
   };
 }

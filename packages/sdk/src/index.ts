@@ -20,10 +20,13 @@ export {
 export type {
   CcPair,
   Connector,
+  ConnectorFileUpload,
   ConnectorInput,
+  ConnectorUploadFile,
   Credential,
   IndexingProgress,
 } from './domains/connectors.ts';
+export { fileConnectorConfig } from './domains/connectors.ts';
 export type { IngestedDocument, SearchFilters } from './domains/documents.ts';
 export { ApiError, type ApiErrorCode } from './errors.ts';
 export { ERROR_CODES, type ErrorCode, RETRYABLE_ERROR_CODES } from './generated/errors.ts';

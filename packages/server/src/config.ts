@@ -94,6 +94,19 @@ const ConfigSchema = z.object({
   KAS_CONNECTOR_STALE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000),
   /** First retry delay after a failed attempt (ms); doubled per consecutive failure, at most an hour. */
   KAS_CONNECTOR_BACKOFF_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** Longest time one action call (OpenAPI request or MCP tool call) may take in chat (ms). */
+  KAS_ACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /** Largest action response (bytes); a larger one is reported to the model as an error. */
+  KAS_ACTION_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(50 * 1024 * 1024)
+    .default(256 * 1024),
+  /** Model calls in one chat turn, tool rounds included (the last must answer). */
+  KAS_CHAT_MAX_TOOL_CYCLES: z.coerce.number().int().min(2).max(20).default(6),
+  /** The address people reach kas at, for OAuth redirect URIs; default http://localhost:PORT. */
+  KAS_PUBLIC_URL: optionalUrl,
   /** Accept bearer JWTs (ID tokens or JWT access tokens) from this OpenID provider as signed-in people. */
   KAS_OIDC_ISSUER: optionalUrl,
   /** The `aud` the tokens must carry (usually the client id registered for kas); required with the issuer. */

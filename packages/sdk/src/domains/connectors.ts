@@ -1,4 +1,5 @@
 import { type KasRestClient, unwrap } from '../client-core.ts';
+import { ApiError } from '../errors.ts';
 import type { components } from '../generated/openapi.ts';
 import type { RequestBody } from '../types.ts';
 
@@ -14,9 +15,58 @@ export type CcPair = S['CcPairDetails'];
 /** Progress of a running index attempt: documents done, total when known, rate and ETA. */
 export type IndexingProgress = S['IndexingProgress'];
 
+/** A file for a `file` connector: `.txt`, `.md`, `.html`, `.pdf`, `.docx`, or a `.zip` (with `.onyx_metadata.json`). */
+export interface ConnectorUploadFile {
+  name: string;
+  content: Blob | Uint8Array | string;
+  type?: string;
+}
+/** The stored files: pass them as the `file` connector's config (see `fileConnectorConfig`). */
+export type ConnectorFileUpload = S['ConnectorFileUploadResponse'];
+
+/** The `file` connector's `connector_specific_config` for an upload's answer. */
+export function fileConnectorConfig(upload: ConnectorFileUpload): {
+  file_locations: string[];
+  file_names: string[];
+  zip_metadata_file_id: string | null;
+} {
+  return {
+    file_locations: upload.file_paths,
+    file_names: upload.file_names,
+    zip_metadata_file_id: upload.zip_metadata_file_id,
+  };
+}
+
 /** Connectors, credentials, CC pairs and their index attempts (admin or curator). */
-export function connectorsApi(rest: KasRestClient) {
+export function connectorsApi(
+  rest: KasRestClient,
+  options: { baseUrl?: string; apiKey?: string; fetch?: typeof fetch } = {},
+) {
   const api = {
+    /**
+     * Uploads files for a `file` connector (multipart); answers `{file_paths, file_names, zip_metadata_file_id}`,
+     * which `fileConnectorConfig` turns into the connector's config.
+     */
+    uploadFiles: async (files: ConnectorUploadFile[]): Promise<ConnectorFileUpload> => {
+      const form = new FormData();
+      for (const file of files) {
+        const blob =
+          file.content instanceof Blob
+            ? file.content
+            : new Blob([file.content as BlobPart], { type: file.type ?? 'application/octet-stream' });
+        form.append('files', blob, file.name);
+      }
+      const response = await (options.fetch ?? fetch)(
+        `${options.baseUrl ?? ''}/api/manage/admin/connector/file/upload`,
+        {
+          method: 'POST',
+          headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {},
+          body: form,
+        },
+      );
+      if (!response.ok) throw await ApiError.fromResponse(response);
+      return (await response.json()) as ConnectorFileUpload;
+    },
     /** Creates a connector (400 names every bad or missing configuration key). */
     create: (input: ConnectorInput): Promise<{ id: number }> =>
       unwrap(rest.POST('/api/manage/admin/connector', { body: input })),

@@ -1594,6 +1594,12 @@ export interface components {
                 tool_id: number | null;
                 response_type: string;
                 data: unknown;
+                file_ids: string[];
+                error: {
+                    is_auth_error: boolean;
+                    status_code: number | null;
+                    message: string;
+                } | null;
             } | {
                 /** @constant */
                 type: "stop";
@@ -1787,6 +1793,13 @@ export interface components {
             files: components["schemas"]["FileDescriptorOutput"][];
             error: string | null;
             model_name: string | null;
+            /** @description The action calls made while writing this answer */
+            tool_calls: {
+                tool_name: string;
+                tool_id: number | null;
+                tool_arguments: unknown;
+                response: unknown;
+            }[];
         };
         ChatSessionList: {
             sessions: components["schemas"]["ChatSessionSummary"][];

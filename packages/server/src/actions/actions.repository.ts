@@ -57,3 +57,42 @@ export async function deleteTool(db: DbExecutor, id: number): Promise<boolean> {
 export async function oauthConfigExists(db: DbExecutor, id: number): Promise<boolean> {
   return !!(await db.selectFrom('oauth_configs').select('id').where('id', '=', id).executeTakeFirst());
 }
+
+export function findOauthConfig(db: DbExecutor, id: number) {
+  return db.selectFrom('oauth_configs').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findUserToken(db: DbExecutor, configId: number, userId: string) {
+  return db
+    .selectFrom('oauth_user_tokens')
+    .selectAll()
+    .where('oauth_config_id', '=', configId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+export async function upsertUserToken(
+  db: DbExecutor,
+  row: { oauth_config_id: number; user_id: string; token_enc: string; expires_at: Date | null },
+) {
+  await db
+    .insertInto('oauth_user_tokens')
+    .values(row)
+    .onConflict((oc) =>
+      oc.columns(['oauth_config_id', 'user_id']).doUpdateSet({
+        token_enc: row.token_enc,
+        expires_at: row.expires_at,
+        updated_at: new Date().toISOString(),
+      }),
+    )
+    .execute();
+}
+
+export async function deleteUserToken(db: DbExecutor, configId: number, userId: string): Promise<boolean> {
+  const r = await db
+    .deleteFrom('oauth_user_tokens')
+    .where('oauth_config_id', '=', configId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 
@@ -192,6 +193,40 @@ describe('OpenAPI actions', () => {
     const after = await admin.personas.get({ persona_id: agent.id });
     expect(after.tools.map((x) => x.id)).toEqual([1]);
     expect((await admin.tools.list({})).map((x) => x.id)).not.toContain(action.id);
+  });
+});
+
+describe('the built-in answerer', () => {
+  it('lists actions but does not call them, and says so when the question needs one', async () => {
+    const admin = t.caller(t.adminKey);
+    const action = await admin.actions.createCustomTool({
+      definition: weatherSpecText,
+      name: 'Builtin weather',
+    });
+    const agent = await admin.personas.create({
+      name: 'builtin forecaster',
+      description: '',
+      system_prompt: '',
+      task_prompt: '',
+      datetime_aware: true,
+      replace_base_system_prompt: false,
+      is_public: true,
+      is_featured: false,
+      document_set_ids: [],
+      tool_ids: [1, action.id],
+    });
+    const lines = await streamAll(t.caller(basic.key), {
+      message: 'What is the forecast for Paris?',
+      chat_session_info: { persona_id: agent.id },
+    });
+    expect(objs(lines).some((o) => o.type === 'custom_tool_start')).toBe(false);
+    expect(answerOf(lines)).toContain('`getForecast`');
+    expect(answerOf(lines)).toContain('the built-in answerer cannot call actions');
+    const unrelated = await streamAll(t.caller(basic.key), {
+      message: 'Who wrote the handbook?',
+      chat_session_info: { persona_id: agent.id },
+    });
+    expect(answerOf(unrelated)).not.toContain('cannot call actions');
   });
 });
 

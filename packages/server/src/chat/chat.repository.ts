@@ -153,6 +153,7 @@ export function completeMessage(
     context_docs: unknown[];
     reasoning: string | null;
     error: string | null;
+    tool_calls?: unknown[];
   },
 ) {
   return db
@@ -161,6 +162,7 @@ export function completeMessage(
       ...patch,
       citations: JSON.stringify(patch.citations),
       context_docs: JSON.stringify(patch.context_docs),
+      tool_calls: JSON.stringify(patch.tool_calls ?? []),
       is_complete: true,
     })
     .where('id', '=', id)

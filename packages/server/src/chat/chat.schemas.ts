@@ -42,6 +42,16 @@ export const ChatMessageDetail = z
     files: z.array(FileDescriptor),
     error: z.string().nullable(),
     model_name: z.string().nullable(),
+    tool_calls: z
+      .array(
+        z.object({
+          tool_name: z.string(),
+          tool_id: z.number().int().nullable(),
+          tool_arguments: z.unknown(),
+          response: z.unknown(),
+        }),
+      )
+      .meta({ description: 'The action calls made while writing this answer' }),
   })
   .meta({ id: 'ChatMessageDetail' });
 export type ChatMessageDetail = z.infer<typeof ChatMessageDetail>;
@@ -257,6 +267,10 @@ export const PacketObj = z.discriminatedUnion('type', [
     tool_id: z.number().int().nullable(),
     response_type: z.string(),
     data: z.unknown(),
+    file_ids: z.array(z.string()),
+    error: z
+      .object({ is_auth_error: z.boolean(), status_code: z.number().int().nullable(), message: z.string() })
+      .nullable(),
   }),
   z.object({ type: z.literal('stop'), stop_reason: z.enum(['user_cancelled']).nullable() }),
   /** Keep-alive: sent when nothing else was for a while (15 s). */

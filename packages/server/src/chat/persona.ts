@@ -18,6 +18,8 @@ export interface ChatPersona {
   /** Ids of documents attached to the agent; empty: no restriction. */
   document_ids: string[];
   search_enabled: boolean;
+  /** The agent's enabled tools (`tool_ids`): the search tool and actions. */
+  tool_ids: number[];
   llm_model_version_override: string | null;
 }
 
@@ -46,6 +48,7 @@ export async function loadPersona({
     search_start_date: p.search_start_date ? new Date(p.search_start_date) : null,
     document_ids: p.document_ids,
     search_enabled: p.tools.some((t) => t.in_code_tool_id === SEARCH_TOOL_IN_CODE_ID),
+    tool_ids: p.tools.map((t) => t.id),
     llm_model_version_override: p.llm_model_version_override,
   };
 }

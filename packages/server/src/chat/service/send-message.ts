@@ -301,6 +301,8 @@ export async function sendMessage({
         tool_arguments: { queries: obj.queries },
         search_docs: [],
       });
+    else if (obj.type === 'custom_tool_args')
+      toolCalls.push({ tool_name: obj.tool_name, tool_arguments: obj.tool_args, search_docs: [] });
     else if (obj.type === 'search_tool_documents_delta' && toolCalls.length)
       toolCalls.at(-1)!.search_docs = obj.documents;
   }

@@ -22,7 +22,9 @@ import type {
 } from '../chat.schemas.ts';
 import { loadPersona, personaName } from '../persona.ts';
 
-export type ChatDeps = ServiceContext<'db' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry'>;
+export type ChatDeps = ServiceContext<
+  'db' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry' | 'secrets' | 'outbound'
+>;
 
 const iso = (d: Date | string) => new Date(d).toISOString();
 
@@ -54,6 +56,7 @@ export function toMessageDetail(row: MessageRow): ChatMessageDetail {
     files: row.files as ChatMessageDetail['files'],
     error: row.error,
     model_name: row.model_name,
+    tool_calls: (row.tool_calls ?? []) as ChatMessageDetail['tool_calls'],
   };
 }
 

@@ -1,5 +1,7 @@
+import { type AgentTool, loadAgentTools, resultForModel } from '../../actions/tool-runner.ts';
 import type { Actor } from '../../auth/roles.ts';
 import { AppError, type ErrorResponse, toErrorResponse } from '../../errors.ts';
+import { keywords } from '../../llm/builtin.ts';
 import {
   type LlmMessage,
   LlmProviderError,
@@ -48,7 +50,6 @@ export interface TurnPlan {
   temperature: number | undefined;
 }
 
-const MAX_CYCLES = 4;
 const STOPPED_SUFFIX = ' ... \n\nGeneration was stopped by the user.';
 const STOPPED_EMPTY = 'The generation was stopped by the user.';
 
@@ -101,6 +102,14 @@ export async function runTurn({
   const byNumber = new Map<number, CitableDocument>();
   const sources: LlmSource[] = [];
   const toolMessages: LlmMessage[] = [];
+  const toolCalls: Array<{
+    tool_name: string;
+    tool_id: number | null;
+    tool_arguments: unknown;
+    response: unknown;
+  }> = [];
+  let actionTools: AgentTool[] = [];
+  let toolNotes: string[] = [];
   const processor = new CitationProcessor(byNumber, plan.includeCitations);
   let answer = '';
 
@@ -205,19 +214,70 @@ export async function runTurn({
     return searchResultJson(view, Math.floor(ctx.llm.contextWindow / 2));
   };
 
+  const withNotes = (messages: LlmMessage[]): LlmMessage[] => {
+    const first = messages[0];
+    if (!toolNotes.length || first?.role !== 'system') return messages;
+    return [{ role: 'system', content: `${first.content}\n\n${toolNotes.join('\n')}` }, ...messages.slice(1)];
+  };
+
+  const callAction = async (tool: AgentTool, call: LlmToolCall): Promise<string> => {
+    closeReasoning();
+    let args: Record<string, unknown> = {};
+    let badArgs: string | null = null;
+    try {
+      const parsed: unknown = JSON.parse(call.arguments || '{}');
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+        args = parsed as Record<string, unknown>;
+      else badArgs = 'The arguments must be a JSON object';
+    } catch {
+      badArgs = 'The arguments are not valid JSON';
+    }
+    packet({ type: 'custom_tool_start', tool_name: tool.name, tool_id: tool.tool_id });
+    packet({ type: 'custom_tool_args', tool_name: tool.name, tool_args: args });
+    const timeout = AbortSignal.timeout(ctx.config.KAS_ACTION_TIMEOUT_MS);
+    const result = badArgs
+      ? {
+          response_type: 'text' as const,
+          data: null,
+          error: { is_auth_error: false, status_code: null, message: badArgs },
+        }
+      : await tool.call(args, AbortSignal.any([stop.signal, timeout]));
+    checkStop();
+    packet({
+      type: 'custom_tool_delta',
+      tool_name: tool.name,
+      tool_id: tool.tool_id,
+      response_type: result.response_type,
+      data: result.data,
+      file_ids: [],
+      error: result.error,
+    });
+    packet({ type: 'section_end' });
+    turn++;
+    toolCalls.push({
+      tool_name: tool.name,
+      tool_id: tool.tool_id,
+      tool_arguments: args,
+      response: result.error ? { error: result.error } : result.data,
+    });
+    return resultForModel(result);
+  };
+
   const request = (extra: Partial<LlmRequest>): LlmRequest => ({
-    messages: buildMessages({
-      persona: plan.persona,
-      projectInstructions: plan.projectInstructions,
-      history: plan.history,
-      question: plan.question,
-      files: plan.files,
-      additionalContext: plan.additionalContext,
-      toolMessages,
-      searched,
-      now: new Date(),
-      contextWindow: ctx.llm.contextWindow,
-    }),
+    messages: withNotes(
+      buildMessages({
+        persona: plan.persona,
+        projectInstructions: plan.projectInstructions,
+        history: plan.history,
+        question: plan.question,
+        files: plan.files,
+        additionalContext: plan.additionalContext,
+        toolMessages,
+        searched,
+        now: new Date(),
+        contextWindow: ctx.llm.contextWindow,
+      }),
+    ),
     model: plan.model,
     ...(plan.temperature !== undefined ? { temperature: plan.temperature } : {}),
     signal: stop.signal,
@@ -248,20 +308,43 @@ export async function runTurn({
     if (plan.deepResearch) {
       await deepResearch();
     } else {
-      for (let cycle = 0; cycle < MAX_CYCLES; cycle++) {
-        const last = cycle === MAX_CYCLES - 1;
-        const tools = plan.persona.search_enabled && !last ? [SEARCH_TOOL] : undefined;
+      const loaded = await loadAgentTools({ ctx, actor: plan.actor, toolIds: plan.persona.tool_ids });
+      actionTools = loaded.tools;
+      toolNotes = loaded.notes;
+      const maxCycles = ctx.config.KAS_CHAT_MAX_TOOL_CYCLES;
+      // The built-in answerer cannot call actions: they are listed to it, never run.
+      const callable = ctx.llm.name === 'builtin' ? [] : actionTools;
+      for (let cycle = 0; cycle < maxCycles; cycle++) {
+        const last = cycle === maxCycles - 1;
+        const offered = [
+          ...(plan.persona.search_enabled ? [SEARCH_TOOL] : []),
+          ...actionTools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+        ];
+        const tools = !last && offered.length ? offered : undefined;
         const calls = await callModel(request({ tools, tool_choice: last ? 'none' : 'auto' }), {
           text: onText,
         });
         if (!calls.length) break;
         toolMessages.push({ role: 'assistant', content: '', tool_calls: calls });
         for (const call of calls) {
+          const action = callable.find((t) => t.name === call.name);
           const content =
             call.name === SEARCH_TOOL.name
               ? await search(queriesOf(call, plan.question))
-              : JSON.stringify({ error: `Unknown tool ${call.name}` });
+              : action
+                ? await callAction(action, call)
+                : JSON.stringify({ error: `Unknown tool ${call.name}` });
           toolMessages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content });
+        }
+      }
+      if (ctx.llm.name === 'builtin') {
+        const needed = actionsNeeded(plan.question, actionTools);
+        if (needed.length) {
+          if (!answerStarted) onText('');
+          emitAnswer(processor.flush());
+          onText(
+            `\n\nThis question looks like it needs ${needed.map((n) => `\`${n}\``).join(', ')}, an action this agent has, but the built-in answerer cannot call actions: configure a tool-calling model (KAS_LLM_PROVIDER) to use them.`,
+          );
         }
       }
     }
@@ -303,6 +386,7 @@ export async function runTurn({
       context_docs: allDocs(),
       reasoning: reasoning || null,
       error: result.error,
+      tool_calls: toolCalls,
     });
   }
 
@@ -350,6 +434,18 @@ export async function runTurn({
     closeReasoning();
     await callModel(request({ tool_choice: 'none' }), { text: onText });
   }
+}
+
+/** The actions whose names or summaries share a content word with the question. */
+function actionsNeeded(question: string, tools: AgentTool[]): string[] {
+  const asked = new Set(keywords(question));
+  return tools
+    .filter((t) =>
+      keywords(
+        `${t.name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/[_-]/g, ' ')} ${t.description.split(' (')[0]}`,
+      ).some((w) => asked.has(w)),
+    )
+    .map((t) => t.name);
 }
 
 function queriesOf(call: LlmToolCall, fallback: string): string[] {
