@@ -68,6 +68,9 @@ export function createHybridIndex(options: {
     async close() {
       await keyword.close?.();
     },
+    async maintain() {
+      await keyword.maintain?.();
+    },
     async clear() {
       await keyword.clear();
       await searchRepository.clearEmbeddings(db);

@@ -204,6 +204,8 @@ export function createPostgresSearchIndex(
     async clear() {
       known.clear();
       await searchRepository.clearVocabulary(db);
+      // A rebuild recomputes every stored weight with today's average lengths, then the champion lists.
+      await searchRepository.forgetWeightedLengths(db);
     },
     async close() {
       closed = true;

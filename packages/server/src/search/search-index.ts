@@ -25,6 +25,8 @@ export interface SearchIndex {
   search(request: SearchRequest): Promise<SearchHit[]>;
   /** Empties the index before a full rebuild. */
   clear(): Promise<void>;
+  /** Brings derived statistics up to date now (otherwise done in the background after writes). */
+  maintain?(): Promise<void>;
   /** Stops background work (maintenance timers) before the database closes. */
   close?(): Promise<void>;
 }

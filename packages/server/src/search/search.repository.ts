@@ -260,6 +260,12 @@ export async function recordWeightedLengths(
     ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
 }
 
+export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
+  await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY})`.execute(
+    db,
+  );
+}
+
 /**
  * Recomputes the stored weights of the next `batch` chunks after `after` (in key order) with the
  * current average lengths; returns the last chunk done, or null at the end.

@@ -98,5 +98,7 @@ export async function reindexAll({
     after = ids.at(-1)!;
     onProgress?.(total);
   }
+  // Statistics, weights and champion lists current before the command returns.
+  await ctx.search.maintain?.();
   return { documents: total };
 }
