@@ -120,10 +120,13 @@ export function createPostgresSearchIndex(
       });
     }
     // More stale lists than one round takes: continue in the next one, leaving room for queries.
-    if (stale.length === CHAMPION_REBUILDS_PER_ROUND) schedule();
+    const more = stale.length === CHAMPION_REBUILDS_PER_ROUND;
+    if (more) schedule();
+    return more;
   };
   const runMaintenance = () => {
     running ??= maintain()
+      .then(() => undefined)
       .catch((error: unknown) => {
         if (!closed)
           options.logger?.warn(
@@ -176,10 +179,15 @@ export function createPostgresSearchIndex(
   return {
     kind: 'postgres',
     maintain: async () => {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      await running;
-      await runMaintenance();
+      // Every round at once (the background takes one round a second).
+      for (;;) {
+        if (timer) clearTimeout(timer);
+        timer = null;
+        await running;
+        if (closed) return;
+        const more = await maintain();
+        if (!more) return;
+      }
     },
     async indexDocuments(documents) {
       schedule();
