@@ -337,4 +337,39 @@ describe('github source', () => {
     await pass();
     expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(false);
   });
+  it('a prune run (prune_freq) lists the ids the repositories still have and removes the deleted items', async () => {
+    const tidy = fakeRepo('tidy', {
+      issues: [
+        issue(1, 'Keep me', 'stays'),
+        issue(2, 'Drop me', 'goes away'),
+        issue(3, 'Keep PR', 'merged', { is_pull: true }),
+      ],
+      files: new Map([
+        ['docs/a.md', 'alpha doc'],
+        ['docs/b.md', 'beta doc'],
+      ]),
+    });
+    gh.repos.push(tidy);
+    const { connectorId, pairId } = await githubPair({ repositories: 'tidy', include_markdown: true });
+    await admin().connectors.update({ connector_id: connectorId, prune_freq: 300 });
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(5);
+    (tidy.issues[1] as FakeIssue).deleted = true;
+    tidy.files.delete('docs/b.md');
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toEqual(
+      [web('tidy/issues/1'), web('tidy/pull/3'), web('tidy/blob/main/docs/a.md')].sort(),
+    );
+    // A failed listing removes nothing.
+    (tidy.issues[0] as FakeIssue).deleted = true;
+    gh.token = 'ghp_revoked';
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(3);
+  });
 });

@@ -386,6 +386,39 @@ async function fetchRefs(
   return { documents, deleted };
 }
 
+/** Every document id the repositories still have (for `prune_freq`): one pass over the issue listing (which includes pull requests) and the trees. */
+async function* listIds(args: Args): AsyncIterable<string[]> {
+  const { include_prs, include_issues, include_markdown } = args.config;
+  for (const repo of await listRepos(args)) {
+    if (include_prs || include_issues) {
+      let url: string | null = api(
+        args,
+        `/repos/${repoPath(repo)}/issues?state=all&sort=created&direction=asc&per_page=${PER_PAGE}`,
+      );
+      while (url) {
+        const page: { data: Issue[]; response: Response } | null = await get<Issue[]>(args, url);
+        if (!page)
+          throw new SourceError('not_found', `GitHub repository ${repo.full_name} could not be listed`);
+        yield page.data
+          .filter((item) => (item.pull_request ? include_prs : include_issues))
+          .map((item) => item.html_url);
+        url = nextLink(page.response.headers.get('link'));
+      }
+    }
+    if (include_markdown) {
+      const tree = await get<{ tree: { path: string; type: string }[] }>(
+        args,
+        firstUrl(args, repo, 'files', null),
+      );
+      if (!tree)
+        throw new SourceError('not_found', `GitHub repository ${repo.full_name} has no readable tree`);
+      yield tree.data.tree
+        .filter((e) => e.type === 'blob' && /\.(md|markdown)$/i.test(e.path))
+        .map((e) => `${repo.html_url}/blob/${repo.default_branch}/${e.path}`);
+    }
+  }
+}
+
 /** GitHub: pull requests, issues with their comments and optionally Markdown files of an owner's repositories. */
 export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   name: 'github',
@@ -395,5 +428,6 @@ export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   validateConfig: (raw) => validateWith(GitHubConfig, raw),
   validateCredential: (raw) => validateWith(GitHubCredential, raw),
   load,
+  listIds,
   events: { verify, fetch: fetchRefs },
 };

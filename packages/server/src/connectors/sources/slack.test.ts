@@ -345,4 +345,17 @@ describe('slack source', () => {
     // Public channels are open to everyone.
     expect(await sees(bob, 'lunch noon', 'C1__1767225900.000400')).toBe(true);
   });
+  it('a prune run (prune_freq) removes threads deleted from the channels', async () => {
+    const { connectorId, pairId } = await slackPair({ channels: ['general'] });
+    await admin().connectors.update({ connector_id: connectorId, prune_freq: 300 });
+    await pass();
+    expect(await docIds(pairId)).toHaveLength(3);
+    const general = slack.channels[0];
+    if (general) general.messages = general.messages.filter((m) => m.ts !== '1767226100.000600');
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toEqual(['C1__1767225600.000100', 'C1__1767225900.000400']);
+  });
 });

@@ -403,6 +403,33 @@ async function fetchRefs(
   return { documents, deleted };
 }
 
+/**
+ * Every thread the channels still have (for `prune_freq`). A channel the bot is not in lists nothing (its
+ * threads can no longer be read); any other failure fails the listing, which then removes nothing.
+ */
+async function* listIds(args: Args): AsyncIterable<string[]> {
+  for (const channel of await listChannels(args)) {
+    let cursor = '';
+    do {
+      const page = await call<Answer & { messages?: Message[] }>(args, 'conversations.history', {
+        channel: channel.id,
+        limit: '200',
+        ...(cursor ? { cursor } : {}),
+      });
+      if (!page.ok) {
+        if (page.error === 'not_in_channel') break;
+        throw new SourceError('transient', `Slack could not list #${channel.name} (${page.error})`);
+      }
+      yield (page.messages ?? [])
+        .filter(
+          (m) => !(m.subtype && SKIPPED_SUBTYPES.has(m.subtype)) && (!m.thread_ts || m.thread_ts === m.ts),
+        )
+        .map((m) => docId(channel.id, m.ts));
+      cursor = page.response_metadata?.next_cursor ?? '';
+    } while (cursor);
+  }
+}
+
 /** Slack: one document per thread (or lone message) of the chosen channels, user names resolved. */
 export const slackSource: Source<SlackConfig, SlackCredential> = {
   name: 'slack',
@@ -412,5 +439,6 @@ export const slackSource: Source<SlackConfig, SlackCredential> = {
   validateConfig: (raw) => validateWith(SlackConfig, raw),
   validateCredential: (raw) => validateWith(SlackCredential, raw),
   load: (args) => load(args as LoadArgs<SlackConfig, SlackCredential>),
+  listIds,
   events: { verify, fetch: fetchRefs },
 };
