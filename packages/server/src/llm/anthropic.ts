@@ -1,7 +1,12 @@
-import Anthropic from '@anthropic-ai/sdk';
+import { createRequire } from 'node:module';
+import type Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import type { LlmMessage, LlmProvider, LlmProviderOptions, LlmToolCall } from './llm.types.ts';
 import { toProviderError } from './openai-compatible.ts';
+
+// The SDK is loaded when this provider is configured, so the default built-in answerer does not hold it
+// in memory (tens of MB).
+const requireModule = createRequire(import.meta.url);
 
 type Block = Exclude<MessageParam['content'], string>[number];
 
@@ -36,7 +41,8 @@ function toAnthropic(messages: LlmMessage[]): { system: string; messages: Messag
 
 /** Anthropic Messages API with streaming and tool use. */
 export function createAnthropicProvider(options: LlmProviderOptions): LlmProvider {
-  const client = new Anthropic({
+  const { default: AnthropicClient } = requireModule('@anthropic-ai/sdk') as { default: typeof Anthropic };
+  const client = new AnthropicClient({
     baseURL: options.baseURL,
     apiKey: options.apiKey ?? 'not-needed',
     maxRetries: 0,

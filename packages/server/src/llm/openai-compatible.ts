@@ -1,4 +1,5 @@
-import OpenAI from 'openai';
+import { createRequire } from 'node:module';
+import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import {
   type LlmMessage,
@@ -7,6 +8,10 @@ import {
   type LlmProviderOptions,
   type LlmToolCall,
 } from './llm.types.ts';
+
+// The SDK is loaded when this provider is configured, so the default built-in answerer does not hold it
+// in memory (tens of MB).
+const requireModule = createRequire(import.meta.url);
 
 function toOpenAiMessage(message: LlmMessage): ChatCompletionMessageParam {
   switch (message.role) {
@@ -42,7 +47,8 @@ export function toProviderError(error: unknown): unknown {
 
 /** Any server speaking OpenAI chat completions: OpenAI, vLLM, Ollama, LiteLLM, llama.cpp server. */
 export function createOpenAiCompatibleProvider(options: LlmProviderOptions): LlmProvider {
-  const client = new OpenAI({
+  const { default: OpenAIClient } = requireModule('openai') as { default: typeof OpenAI };
+  const client = new OpenAIClient({
     baseURL: options.baseURL,
     apiKey: options.apiKey ?? 'not-needed',
     maxRetries: 0,
