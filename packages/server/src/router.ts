@@ -1,6 +1,7 @@
 import type { TRPCBuiltRouter } from '@trpc/server';
 import { actionsRouter } from './actions/actions.router.ts';
 import { mcpRouter } from './actions/mcp.router.ts';
+import { oauthConfigsRouter } from './actions/oauth.router.ts';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { backupRouter } from './backup/backup.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
@@ -42,6 +43,7 @@ export const appRouter = router({
   connectorSources: connectorSourcesRouter,
   actions: actionsRouter,
   mcp: mcpRouter,
+  oauthConfigs: oauthConfigsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -100,6 +100,16 @@ export type ClientRouter = TRPCBuiltRouter<{ ctx: object; meta: object; errorSha
     tools: TRPCQueryProcedure<{ input: { server_id: unknown; }; output: { server_id: number; server_name: string; server_url: string; tools: Array<{ id: number; name: string; description: string; input_schema: Record<string, unknown>; enabled: boolean; }>; message: string | null; }; meta: object }>;
     update: TRPCMutationProcedure<{ input: { server_id: number; name?: string | undefined; description?: string | undefined; selected_tools?: Array<string> | undefined; }; output: { server_id: number; server_name: string; updated_tools: number; }; meta: object }>;
   };
+  oauthConfigs: {
+    callback: TRPCMutationProcedure<{ input: { code: string; state: string; }; output: { success: boolean; oauth_config_id: number; message: string; }; meta: object }>;
+    create: TRPCMutationProcedure<{ input: { name: string; authorization_url: string; token_url: string; client_id: string; client_secret: string; scopes?: string | Array<string> | undefined; }; output: { id: number; name: string; authorization_url: string; token_url: string; scopes: Array<string>; has_client_credentials: boolean; tool_count: number; redirect_uri: string; }; meta: object }>;
+    delete: TRPCMutationProcedure<{ input: { oauth_config_id: unknown; }; output: { success: true; }; meta: object }>;
+    disconnect: TRPCMutationProcedure<{ input: { oauth_config_id: unknown; }; output: { success: true; }; meta: object }>;
+    get: TRPCQueryProcedure<{ input: { oauth_config_id: unknown; }; output: { id: number; name: string; authorization_url: string; token_url: string; scopes: Array<string>; has_client_credentials: boolean; tool_count: number; redirect_uri: string; }; meta: object }>;
+    initiate: TRPCMutationProcedure<{ input: { oauth_config_id: number; }; output: { authorization_url: string; state: string; redirect_uri: string; }; meta: object }>;
+    list: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: Array<{ id: number; name: string; authorization_url: string; token_url: string; scopes: Array<string>; has_client_credentials: boolean; tool_count: number; redirect_uri: string; }>; meta: object }>;
+    update: TRPCMutationProcedure<{ input: { oauth_config_id: unknown; name?: string | undefined; authorization_url?: string | undefined; token_url?: string | undefined; client_id?: string | undefined; client_secret?: string | undefined; scopes?: string | Array<string> | undefined; }; output: { id: number; name: string; authorization_url: string; token_url: string; scopes: Array<string>; has_client_credentials: boolean; tool_count: number; redirect_uri: string; }; meta: object }>;
+  };
   personalTokens: {
     create: TRPCMutationProcedure<{ input: { name: string; expiration_days?: number | null | undefined; }; output: { id: number; name: string; token_display: string; created_at: string; expires_at: string | null; last_used_at: string | null; token?: string | undefined; }; meta: object }>;
     list: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: Array<{ id: number; name: string; token_display: string; created_at: string; expires_at: string | null; last_used_at: string | null; token?: string | undefined; }>; meta: object }>;

@@ -233,3 +233,49 @@ export async function deleteMcpUserConfig(
     .executeTakeFirst();
   return r.numDeletedRows > 0n;
 }
+
+export function insertOauthConfig(db: DbExecutor, row: Insertable<Database['oauth_configs']>) {
+  return db.insertInto('oauth_configs').values(row).returning('id').executeTakeFirstOrThrow();
+}
+
+export function listOauthConfigs(db: DbExecutor) {
+  return db
+    .selectFrom('oauth_configs')
+    .selectAll('oauth_configs')
+    .select((eb) =>
+      eb
+        .selectFrom('tools')
+        .select((e) => e.fn.countAll<string>().as('n'))
+        .whereRef('tools.oauth_config_id', '=', 'oauth_configs.id')
+        .as('tool_count'),
+    )
+    .orderBy('id')
+    .execute();
+}
+
+export async function updateOauthConfig(
+  db: DbExecutor,
+  id: number,
+  patch: Updateable<Database['oauth_configs']>,
+) {
+  await db
+    .updateTable('oauth_configs')
+    .set({ ...patch, updated_at: new Date().toISOString() })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function deleteOauthConfig(db: DbExecutor, id: number): Promise<boolean> {
+  const r = await db.deleteFrom('oauth_configs').where('id', '=', id).executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
+
+export async function insertOauthState(db: DbExecutor, row: Insertable<Database['oauth_states']>) {
+  await db.deleteFrom('oauth_states').where('expires_at', '<', new Date()).execute();
+  await db.insertInto('oauth_states').values(row).execute();
+}
+
+/** Takes a state once: a replayed callback finds nothing. */
+export function takeOauthState(db: DbExecutor, state: string) {
+  return db.deleteFrom('oauth_states').where('state', '=', state).returningAll().executeTakeFirst();
+}

@@ -202,3 +202,42 @@ export const McpUserCredentialsResponse = z
     validation_tested: z.boolean(),
   })
   .meta({ id: 'McpUserCredentialsResponse' });
+
+export const OAuthConfigCreateInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  authorization_url: z.url().max(2000),
+  token_url: z.url().max(2000),
+  client_id: z.string().min(1).max(2000),
+  client_secret: z.string().min(1).max(4000),
+  scopes: z
+    .union([z.array(z.string().min(1)), z.string()])
+    .optional()
+    .meta({ description: 'A list, or one comma-separated string' }),
+});
+export const OAuthConfigUpdateInput = OAuthConfigCreateInput.partial().extend({ oauth_config_id: Id });
+export const OAuthConfigIdInput = z.object({ oauth_config_id: Id });
+export const OAuthConfigSnapshot = z
+  .object({
+    id: z.number().int(),
+    name: z.string(),
+    authorization_url: z.string(),
+    token_url: z.string(),
+    scopes: z.array(z.string()),
+    has_client_credentials: z.boolean(),
+    tool_count: z.number().int(),
+    redirect_uri: z.string().meta({ description: 'Register this redirect URI with the provider' }),
+  })
+  .meta({ id: 'OAuthConfigSnapshot', description: 'Client id and secret are never returned' });
+export type OAuthConfigSnapshot = z.infer<typeof OAuthConfigSnapshot>;
+
+export const OAuthInitiateInput = z.object({ oauth_config_id: z.number().int().positive() });
+export const OAuthInitiateResponse = z
+  .object({ authorization_url: z.string(), state: z.string(), redirect_uri: z.string() })
+  .meta({ id: 'OAuthInitiateResponse' });
+export const OAuthCallbackInput = z.object({
+  code: z.string().min(1).max(4096),
+  state: z.string().min(1).max(200),
+});
+export const OAuthCallbackResponse = z
+  .object({ success: z.boolean(), oauth_config_id: z.number().int(), message: z.string() })
+  .meta({ id: 'OAuthCallbackResponse' });

@@ -29,3 +29,13 @@ export function agentTools(args: {
 }): Promise<{ tools: AgentTool[]; notes: string[] }> {
   return loadAgentTools({ ...args, loaders: { mcp: mcpToolLoader } });
 }
+export {
+  createOauthConfig,
+  deleteOauthConfig,
+  disconnectOauth,
+  getOauthConfig,
+  initiateOauth,
+  listOauthConfigs,
+  oauthCallback,
+  updateOauthConfig,
+} from './service/oauth-configs.ts';
