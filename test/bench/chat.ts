@@ -76,6 +76,8 @@ async function seedIndex(dataDir: string, count: number): Promise<number> {
         );
       });
     }
+    // Statistics folded, weights settled and champion lists built, as the service does after writes.
+    await runtime.deps.search.maintain?.();
     await sql`ANALYZE`.execute(runtime.deps.db);
   } finally {
     await runtime.close();

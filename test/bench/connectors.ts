@@ -94,11 +94,35 @@ async function attemptStatuses(deps: AppDeps): Promise<string[]> {
   return rows.rows.map((r) => r.status);
 }
 
+/** Peaks of `process.memoryUsage()` (bytes) while draining. */
+interface Peak {
+  rss: number;
+  heapTotal?: number;
+  heapUsed?: number;
+  external?: number;
+  arrayBuffers?: number;
+}
+const mb = (n: number | undefined) => ((n ?? 0) / 2 ** 20).toFixed(0);
+
 /** Runs scheduler passes until no attempt is open, sampling RSS. */
-async function drain(deps: AppDeps, peak: { rss: number }, signal = new AbortController().signal) {
+async function drain(deps: AppDeps, peak: Peak, signal = new AbortController().signal) {
   const sampler = setInterval(() => {
-    peak.rss = Math.max(peak.rss, process.memoryUsage().rss);
+    const m = process.memoryUsage();
+    peak.rss = Math.max(peak.rss, m.rss);
+    peak.heapTotal = Math.max(peak.heapTotal ?? 0, m.heapTotal);
+    peak.heapUsed = Math.max(peak.heapUsed ?? 0, m.heapUsed);
+    peak.external = Math.max(peak.external ?? 0, m.external);
+    peak.arrayBuffers = Math.max(peak.arrayBuffers ?? 0, m.arrayBuffers);
   }, 200);
+  const gcProbe = (globalThis as { gc?: () => void }).gc
+    ? setInterval(() => {
+        (globalThis as { gc?: () => void }).gc?.();
+        const m = process.memoryUsage();
+        console.log(
+          `after gc: rss ${mb(m.rss)} heapUsed ${mb(m.heapUsed)} heapTotal ${mb(m.heapTotal)} external ${mb(m.external)} ab ${mb(m.arrayBuffers)}`,
+        );
+      }, 10_000)
+    : undefined;
   try {
     for (;;) {
       await schedulerPass(deps, signal);
@@ -108,6 +132,7 @@ async function drain(deps: AppDeps, peak: { rss: number }, signal = new AbortCon
     }
   } finally {
     clearInterval(sampler);
+    clearInterval(gcProbe);
   }
 }
 
@@ -119,7 +144,7 @@ async function throughput(database: 'embedded' | 'postgres') {
     postgres ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY } : { KAS_DATA_DIR: dataDir },
   );
   try {
-    const peak = { rss: process.memoryUsage().rss };
+    const peak: Peak = { rss: process.memoryUsage().rss };
     const started = performance.now();
     const pairId = await webPair(runtime.deps, actor, `${site.url}/s0/`, 'bench site');
     await drain(runtime.deps, peak);
@@ -133,7 +158,7 @@ async function throughput(database: 'embedded' | 'postgres') {
     const fetched = await hits(site.url);
     console.log(
       `${database}: ${indexed} of ${PAGES} pages indexed in ${seconds.toFixed(1)} s = ${(indexed / seconds).toFixed(0)} pages/s ` +
-        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${(peak.rss / 2 ** 20).toFixed(0)} MB; ` +
+        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${mb(peak.rss)} MB (peaks: V8 heap ${mb(peak.heapUsed)} used / ${mb(peak.heapTotal)} total, external ${mb(peak.external)}, array buffers ${mb(peak.arrayBuffers)} MB); ` +
         `site requests ${fetched.total}, distinct pages ${fetched.distinct}, attempts ${(await attemptStatuses(runtime.deps)).join(',')}`,
     );
     if (database === 'embedded') await pauseLatency(runtime.deps, actor, site.url);
@@ -148,7 +173,7 @@ async function throughput(database: 'embedded' | 'postgres') {
 async function pauseLatency(deps: AppDeps, actor: Actor, site: string) {
   await fetch(`${site}/__reset`);
   const pairId = await webPair(deps, actor, `${site}/s0/`, 'pause test');
-  const peak = { rss: 0 };
+  const peak: Peak = { rss: 0 };
   const running = drain(deps, peak);
   for (;;) {
     const row = await sql<{
@@ -194,7 +219,7 @@ async function twoWorkers() {
     for (let s = 0; s < sections; s++)
       await webPair(one.runtime.deps, one.actor, `${site.url}/s${s}/`, `section ${s}`);
     const started = performance.now();
-    const peak = { rss: 0 };
+    const peak: Peak = { rss: 0 };
     await Promise.all([drain(one.runtime.deps, peak), drain(two.runtime.deps, peak)]);
     const seconds = (performance.now() - started) / 1000;
     const fetched = await hits(site.url);

@@ -196,6 +196,10 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
             ? { size: String(f.content.length) }
             : {}),
           owners: [{ emailAddress: f.owner, displayName: f.owner.split('@')[0] }],
+          // As Google does: permissions in a listing only when asked for, and never for shared drive files.
+          ...((url.searchParams.get('fields') ?? '').includes('permissions(') && !f.driveId
+            ? { permissions: f.permissions }
+            : {}),
         })),
         ...(nextPageToken ? { nextPageToken } : {}),
       });

@@ -1,5 +1,7 @@
 import type { TRPCBuiltRouter } from '@trpc/server';
 import { actionsRouter } from './actions/actions.router.ts';
+import { mcpRouter } from './actions/mcp.router.ts';
+import { oauthConfigsRouter } from './actions/oauth.router.ts';
 import { apiKeysRouter } from './api-keys/api-keys.router.ts';
 import { backupRouter } from './backup/backup.router.ts';
 import { chatRouter } from './chat/chat.router.ts';
@@ -40,6 +42,8 @@ export const appRouter = router({
   connectors: connectorsRouter,
   connectorSources: connectorSourcesRouter,
   actions: actionsRouter,
+  mcp: mcpRouter,
+  oauthConfigs: oauthConfigsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -96,3 +96,186 @@ export async function deleteUserToken(db: DbExecutor, configId: number, userId: 
     .executeTakeFirst();
   return r.numDeletedRows > 0n;
 }
+
+export function insertMcpServer(db: DbExecutor, row: Insertable<Database['mcp_servers']>) {
+  return db.insertInto('mcp_servers').values(row).returning('id').executeTakeFirstOrThrow();
+}
+
+export function findMcpServer(db: DbExecutor, id: number) {
+  return db.selectFrom('mcp_servers').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export type McpServerRow = NonNullable<Awaited<ReturnType<typeof findMcpServer>>>;
+
+export function listMcpServers(db: DbExecutor) {
+  return db.selectFrom('mcp_servers').selectAll().orderBy('id').execute();
+}
+
+export async function updateMcpServer(
+  db: DbExecutor,
+  id: number,
+  patch: Updateable<Database['mcp_servers']>,
+) {
+  await db
+    .updateTable('mcp_servers')
+    .set({ ...patch, updated_at: new Date().toISOString() })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Deletes the server; its tool rows, their agent links and every user's config cascade. */
+export async function deleteMcpServer(db: DbExecutor, id: number): Promise<boolean> {
+  const r = await db.deleteFrom('mcp_servers').where('id', '=', id).executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
+
+export function listServerTools(db: DbExecutor, serverId: number) {
+  return db
+    .selectFrom('tools')
+    .select(['id', 'name', 'description', 'enabled', 'mcp_input_schema'])
+    .where('mcp_server_id', '=', serverId)
+    .orderBy('id')
+    .execute();
+}
+
+export async function insertServerTool(
+  db: DbExecutor,
+  row: { mcp_server_id: number; name: string; description: string; input_schema: Record<string, unknown> },
+) {
+  await db
+    .insertInto('tools')
+    .values({
+      name: row.name,
+      display_name: row.name,
+      description: row.description,
+      kind: 'mcp',
+      in_code_tool_id: null,
+      mcp_server_id: row.mcp_server_id,
+      mcp_input_schema: JSON.stringify(row.input_schema),
+    })
+    .execute();
+}
+
+export async function updateServerTool(
+  db: DbExecutor,
+  id: number,
+  row: { description: string; input_schema: Record<string, unknown> },
+) {
+  await db
+    .updateTable('tools')
+    .set({ description: row.description, mcp_input_schema: JSON.stringify(row.input_schema) })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function deleteToolsById(db: DbExecutor, ids: number[]) {
+  if (ids.length) await db.deleteFrom('tools').where('id', 'in', ids).execute();
+}
+
+export async function setServerToolsEnabled(db: DbExecutor, serverId: number, selected: string[]) {
+  await db.updateTable('tools').set({ enabled: false }).where('mcp_server_id', '=', serverId).execute();
+  if (selected.length)
+    await db
+      .updateTable('tools')
+      .set({ enabled: true })
+      .where('mcp_server_id', '=', serverId)
+      .where('name', 'in', selected)
+      .execute();
+}
+
+export function countServerTools(db: DbExecutor, serverId: number) {
+  return db
+    .selectFrom('tools')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('mcp_server_id', '=', serverId)
+    .executeTakeFirstOrThrow();
+}
+
+export function findMcpUserConfig(db: DbExecutor, serverId: number, userId: string) {
+  return db
+    .selectFrom('mcp_user_configs')
+    .selectAll()
+    .where('mcp_server_id', '=', serverId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+}
+
+export function userConfigServerIds(db: DbExecutor, userId: string) {
+  return db.selectFrom('mcp_user_configs').select('mcp_server_id').where('user_id', '=', userId).execute();
+}
+
+export async function upsertMcpUserConfig(
+  db: DbExecutor,
+  serverId: number,
+  userId: string,
+  configEnc: string,
+) {
+  await db
+    .insertInto('mcp_user_configs')
+    .values({ mcp_server_id: serverId, user_id: userId, config_enc: configEnc })
+    .onConflict((oc) =>
+      oc
+        .columns(['mcp_server_id', 'user_id'])
+        .doUpdateSet({ config_enc: configEnc, updated_at: new Date().toISOString() }),
+    )
+    .execute();
+}
+
+export async function deleteMcpUserConfig(
+  db: DbExecutor,
+  serverId: number,
+  userId: string,
+): Promise<boolean> {
+  const r = await db
+    .deleteFrom('mcp_user_configs')
+    .where('mcp_server_id', '=', serverId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
+
+export function insertOauthConfig(db: DbExecutor, row: Insertable<Database['oauth_configs']>) {
+  return db.insertInto('oauth_configs').values(row).returning('id').executeTakeFirstOrThrow();
+}
+
+export function listOauthConfigs(db: DbExecutor) {
+  return db
+    .selectFrom('oauth_configs')
+    .selectAll('oauth_configs')
+    .select((eb) =>
+      eb
+        .selectFrom('tools')
+        .select((e) => e.fn.countAll<string>().as('n'))
+        .whereRef('tools.oauth_config_id', '=', 'oauth_configs.id')
+        .as('tool_count'),
+    )
+    .orderBy('id')
+    .execute();
+}
+
+export async function updateOauthConfig(
+  db: DbExecutor,
+  id: number,
+  patch: Updateable<Database['oauth_configs']>,
+) {
+  await db
+    .updateTable('oauth_configs')
+    .set({ ...patch, updated_at: new Date().toISOString() })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function deleteOauthConfig(db: DbExecutor, id: number): Promise<boolean> {
+  const r = await db.deleteFrom('oauth_configs').where('id', '=', id).executeTakeFirst();
+  return r.numDeletedRows > 0n;
+}
+
+export async function insertOauthState(db: DbExecutor, row: Insertable<Database['oauth_states']>) {
+  await db.deleteFrom('oauth_states').where('expires_at', '<', new Date()).execute();
+  await db.insertInto('oauth_states').values(row).execute();
+}
+
+/** Takes a state once: a replayed callback finds nothing. */
+export function takeOauthState(db: DbExecutor, state: string) {
+  return db.deleteFrom('oauth_states').where('state', '=', state).returningAll().executeTakeFirst();
+}

@@ -197,3 +197,26 @@ export async function claimDuePrune(db: DbExecutor, busyPairIds: number[]): Prom
     RETURNING id`.execute(db);
   return result.rows[0]?.id;
 }
+
+/**
+ * Sets the source's access on documents of the pair (all of them when `documentIds` is null); returns
+ * the ids whose access changed, whose combined access must then be recomputed. Their content hash
+ * (which covers the access they were written with) is forgotten, so the next sync writes them in full.
+ */
+export async function setExternalAccess(
+  db: DbExecutor,
+  pairId: number,
+  documentIds: string[] | null,
+  access: { principals: readonly string[]; is_public: boolean },
+): Promise<string[]> {
+  const principals = [...new Set(access.principals)].sort();
+  const result = await sql<{ id: string }>`
+    UPDATE documents d SET access_external = ${principals}::text[], external_public = ${access.is_public},
+      content_hash = ''
+    FROM document_by_cc_pair o
+    WHERE o.document_id = d.id AND o.cc_pair_id = ${pairId}
+      AND (${documentIds}::text[] IS NULL OR d.id = ANY(${documentIds}::text[]))
+      AND (d.access_external IS DISTINCT FROM ${principals}::text[] OR d.external_public <> ${access.is_public})
+    RETURNING d.id`.execute(db);
+  return result.rows.map((r) => r.id);
+}

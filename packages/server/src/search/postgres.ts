@@ -40,8 +40,14 @@ const REWEIGHT_DRIFT = 0.15;
 const REWEIGHT_BATCH = 1000;
 /** Maintenance rounds between two vacuums of the statistics (each fold rewrites many of their rows). */
 const STATISTICS_VACUUM_EVERY = 10;
-/** Champion lists rebuilt per maintenance round (each costs a scan of its term's postings). */
-const CHAMPION_REBUILDS_PER_ROUND = 20;
+/** Champion lists looked at per maintenance round (each rebuild costs a scan of its term's postings). */
+const CHAMPION_REBUILDS_PER_ROUND = 50;
+/** The longest sustained writes postpone maintenance. */
+const MAX_MAINTENANCE_WAIT_MS = 15_000;
+/** Time a background round may spend rebuilding champion lists. */
+const CHAMPION_BUDGET_MS = 250;
+/** Champion lists are rebuilt in the background only after writes have been quiet this long. */
+const QUIET_MS = 10_000;
 
 export interface PostgresSearchIndex extends SearchIndex {
   /** Folds pending statistics and rebuilds stale champion lists now (tests, benchmarks, `kas reindex`). */
@@ -89,7 +95,7 @@ export function createPostgresSearchIndex(
       !drifted(stats.length, stats.weightedLength) &&
       !drifted(stats.titleLength, stats.weightedTitleLength)
     )
-      return;
+      return false;
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
     let after: { document_id: string; chunk_id: number } | null = null;
     do {
@@ -104,26 +110,54 @@ export function createPostgresSearchIndex(
   let running: Promise<void> | null = null;
   let closed = false;
   let rounds = 0;
-  const maintain = async () => {
+  let lastWrite = 0;
+  /**
+   * One round: fold the statistics, re-weight if the averages drifted, then — once writes have been
+   * quiet for QUIET_MS, so that bulk ingestion is not slowed by lists that would go stale again —
+   * rebuild stale champion lists for at most CHAMPION_BUDGET_MS. Returns whether work is left.
+   */
+  const maintain = async (mode: { untilDone?: boolean } = {}): Promise<boolean> => {
     rounds++;
     const folded = await searchRepository.foldTermDeltas(db);
     const reweighted = await reweightIfDrifted();
-    const stale = await searchRepository.staleChampionTerms(db, {
-      minDf: limits.alwaysFullDf,
-      limit: CHAMPION_REBUILDS_PER_ROUND,
-    });
-    for (const term of stale) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
-    if (folded || reweighted || stale.length) {
+    let rebuilt = 0;
+    let more = false;
+    const quiet = mode.untilDone || Date.now() - lastWrite >= QUIET_MS;
+    if (quiet) {
+      const started = performance.now();
+      for (;;) {
+        const stale = await searchRepository.staleChampionTerms(db, {
+          minDf: limits.alwaysFullDf,
+          limit: CHAMPION_REBUILDS_PER_ROUND,
+        });
+        let done = 0;
+        for (const term of stale) {
+          if (closed || (!mode.untilDone && performance.now() - started > CHAMPION_BUDGET_MS)) break;
+          await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+          done++;
+        }
+        rebuilt += done;
+        more = done < stale.length || stale.length === CHAMPION_REBUILDS_PER_ROUND;
+        if (!mode.untilDone || !more || closed) break;
+      }
+    } else {
+      more = true;
+    }
+    if (folded || reweighted || rebuilt) {
       await searchRepository.vacuumSearchTables(db, {
-        statistics: reweighted || stale.length > 0 || rounds % STATISTICS_VACUUM_EVERY === 0,
+        statistics: reweighted || rebuilt > 0 || rounds % STATISTICS_VACUUM_EVERY === 0,
         chunks: reweighted,
       });
     }
-    // More stale lists than one round takes: continue in the next one, leaving room for queries.
-    if (stale.length === CHAMPION_REBUILDS_PER_ROUND) schedule();
+    return more;
   };
   const runMaintenance = () => {
+    firstPendingWrite = 0;
     running ??= maintain()
+      .then((more) => {
+        // Lists left to rebuild: continue later, leaving room for queries and writes.
+        if (more) schedule(Date.now() - lastWrite >= QUIET_MS ? MAINTENANCE_DELAY_MS : QUIET_MS);
+      })
       .catch((error: unknown) => {
         if (!closed)
           options.logger?.warn(
@@ -136,13 +170,26 @@ export function createPostgresSearchIndex(
       });
     return running;
   };
-  const schedule = () => {
+  const schedule = (delay = MAINTENANCE_DELAY_MS) => {
     if (closed || timer) return;
     timer = setTimeout(() => {
       timer = null;
       void runMaintenance();
-    }, MAINTENANCE_DELAY_MS);
+    }, delay);
     timer.unref();
+  };
+  // Writes postpone maintenance (a debounce), so that sustained ingestion folds statistics every
+  // MAX_MAINTENANCE_WAIT_MS rather than every second; readers add the pending deltas meanwhile.
+  let firstPendingWrite = 0;
+  const written = () => {
+    const now = Date.now();
+    lastWrite = now;
+    if (!firstPendingWrite) firstPendingWrite = now;
+    if (timer && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    schedule();
   };
 
   /** Candidates and exact scores for a query plan; the exhaustive statement when a restrictive scope left too few. */
@@ -176,13 +223,14 @@ export function createPostgresSearchIndex(
   return {
     kind: 'postgres',
     maintain: async () => {
+      // Everything at once (the background works in rounds, after writes quieten).
       if (timer) clearTimeout(timer);
       timer = null;
       await running;
-      await runMaintenance();
+      if (!closed) await maintain({ untilDone: true });
     },
     async indexDocuments(documents) {
-      schedule();
+      written();
       const words = unknownWords(documents);
       if (!words.length) return;
       await searchRepository.insertVocabulary(db, words);
@@ -193,13 +241,13 @@ export function createPostgresSearchIndex(
       if (words.length) await searchRepository.insertVocabulary(trx, words);
       return () => {
         remember(words);
-        schedule();
+        written();
       };
     },
     async deleteDocuments() {
       // Chunks are deleted with their document rows (and their statistics by the database); the
       // vocabulary keeps the words (harmless).
-      schedule();
+      written();
     },
     async clear() {
       known.clear();

@@ -1,4 +1,4 @@
-import { type AgentTool, loadAgentTools, resultForModel } from '../../actions/tool-runner.ts';
+import { type AgentTool, agentTools, resultForModel } from '../../actions/actions.service.ts';
 import type { Actor } from '../../auth/roles.ts';
 import { AppError, type ErrorResponse, toErrorResponse } from '../../errors.ts';
 import { keywords } from '../../llm/builtin.ts';
@@ -308,7 +308,7 @@ export async function runTurn({
     if (plan.deepResearch) {
       await deepResearch();
     } else {
-      const loaded = await loadAgentTools({ ctx, actor: plan.actor, toolIds: plan.persona.tool_ids });
+      const loaded = await agentTools({ ctx, actor: plan.actor, toolIds: plan.persona.tool_ids });
       actionTools = loaded.tools;
       toolNotes = loaded.notes;
       const maxCycles = ctx.config.KAS_CHAT_MAX_TOOL_CYCLES;

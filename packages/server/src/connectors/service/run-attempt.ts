@@ -6,7 +6,7 @@ import * as connectorsRepository from '../connectors.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
 import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
 import { type Deps, openCredential } from './shared.ts';
-import { principalsOf, prunePair, removeVanished, syncExternalGroups } from './sync.ts';
+import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
 
 /** Per-process state of the connector worker, created with the app. */
 export interface IndexingState {
@@ -226,6 +226,11 @@ export async function runAttempt(
       await indexingRepository.releaseAttempt(ctx.db, attempt.id, workerId);
       log.info({ docs_done: done }, 'index attempt handed back (paused, deleted or worker stopping)');
       return;
+    }
+    // A poll reads only changed documents: permissions of the others are synced on their own.
+    if (sync && !fullRun) {
+      const changed = await syncPermissions(ctx, pair.id, connector.source, source, runContext);
+      if (changed) log.info({ documents: changed }, 'permissions synced');
     }
     let removed = 0;
     if (seen) {

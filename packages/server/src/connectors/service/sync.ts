@@ -1,3 +1,5 @@
+import * as documentsRepository from '../../documents/documents.repository.ts';
+import * as documentsService from '../../documents/documents.service.ts';
 import type { ExternalAccessInput } from '../../documents/service/prepare.ts';
 import * as identityRepository from '../../identity/identity.repository.ts';
 import { emailPrincipal, groupPrincipal, userPrincipal } from '../../identity/principals.ts';
@@ -82,4 +84,39 @@ export async function prunePair(
     (id) => !current.has(id),
   );
   return removeVanished(ctx, pairId, vanished);
+}
+
+/**
+ * Permission sync of a `sync` pair's documents without re-reading their content: a source-wide access
+ * (`pairAccess`) on every document of the pair, or per-document access (`permissions`). Only documents
+ * whose access changed are touched; their combined access and the index follow.
+ */
+export async function syncPermissions(
+  ctx: Pick<Deps, 'db' | 'search' | 'logger'>,
+  pairId: number,
+  sourceName: string,
+  source: AnySource,
+  run: SourceRunContext<unknown, unknown>,
+): Promise<number> {
+  const changed: string[] = [];
+  if (source.pairAccess) {
+    const access = principalsOf(sourceName, await source.pairAccess(run));
+    changed.push(...(await indexingRepository.setExternalAccess(ctx.db, pairId, null, access)));
+  } else if (source.permissions) {
+    for await (const batch of source.permissions(run)) {
+      for (const entry of batch) {
+        const access = principalsOf(sourceName, entry.access);
+        changed.push(
+          ...(await indexingRepository.setExternalAccess(ctx.db, pairId, [entry.document_id], access)),
+        );
+      }
+      if (run.signal.aborted) break;
+    }
+  }
+  for (let i = 0; i < changed.length; i += 500) {
+    const batch = changed.slice(i, i + 500);
+    await documentsRepository.recomputeAccess(ctx.db, batch);
+    if (ctx.search.kind !== 'postgres') await documentsService.syncIndex({ ctx, documentIds: batch });
+  }
+  return changed.length;
 }

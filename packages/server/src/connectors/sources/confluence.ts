@@ -345,4 +345,5 @@ export const confluenceSource: Source<ConfluenceConfig, ConfluenceCredential> = 
   load,
   listIds,
   externalGroups,
+  pairAccess: async (args) => (await spaceAccess(args)).access,
 };

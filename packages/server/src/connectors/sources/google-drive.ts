@@ -426,7 +426,8 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
   }
 }
 
-async function* listIds(args: Args): AsyncIterable<string[]> {
+/** Every file the listings reach, page by page (folders are walked, not yielded). */
+async function* listFiles(args: Args, fields: string): AsyncIterable<DriveFile[]> {
   const tokens = new TokenSource(args);
   const listings = await initialListings(args, tokens, null);
   while (listings.length) {
@@ -436,24 +437,41 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
       const page: { files?: DriveFile[]; nextPageToken?: string } | null = await getJson(
         rest(args),
         SERVICE,
-        listUrl(args.config, listing, pageToken, 'id,mimeType'),
+        listUrl(args.config, listing, pageToken, fields),
         await tokens.header(),
       );
       if (!page) throw new SourceError('config', 'A configured folder or shared drive was not found');
-      const ids: string[] = [];
+      const files: DriveFile[] = [];
       for (const file of page.files ?? []) {
-        if (file.mimeType === FOLDER) {
-          if (listing.folder)
-            listings.push({
-              q: `'${file.id}' in parents and trashed = false`,
-              corpora: 'allDrives',
-              folder: true,
-            });
-        } else ids.push(documentIdOf(file));
+        if (file.mimeType !== FOLDER) files.push(file);
+        else if (listing.folder)
+          listings.push({
+            q: `'${file.id}' in parents and trashed = false`,
+            corpora: 'allDrives',
+            folder: true,
+          });
       }
-      yield ids;
+      yield files;
       pageToken = page.nextPageToken ?? null;
     } while (pageToken);
+  }
+}
+
+async function* listIds(args: Args): AsyncIterable<string[]> {
+  for await (const files of listFiles(args, 'id,mimeType')) yield files.map(documentIdOf);
+}
+
+/** Current permissions of every file (a sharing change does not change a file's modifiedTime, so polls miss it). */
+async function* permissions(args: Args): AsyncIterable<{ document_id: string; access: ExternalAccess }[]> {
+  const tokens = new TokenSource(args);
+  for await (const files of listFiles(args, 'id,mimeType,permissions(type,emailAddress,domain,role)')) {
+    const batch: { document_id: string; access: ExternalAccess }[] = [];
+    for (const file of files) {
+      // Files of shared drives come without permissions in a listing: ask for them.
+      const access = file.permissions ? accessOf(file.permissions) : await permissionsOf(args, tokens, file);
+      batch.push({ document_id: documentIdOf(file), access });
+    }
+    yield batch;
   }
 }
 
@@ -529,5 +547,6 @@ export const googleDriveSource: Source<GoogleDriveConfig, GoogleDriveCredential>
   validateCredential: (raw) => validateWith(GoogleDriveCredential, raw),
   load,
   listIds,
+  permissions,
   externalGroups,
 };

@@ -135,6 +135,8 @@ export interface Source<Config = unknown, Credential = unknown> {
   permissions?(
     args: SourceRunContext<Config, Credential>,
   ): AsyncIterable<{ document_id: string; access: ExternalAccess }[]>;
+  /** Access that holds for every document of the pair (a Confluence space's permissions): applied to all of them on each run. */
+  pairAccess?(args: SourceRunContext<Config, Credential>): Promise<ExternalAccess>;
   /** The source's groups and their members (permission sync of `sync` pairs); absent when access lists only users. */
   externalGroups?(args: SourceRunContext<Config, Credential>): Promise<ExternalGroup[]>;
   /** Every `load` yields every document the source has (a crawl), so documents it did not yield were deleted. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { extractText } from '../../files/files.parse.ts';
 import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
@@ -29,8 +30,52 @@ const PARALLEL = 8;
 
 interface Checkpoint {
   queue: string[];
-  visited: string[];
+  /** URLs already queued or fetched, as 8-byte hashes (base64, concatenated): a whole site's set in a few bytes per page. */
+  seen?: string;
+  /** Older checkpoints listed the URLs themselves. */
+  visited?: string[];
   started: boolean;
+}
+
+/** The set of URLs a crawl has queued or fetched, held as 8-byte hashes (no URL strings kept). */
+class SeenUrls {
+  readonly #hashes = new Set<bigint>();
+
+  static from(checkpoint: Checkpoint | null): SeenUrls {
+    const seen = new SeenUrls();
+    if (checkpoint?.seen) {
+      const bytes = Buffer.from(checkpoint.seen, 'base64');
+      for (let i = 0; i + 8 <= bytes.length; i += 8) seen.#hashes.add(bytes.readBigUInt64BE(i));
+    }
+    for (const url of checkpoint?.visited ?? []) seen.add(url);
+    return seen;
+  }
+
+  static #hash(url: string): bigint {
+    return createHash('sha256').update(url).digest().readBigUInt64BE(0);
+  }
+
+  has(url: string): boolean {
+    return this.#hashes.has(SeenUrls.#hash(url));
+  }
+
+  add(url: string): void {
+    this.#hashes.add(SeenUrls.#hash(url));
+  }
+
+  get size(): number {
+    return this.#hashes.size;
+  }
+
+  encode(): string {
+    const bytes = Buffer.allocUnsafe(this.#hashes.size * 8);
+    let i = 0;
+    for (const hash of this.#hashes) {
+      bytes.writeBigUInt64BE(hash, i);
+      i += 8;
+    }
+    return bytes.toString('base64');
+  }
 }
 
 function normalise(raw: string, base: string): string | null {
@@ -183,7 +228,7 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
   const allowed = await robotsOf(args, base);
   const saved = args.checkpoint as unknown as Checkpoint | null;
   let queue: string[];
-  const visited = new Set<string>(saved?.visited ?? []);
+  const visited = SeenUrls.from(saved);
   if (saved?.started) {
     queue = [...saved.queue];
   } else if (web_connector_type === 'sitemap') {
@@ -215,23 +260,30 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
       }
     }
 
-    const checkpoint: Checkpoint = { queue, visited: [...visited], started: true };
     yield {
       documents,
       failures,
-      checkpoint: queue.length ? (checkpoint as unknown as JsonValue) : null,
+      checkpoint: queue.length
+        ? ({ queue, seen: visited.encode(), started: true } satisfies Checkpoint as unknown as JsonValue)
+        : null,
       total: visited.size,
     };
   }
 }
 
-/** Every page the site still has (a crawl that keeps only ids; pages that failed count as present). */
+/**
+ * Every page the site still has (a crawl that keeps only ids). A page that failed hides the pages only
+ * it links to, so such a listing is incomplete and fails: a prune must not remove what it did not see.
+ */
 async function* listIds(args: SourceRunContext<WebConfig, unknown>): AsyncIterable<string[]> {
   for await (const batch of load({ ...args, checkpoint: null, window: { start: null, end: new Date() } })) {
-    yield [
-      ...batch.documents.map((d) => d.id),
-      ...(batch.failures ?? []).flatMap((f) => (f.document_id ? [f.document_id] : [])),
-    ];
+    if (batch.failures?.length) {
+      throw new SourceError(
+        'transient',
+        `${batch.failures.length} page(s) could not be read; the listing is incomplete`,
+      );
+    }
+    yield batch.documents.map((d) => d.id);
   }
 }
 

@@ -1,0 +1,136 @@
+import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import {
+  DeletedResponse,
+  McpServerCreateInput,
+  McpServerCreateResponse,
+  McpServerIdInput,
+  McpServerList,
+  McpServerSnapshot,
+  McpServerTools,
+  McpServerUpdateInput,
+  McpServerUpdateResponse,
+  McpUserCredentialsInput,
+  McpUserCredentialsResponse,
+} from './actions.schemas.ts';
+import * as actionsService from './actions.service.ts';
+
+const tags = ['MCP servers'];
+
+export const mcpRouter = router({
+  create: adminProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/mcp/servers/create',
+        tags,
+        summary: 'Connect an MCP server',
+        description:
+          'Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.',
+      },
+    })
+    .input(McpServerCreateInput)
+    .output(McpServerCreateResponse)
+    .mutation(({ ctx, input }) => actionsService.createMcpServer({ ctx, actor: ctx.actor, input })),
+
+  list: adminProcedure
+    .meta({ openapi: { method: 'GET', path: '/admin/mcp/servers', tags, summary: 'List MCP servers' } })
+    .input(McpServerIdInput.partial())
+    .output(McpServerList)
+    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor })),
+
+  get: adminProcedure
+    .meta({
+      openapi: { method: 'GET', path: '/admin/mcp/servers/{server_id}', tags, summary: 'Get an MCP server' },
+    })
+    .input(McpServerIdInput)
+    .output(McpServerSnapshot)
+    .query(({ ctx, input }) =>
+      actionsService.getMcpServer({ ctx, actor: ctx.actor, serverId: input.server_id }),
+    ),
+
+  tools: adminProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/mcp/server/{server_id}/tools',
+        tags,
+        summary: 'Fetch an MCP server’s tools',
+        description:
+          'Live `tools/list` with the caller’s credentials; each tool is stored with an `id` for agents’ `tool_ids`. An empty list says the URL or the authentication is wrong (`message`).',
+      },
+    })
+    .input(McpServerIdInput)
+    .output(McpServerTools)
+    .query(({ ctx, input }) =>
+      actionsService.fetchMcpServerTools({ ctx, actor: ctx.actor, serverId: input.server_id }),
+    ),
+
+  update: adminProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/admin/mcp/servers/update',
+        tags,
+        summary: 'Update an MCP server and select its tools',
+      },
+    })
+    .input(McpServerUpdateInput)
+    .output(McpServerUpdateResponse)
+    .mutation(({ ctx, input }) => actionsService.updateMcpServer({ ctx, input })),
+
+  delete: adminProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/admin/mcp/server/{server_id}',
+        tags,
+        summary: 'Remove an MCP server',
+        description: 'Its tools, every user’s credentials, and the tools on every agent go with it.',
+      },
+    })
+    .input(McpServerIdInput)
+    .output(DeletedResponse)
+    .mutation(({ ctx, input }) => actionsService.deleteMcpServer({ ctx, serverId: input.server_id })),
+
+  listForUser: basicProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/mcp/servers',
+        tags,
+        summary: 'MCP servers, with whether the caller is authenticated to each',
+      },
+    })
+    .input(McpServerIdInput.partial())
+    .output(McpServerList)
+    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor })),
+
+  saveCredentials: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/mcp/user-credentials',
+        tags,
+        summary: 'Store your own key for a per-user MCP server',
+        description: 'Tried with `tools/list` first; stored encrypted, for the caller only.',
+      },
+    })
+    .input(McpUserCredentialsInput)
+    .output(McpUserCredentialsResponse)
+    .mutation(({ ctx, input }) => actionsService.saveUserCredentials({ ctx, actor: ctx.actor, input })),
+
+  deleteCredentials: basicProcedure
+    .meta({
+      openapi: {
+        method: 'DELETE',
+        path: '/mcp/user-credentials/{server_id}',
+        tags,
+        summary: 'Remove your key for an MCP server',
+      },
+    })
+    .input(McpServerIdInput)
+    .output(DeletedResponse)
+    .mutation(({ ctx, input }) =>
+      actionsService.deleteUserCredentials({ ctx, actor: ctx.actor, serverId: input.server_id }),
+    ),
+});

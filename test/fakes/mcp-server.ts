@@ -1,0 +1,78 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+export interface FakeMcpServer {
+  /** The MCP endpoint (Streamable HTTP). */
+  url: string;
+  /** Headers of every HTTP request received. */
+  requests: IncomingHttpHeaders[];
+  /** Which caller made each tool call (the `who` the authorizer returned). */
+  calls: Array<{ tool: string; who: string; args: unknown }>;
+  close(): Promise<void>;
+}
+
+/**
+ * An MCP server built with the MCP SDK's own server classes (stateless Streamable HTTP), with two
+ * tools. `authorize` decides from the request headers who calls (any string) or refuses (null → 401),
+ * so one instance stands for each authentication method.
+ */
+export async function startFakeMcpServer(
+  options: { name?: string; authorize?: (headers: IncomingHttpHeaders) => string | null } = {},
+): Promise<FakeMcpServer> {
+  const requests: IncomingHttpHeaders[] = [];
+  const calls: FakeMcpServer['calls'] = [];
+  const authorize = options.authorize ?? (() => 'anyone');
+  const server: Server = createServer(async (req, res) => {
+    requests.push(req.headers);
+    const who = authorize(req.headers);
+    if (who === null) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid_token"}');
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
+    const mcp = new McpServer({ name: options.name ?? 'fake-mcp', version: '1.0.0' });
+    mcp.registerTool(
+      'add',
+      { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
+      async ({ a, b }) => {
+        calls.push({ tool: 'add', who, args: { a, b } });
+        return { content: [{ type: 'text', text: String(a + b) }] };
+      },
+    );
+    mcp.registerTool(
+      'whoami',
+      { description: 'Tells who the server thinks is calling', inputSchema: {} },
+      async () => {
+        calls.push({ tool: 'whoami', who, args: {} });
+        return { content: [{ type: 'text', text: `You are ${who}` }] };
+      },
+    );
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    res.on('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    requests,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
