@@ -1,5 +1,6 @@
 import createClient from 'openapi-fetch';
 import { type KasRestClient, unwrap } from './client-core.ts';
+import { actionsApi } from './domains/actions.ts';
 import { agentsApi, groupsApi } from './domains/agents.ts';
 import { chatApi } from './domains/chat.ts';
 import { connectorsApi } from './domains/connectors.ts';
@@ -48,6 +49,8 @@ export interface KasClient {
   chat: ReturnType<typeof chatApi>;
   /** Connectors, credentials, CC pairs, index attempts and progress. */
   connectors: ReturnType<typeof connectorsApi>;
+  /** Actions: OpenAPI tools, MCP servers and OAuth configurations. */
+  actions: ReturnType<typeof actionsApi>;
 }
 
 /**
@@ -101,6 +104,7 @@ export function createKasClient(options: KasClientOptions): KasClient {
     groups: groupsApi(rest),
     documents: documentsApi(rest),
     connectors: connectorsApi(rest, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
+    actions: actionsApi(rest),
     chat: chatApi(rest, trpc, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
   };
 }

@@ -6,6 +6,15 @@ export {
   type Role,
 } from './client.ts';
 export { type KasRestClient, unwrap } from './client-core.ts';
+export type {
+  McpServer,
+  McpServerInput,
+  McpServerTools,
+  MethodSpec,
+  OAuthConfig,
+  OpenApiActionInput,
+  ToolDetail,
+} from './domains/actions.ts';
 export type { AgentListQuery, PersonaInput } from './domains/agents.ts';
 export {
   type ChatPacket,
