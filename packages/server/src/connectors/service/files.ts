@@ -1,4 +1,4 @@
-import JSZip from 'jszip';
+import type JSZip from 'jszip';
 import type { Actor } from '../../auth/roles.ts';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
@@ -62,7 +62,9 @@ export async function uploadConnectorFiles({
     } else if (/\.zip$/i.test(file.name)) {
       let zip: JSZip;
       try {
-        zip = await JSZip.loadAsync(file.data);
+        // Loaded on first use: start-up does not pay for it.
+        const { default: Zip } = await import('jszip');
+        zip = await Zip.loadAsync(file.data);
       } catch {
         throw new AppError('INVALID_INPUT', `"${file.name}" is not a readable zip file`);
       }
