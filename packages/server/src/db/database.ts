@@ -11,6 +11,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { acquireDataDirLock } from './lockfile.ts';
 import type { Database } from './schema.ts';
+import { removeStaleSnapshots, snapshotDataDir } from './snapshot.ts';
 
 export type Db = Kysely<Database>;
 export type DbExecutor = Kysely<Database> | Transaction<Database>;
@@ -20,8 +21,8 @@ export interface DatabaseHandle {
   kind: 'pglite' | 'postgres';
   /** The node-postgres pool in server mode; used by stores that speak pg directly. */
   pool?: pg.Pool;
-  /** Embedded only: a consistent gzipped tarball of the data directory, taken under PGlite's lock. */
-  snapshot?: () => Promise<Blob>;
+  /** Embedded only: a consistent gzipped tarball of the data directory (PGlite's layout); see snapshot.ts. */
+  snapshot?: () => Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -91,12 +92,14 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   }
   let release = () => {};
   let pglite = options.pglite;
+  let pgdata: string | undefined;
   if (!pglite) {
     if (options.inMemory) {
       pglite = await openPGlite(undefined);
     } else {
       release = acquireDataDirLock(config.KAS_DATA_DIR);
-      const pgdata = join(config.KAS_DATA_DIR, 'pgdata');
+      removeStaleSnapshots(config.KAS_DATA_DIR);
+      pgdata = join(config.KAS_DATA_DIR, 'pgdata');
       mkdirSync(pgdata, { recursive: true });
       try {
         pglite = await openPGlite(pgdata);
@@ -113,7 +116,9 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   return {
     db,
     kind: 'pglite',
-    snapshot: () => instance.dumpDataDir('gzip'),
+    snapshot: pgdata
+      ? () => snapshotDataDir(instance, pgdata, config.KAS_DATA_DIR)
+      : async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
     close: async () => {
       await db.destroy();
       if (!instance.closed) await instance.close();
