@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -31,7 +31,7 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
     const handle = await createDatabase(config);
     handles.push(handle);
     const { db } = handle;
-    // ≈ 30 MB of barely compressible rows: gzip takes about a second, the file copy a few tens of ms.
+    // ≈ 30 MB of barely compressible rows: gzip takes about a second, reading the files a few tens of ms.
     await sql`CREATE TABLE bulk (id int PRIMARY KEY, body text NOT NULL)`.execute(db);
     await sql`ALTER TABLE bulk ALTER body SET STORAGE EXTERNAL`.execute(db);
     await sql`INSERT INTO bulk SELECT g, (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 8) WHERE g > 0)
@@ -66,8 +66,6 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
     expect(slowestQuery).toBeLessThan(500);
     expect(queries).toBeGreaterThan(5);
     expect(lag.max / 1e6).toBeLessThan(500);
-    // No staging copy is left behind.
-    expect(readdirSync(config.KAS_DATA_DIR).filter((name) => name.startsWith('backup-staging-'))).toEqual([]);
 
     const target = configFrom({
       KAS_DATA_DIR: join(tempDataDir(), 'restored'),
