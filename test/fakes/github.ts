@@ -47,6 +47,8 @@ export interface FakeGitHub {
   rateLimit: { remaining: number; retryAfter: number };
   /** Requests received: path and query (`/api/v3` removed). */
   requests: string[];
+  /** Every answer waits this long (a slow source). */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -71,6 +73,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     pageSize: 100,
     rateLimit: { remaining: 0, retryAfter: 1 },
     requests: [] as string[],
+    delayMs: 0,
   };
   let base = '';
   const repoJson = (r: FakeRepo) => ({
@@ -118,6 +121,10 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     send(res, 200, slice, links.length ? { link: links.join(', ') } : {});
   };
   const server: Server = createServer((req, res) => {
+    if (gh.delayMs > 0) setTimeout(() => handle(req, res), gh.delayMs);
+    else handle(req, res);
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', base);
     const path = url.pathname.replace(/^\/api\/v3/, '');
     gh.requests.push(path + url.search);
@@ -213,7 +220,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
       return send(res, 200, { content: Buffer.from(content).toString('base64'), encoding: 'base64' });
     }
     send(res, 404, { message: 'Not Found' });
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   base = `http://127.0.0.1:${port}`;

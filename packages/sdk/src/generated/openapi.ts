@@ -2516,6 +2516,18 @@ export interface components {
             deletion_failure_message: string | null;
             /** @description Of the running attempt */
             progress: components["schemas"]["IndexingProgress"] | null;
+            events: components["schemas"]["CcPairEvents"];
+        };
+        /** @description Webhook events of `event` connectors (input_type event) */
+        CcPairEvents: {
+            /** @description Webhook events queued or being processed */
+            pending: number;
+            /** @description Events that failed every try (kept a week) */
+            failed: number;
+            /** @description The latest error of an event try */
+            last_error: string | null;
+            /** @description When an event was last processed */
+            last_processed: string | null;
         };
         IndexAttemptPage: {
             items: components["schemas"]["IndexAttempt"][];
@@ -2559,8 +2571,8 @@ export interface components {
         ConnectorEventResponse: {
             success: boolean;
             challenge?: string;
-            documents_indexed: number;
-            documents_removed: number;
+            /** @description Events stored for the worker (one per pair whose credential verified the delivery); the affected documents are re-indexed in the background; progress and errors show in the pair's `events` */
+            queued: number;
         };
         /** @description A tool with its action configuration */
         ToolDetail: {

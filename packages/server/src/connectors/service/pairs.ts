@@ -11,6 +11,7 @@ import type {
   PageInput,
   StatusResponse,
 } from '../connectors.schemas.ts';
+import * as eventsRepository from '../events.repository.ts';
 import {
   attemptSnapshot,
   canManageConnector,
@@ -104,6 +105,7 @@ export async function getPairDetails({
   if (!connector || !credential) throw pairNotFound(id);
   const latest = await connectorsRepository.latestAttempt(ctx.db, pair.id);
   const running = await connectorsRepository.runningAttempt(ctx.db, pair.id);
+  const events = await eventsRepository.pairEventSummary(ctx.db, pair.id);
   return {
     id: pair.id,
     name: pair.name,
@@ -121,6 +123,7 @@ export async function getPairDetails({
     in_repeated_error_state: pair.in_repeated_error_state,
     deletion_failure_message: pair.deletion_failure,
     progress: running ? progressOf(running) : null,
+    events: { ...events, last_processed: iso(events.last_processed) },
   };
 }
 

@@ -12,7 +12,7 @@ import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
 import * as usersService from '../../users/users.service.ts';
-import { schedulerPass } from '../scheduler.ts';
+import { eventPass, schedulerPass } from '../scheduler.ts';
 
 let t: TestRuntime;
 let gh: FakeGitHub;
@@ -52,6 +52,7 @@ async function sees(token: string, query: string, documentId: string): Promise<b
   return chunks.some((c) => c.document_id === documentId);
 }
 const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const events = () => eventPass(t.deps, new AbortController().signal);
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
 
 function issue(number: number, title: string, body: string, extra: Partial<FakeIssue> = {}): FakeIssue {
@@ -296,7 +297,9 @@ describe('github source', () => {
       headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
       raw_body: body,
     });
-    expect(answer).toMatchObject({ success: true, documents_indexed: 1, documents_removed: 0 });
+    expect(answer).toEqual({ success: true, queued: 1 });
+    expect(await textOf(web('widgets/issues/3'))).not.toContain('about a bilby');
+    expect(await events()).toBe(1);
     expect(await textOf(web('widgets/issues/3'))).toContain('about a bilby');
     expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues?'))).toEqual([]);
 
@@ -306,7 +309,8 @@ describe('github source', () => {
       headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
       raw_body: body,
     });
-    expect(gone).toMatchObject({ documents_indexed: 0, documents_removed: 1 });
+    expect(gone).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
     expect(await docIds(pairId)).not.toContain(web('widgets/issues/3'));
   });
   it("sync access: a private repository's issues are seen by its collaborators (linked GitHub logins) only; public ones by all", async () => {

@@ -7,7 +7,7 @@ import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
 import * as usersService from '../../users/users.service.ts';
-import { schedulerPass } from '../scheduler.ts';
+import { eventPass, schedulerPass } from '../scheduler.ts';
 
 let t: TestRuntime;
 let slack: FakeSlack;
@@ -47,6 +47,7 @@ async function sees(token: string, query: string, documentId: string): Promise<b
   return chunks.some((c) => c.document_id === documentId);
 }
 const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const events = () => eventPass(t.deps, new AbortController().signal);
 const now = () => (Date.now() / 1000).toFixed(6);
 
 beforeEach(() => {
@@ -297,7 +298,8 @@ describe('slack source', () => {
         headers: sign(event),
         raw_body: event,
       }),
-    ).toMatchObject({ documents_indexed: 1 });
+    ).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
     expect(await textOf('C1__1767225600.000100')).toContain('the platypus report is done');
     expect(slack.requests.filter((r) => r.startsWith('conversations.history'))).toEqual([]);
 
@@ -319,7 +321,8 @@ describe('slack source', () => {
         headers: sign(deleted),
         raw_body: deleted,
       }),
-    ).toMatchObject({ documents_removed: 1 });
+    ).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
     expect(await docIds(pairId)).not.toContain('C1__1767226100.000600');
   });
   it("sync access: a private channel's threads are seen by its members (by email or linked Slack id) only", async () => {
