@@ -313,7 +313,7 @@ describe.each(['pglite', 'postgres'] as const)(
         tool_ids: [],
         document_ids: [GROUP_DOC, `${wiki.url}/pages/viewpage.action?pageId=300`],
       });
-    if (agent.status === 200) {
+      if (agent.status === 200) {
         const text = await chat(person.carl, `narwhal merger ${SYNC_PAGE}`, { persona_id: agent.json.id });
         expect(text).not.toContain('march');
         expect(text).not.toContain('pantry');
