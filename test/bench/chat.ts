@@ -9,7 +9,7 @@
  *   - 50 concurrent streams: all complete, none with an error.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createRuntime } from '@kas/server';
@@ -105,12 +105,19 @@ async function main() {
             },
           ],
         };
-  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
-  const seedSeconds = await seedIndex(dataDir, CHUNKS);
+  // BENCH_CHAT_DATA_DIR keeps the seeded index between runs (seeded when the directory does not exist).
+  const kept = process.env.BENCH_CHAT_DATA_DIR;
+  const dataDir = kept ?? mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
+  const seedSeconds = kept && existsSync(kept) ? 0 : await seedIndex(dataDir, CHUNKS);
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(root, 'packages/rest-bridge/src/cli.ts'), 'serve', '--no-worker'],
+    [
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      join(root, 'packages/rest-bridge/src/cli.ts'),
+      'serve',
+      '--no-worker',
+    ],
     {
       env: {
         ...process.env,
@@ -224,7 +231,7 @@ async function main() {
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     await fake.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!kept) rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

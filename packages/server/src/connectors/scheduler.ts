@@ -98,3 +98,20 @@ export const connectorEventsTask: WorkerTask = {
     await eventPass(deps, signal);
   },
 };
+
+/** Uploads no `file` connector references, older than `KAS_CONNECTOR_UPLOAD_GRACE_HOURS`, are removed. */
+export async function cleanUpUploads(deps: AppDeps): Promise<number> {
+  const removed = await connectorFilesRepository.deleteUnreferencedFiles(deps.db, {
+    olderThanHours: deps.config.KAS_CONNECTOR_UPLOAD_GRACE_HOURS,
+  });
+  if (removed) deps.logger.info({ removed }, 'unused connector uploads removed');
+  return removed;
+}
+
+export const connectorUploadsCleanupTask: WorkerTask = {
+  name: 'connector-uploads-cleanup',
+  intervalMs: 15 * 60_000,
+  run: async (deps) => {
+    await cleanUpUploads(deps);
+  },
+};

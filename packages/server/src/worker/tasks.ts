@@ -1,4 +1,8 @@
-import { connectorEventsTask, connectorIndexingTask } from '../connectors/scheduler.ts';
+import {
+  connectorEventsTask,
+  connectorIndexingTask,
+  connectorUploadsCleanupTask,
+} from '../connectors/scheduler.ts';
 import * as maintenanceRepository from './maintenance.repository.ts';
 import type { WorkerTask } from './worker.ts';
 
@@ -16,4 +20,5 @@ export const WORKER_TASKS: WorkerTask[] = [
   purgeExpiredRateLimits,
   connectorIndexingTask,
   connectorEventsTask,
+  connectorUploadsCleanupTask,
 ];

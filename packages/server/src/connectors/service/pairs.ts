@@ -12,6 +12,7 @@ import type {
   StatusResponse,
 } from '../connectors.schemas.ts';
 import * as eventsRepository from '../events.repository.ts';
+import * as connectorFilesRepository from '../files.repository.ts';
 import {
   attemptSnapshot,
   canManageConnector,
@@ -263,6 +264,9 @@ export async function processDeletion({ ctx, pairId }: { ctx: Deps; pairId: numb
     const connector = await connectorsRepository.findConnector(ctx.db, pair.connector_id);
     if (connector && !connector.is_system && connector.credential_ids.length === 0) {
       await connectorsRepository.deleteConnector(ctx.db, connector.id);
+      await connectorFilesRepository.deleteUnreferencedFiles(ctx.db, {
+        ids: connectorFilesRepository.filesOfConfig(connector.connector_specific_config),
+      });
     }
     ctx.logger.info({ cc_pair_id: pairId }, 'CC pair deleted');
     return true;
