@@ -116,7 +116,9 @@ async function call(kind: string, method: string, path: string, body?: unknown) 
   }
   const ms = performance.now() - started;
   window.push(ms);
-  (byKind[kind] ??= []).push(ms);
+  const ofKind = byKind[kind] ?? [];
+  byKind[kind] = ofKind;
+  ofKind.push(ms);
   slowest.push({ ms, kind, at: Math.round((Date.now() - soakStart) / 100) / 10 });
   if (slowest.length > 20) slowest = slowest.sort((a, b) => b.ms - a.ms).slice(0, 5);
 }
