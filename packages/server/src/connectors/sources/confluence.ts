@@ -423,7 +423,10 @@ class PageAccess {
     if (!levels.length) return space.access;
     const named: { subjects: Subject[]; people: People }[] = [];
     for (const level of levels) {
-      const subjects = (level?.user?.results ?? []).map((u) => ({ ...u, email: this.#emailOf(u) }));
+      const subjects: Subject[] = (level?.user?.results ?? []).map((u) => ({
+        ...u,
+        email: this.#emailOf(u),
+      }));
       for (const group of level?.group?.results ?? []) subjects.push(...(await this.#membersOf(group.name)));
       const people = new People();
       for (const subject of subjects) people.add(subject);
