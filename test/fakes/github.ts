@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A local GitHub REST API (the subset the github connector calls): repositories of an org or a user,
- * pull requests, issues (pull requests included, as GitHub lists them) with comments, git trees and
+ * pull requests with reviews and review comments, issues (pull requests included, as GitHub lists them)
+ * with comments, git trees and
  * blobs; `Link` pagination, bearer tokens (401 "Bad credentials"), 429 with Retry-After, 410 for
  * deleted issues. Served at the root and under `/api/v3` (GitHub Enterprise).
  */
@@ -24,6 +25,9 @@ export interface FakeIssue {
   merged?: boolean;
   deleted?: boolean;
   comments: FakeComment[];
+  /** Pull requests: reviews (`/pulls/N/reviews`) and review comments on the diff (`/pulls/N/comments`). */
+  reviews?: { id: number; user: string; body: string; state: string }[];
+  review_comments?: { id: number; user: string; body: string; path: string }[];
 }
 export interface FakeRepo {
   name: string;
@@ -181,11 +185,37 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
           .map((i) => issueJson(repo, i)),
       );
     }
-    m = /^\/(pulls|issues)\/(\d+)(\/comments)?$/.exec(rest);
+    m = /^\/(pulls|issues)\/(\d+)(\/comments|\/reviews)?$/.exec(rest);
     if (m) {
       const issue = repo.issues.find((i) => i.number === Number(m?.[2]));
       if (!issue || (m[1] === 'pulls' && !issue.is_pull)) return send(res, 404, { message: 'Not Found' });
       if (issue.deleted) return send(res, 410, { message: 'This issue was deleted' });
+      const pullWeb = `${base}/web/${gh.owner}/${repo.name}/pull/${issue.number}`;
+      if (m[1] === 'pulls' && m[3] === '/reviews')
+        return paged(
+          req,
+          res,
+          (issue.reviews ?? []).map((r) => ({
+            id: r.id,
+            body: r.body,
+            state: r.state,
+            user: { login: r.user },
+            html_url: `${pullWeb}#pullrequestreview-${r.id}`,
+          })),
+        );
+      if (m[1] === 'pulls' && m[3] === '/comments')
+        return paged(
+          req,
+          res,
+          (issue.review_comments ?? []).map((c) => ({
+            id: c.id,
+            body: c.body,
+            path: c.path,
+            user: { login: c.user },
+            html_url: `${pullWeb}#discussion_r${c.id}`,
+          })),
+        );
+      if (m[3] === '/reviews') return send(res, 404, { message: 'Not Found' });
       if (m[3])
         return paged(
           req,

@@ -20,16 +20,34 @@ export interface FakeMcpServer {
  * so one instance stands for each authentication method.
  */
 export async function startFakeMcpServer(
-  options: { name?: string; authorize?: (headers: IncomingHttpHeaders) => string | null } = {},
+  options: {
+    name?: string;
+    authorize?: (headers: IncomingHttpHeaders) => string | null | Promise<string | null>;
+    /** `WWW-Authenticate` value sent with a 401 (e.g. naming the protected-resource metadata). */
+    challenge?: (url: string) => string;
+    /** Extra GET routes (e.g. `/.well-known/oauth-protected-resource/mcp`), answered as JSON without authorization. */
+    routes?: Record<string, (url: string) => unknown>;
+  } = {},
 ): Promise<FakeMcpServer> {
   const requests: IncomingHttpHeaders[] = [];
   const calls: FakeMcpServer['calls'] = [];
   const authorize = options.authorize ?? (() => 'anyone');
   const server: Server = createServer(async (req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const route = req.method === 'GET' ? options.routes?.[path] : undefined;
+    if (route) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(route(url)));
+      return;
+    }
     requests.push(req.headers);
-    const who = authorize(req.headers);
+    const who = await authorize(req.headers);
     if (who === null) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid_token"}');
+      res
+        .writeHead(401, {
+          'content-type': 'application/json',
+          ...(options.challenge ? { 'www-authenticate': options.challenge(url) } : {}),
+        })
+        .end('{"error":"invalid_token"}');
       return;
     }
     if (req.method !== 'POST') {
@@ -64,9 +82,11 @@ export async function startFakeMcpServer(
     await mcp.connect(transport);
     await transport.handleRequest(req, res);
   });
+  let url = '';
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    url,
     requests,
     calls,
     close: () =>

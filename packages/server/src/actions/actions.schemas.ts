@@ -241,3 +241,33 @@ export const OAuthCallbackInput = z.object({
 export const OAuthCallbackResponse = z
   .object({ success: z.boolean(), oauth_config_id: z.number().int(), message: z.string() })
   .meta({ id: 'OAuthCallbackResponse' });
+
+export const McpOauthConnectInput = z.object({
+  server_id: Id,
+  force_reauthentication: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Start a new authorization even when the caller is connected' }),
+});
+export const McpOauthConnectResponse = z
+  .object({
+    server_id: z.number().int(),
+    status: z.enum(['authorization_required', 'already_authenticated']),
+    authorization_url: z
+      .string()
+      .nullable()
+      .meta({ description: 'Open it in the browser; the authorization server redirects to `redirect_uri`' }),
+    state: z.string().nullable(),
+    redirect_uri: z
+      .string()
+      .meta({ description: 'The redirect URI registered with the authorization server' }),
+  })
+  .meta({ id: 'McpOauthConnectResponse' });
+export const McpOauthCallbackResponse = z
+  .object({
+    success: z.boolean(),
+    message: z.string(),
+    server_id: z.number().int(),
+    server_name: z.string(),
+  })
+  .meta({ id: 'McpOauthCallbackResponse' });

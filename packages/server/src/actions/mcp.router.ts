@@ -1,6 +1,9 @@
 import { adminProcedure, basicProcedure, router } from '../trpc.ts';
 import {
   DeletedResponse,
+  McpOauthCallbackResponse,
+  McpOauthConnectInput,
+  McpOauthConnectResponse,
   McpServerCreateInput,
   McpServerCreateResponse,
   McpServerIdInput,
@@ -11,6 +14,7 @@ import {
   McpServerUpdateResponse,
   McpUserCredentialsInput,
   McpUserCredentialsResponse,
+  OAuthCallbackInput,
 } from './actions.schemas.ts';
 import * as actionsService from './actions.service.ts';
 
@@ -133,4 +137,34 @@ export const mcpRouter = router({
     .mutation(({ ctx, input }) =>
       actionsService.deleteUserCredentials({ ctx, actor: ctx.actor, serverId: input.server_id }),
     ),
+
+  oauthConnect: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/mcp/oauth/connect',
+        tags,
+        summary: 'Connect your account to an OAuth MCP server: get the authorization URL',
+        description:
+          'Discovers the server’s protected-resource metadata (RFC 9728) and its authorization server (RFC 8414 / OIDC discovery), registers kas dynamically (RFC 7591) when the admin gave no `oauth_client_id`, and answers an authorization URL with PKCE (S256) and a one-time state valid for 10 minutes.',
+      },
+    })
+    .input(McpOauthConnectInput)
+    .output(McpOauthConnectResponse)
+    .mutation(({ ctx, input }) => actionsService.connectMcpOauth({ ctx, actor: ctx.actor, input })),
+
+  oauthCallback: basicProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/mcp/oauth/callback',
+        tags,
+        summary: 'Finish connecting to an OAuth MCP server: exchange the code',
+        description:
+          'Stores your tokens encrypted, for you only; they are refreshed before expiry and once after a 401.',
+      },
+    })
+    .input(OAuthCallbackInput)
+    .output(McpOauthCallbackResponse)
+    .mutation(({ ctx, input }) => actionsService.mcpOauthCallback({ ctx, actor: ctx.actor, input })),
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -31,7 +31,7 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
     const handle = await createDatabase(config);
     handles.push(handle);
     const { db } = handle;
-    // ≈ 30 MB of barely compressible rows: gzip takes about a second, the file copy a few tens of ms.
+    // ≈ 30 MB of barely compressible rows: gzip takes about a second, reading the files a few tens of ms.
     await sql`CREATE TABLE bulk (id int PRIMARY KEY, body text NOT NULL)`.execute(db);
     await sql`ALTER TABLE bulk ALTER body SET STORAGE EXTERNAL`.execute(db);
     await sql`INSERT INTO bulk SELECT g, (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 8) WHERE g > 0)
@@ -56,18 +56,22 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
         await new Promise((r) => setTimeout(r, 10));
       }
     })();
+    const started = performance.now();
     const backup = await createBackup({ ctx: { snapshot: handle.snapshot ?? null, config } });
+    const backupMs = performance.now() - started;
     backingUp = false;
     await probe;
     lag.disable();
 
     expect(backup.length).toBeGreaterThan(10_000_000);
-    // PGlite's dumpDataDir held the database for the whole compression: > 1 s here.
-    expect(slowestQuery).toBeLessThan(500);
-    expect(queries).toBeGreaterThan(5);
-    expect(lag.max / 1e6).toBeLessThan(500);
-    // No staging copy is left behind.
-    expect(readdirSync(config.KAS_DATA_DIR).filter((name) => name.startsWith('backup-staging-'))).toEqual([]);
+    // PGlite's dumpDataDir held the database for the whole backup (the slowest query waited ≈ backupMs,
+    // > 1 s here). Now only the file reads hold it: a small part of the time, and under 500 ms on a quiet
+    // machine (the bound scales with the backup's time so that a loaded machine does not fail it).
+    const figures = `slowest query ${Math.round(slowestQuery)} ms, event-loop lag ${Math.round(lag.max / 1e6)} ms, backup ${Math.round(backupMs)} ms`;
+    expect(slowestQuery, figures).toBeLessThan(Math.max(500, backupMs / 2));
+    expect(slowestQuery, figures).toBeLessThan(backupMs * 0.6);
+    expect(queries, figures).toBeGreaterThan(5);
+    expect(lag.max / 1e6, figures).toBeLessThan(Math.max(500, backupMs / 2));
 
     const target = configFrom({
       KAS_DATA_DIR: join(tempDataDir(), 'restored'),

@@ -11,7 +11,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { acquireDataDirLock } from './lockfile.ts';
 import type { Database } from './schema.ts';
-import { removeStaleSnapshots, snapshotDataDir } from './snapshot.ts';
+import { snapshotDataDir } from './snapshot.ts';
 
 export type Db = Kysely<Database>;
 export type DbExecutor = Kysely<Database> | Transaction<Database>;
@@ -98,7 +98,6 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
       pglite = await openPGlite(undefined);
     } else {
       release = acquireDataDirLock(config.KAS_DATA_DIR);
-      removeStaleSnapshots(config.KAS_DATA_DIR);
       pgdata = join(config.KAS_DATA_DIR, 'pgdata');
       mkdirSync(pgdata, { recursive: true });
       try {
@@ -117,7 +116,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     db,
     kind: 'pglite',
     snapshot: pgdata
-      ? () => snapshotDataDir(instance, pgdata, config.KAS_DATA_DIR)
+      ? () => snapshotDataDir(instance, pgdata)
       : async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
     close: async () => {
       await db.destroy();

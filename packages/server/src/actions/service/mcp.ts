@@ -17,6 +17,7 @@ import type {
 import { isAuthFailure, listMcpTools, mcpResultData, withMcpClient } from '../mcp/client.ts';
 import type { AgentTool, ToolKindLoader } from '../tool-runner.ts';
 import { failure } from '../tool-runner.ts';
+import { mcpOauthAccessToken } from './mcp-oauth.ts';
 
 type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 type Template = z.infer<typeof McpAuthTemplate>;
@@ -32,7 +33,6 @@ interface AdminConfig {
 /** One user's configuration for a server, stored encrypted. */
 interface UserConfig {
   credentials?: Record<string, string>;
-  access_token?: string;
 }
 
 const DEFAULT_TEMPLATE: Template = { headers: { Authorization: 'Bearer {api_key}' } };
@@ -103,13 +103,35 @@ export async function mcpHeaders(
           };
     }
     case 'OAUTH': {
-      const user = await userConfig(ctx, row.id, actor.user_id);
-      return user?.access_token
-        ? { headers: { Authorization: `Bearer ${user.access_token}` } }
+      const token = await mcpOauthAccessToken(ctx, row, actor.user_id);
+      return token
+        ? { headers: { Authorization: `Bearer ${token}` } }
         : {
-            missing: `the user has not connected their account yet (POST /api/mcp/oauth/connect, server_id ${row.id})`,
+            missing: `the user has not connected their account yet, or the connection expired (POST /api/mcp/oauth/connect, server_id ${row.id})`,
           };
     }
+  }
+}
+
+/**
+ * Runs `fn` with the headers; when an OAuth server refuses the token, refreshes it once and runs `fn`
+ * again with the new one (the MCP authorization spec's answer to a 401 during a call).
+ */
+async function withAuthRetry<T>(
+  ctx: Ctx,
+  actor: Actor,
+  row: McpServerRow,
+  headers: Record<string, string>,
+  fn: (headers: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn(headers);
+  } catch (error) {
+    if (row.auth_type !== 'OAUTH' || !isAuthFailure(error)) throw error;
+    const rejected = headers.Authorization?.replace(/^Bearer /, '');
+    const token = await mcpOauthAccessToken(ctx, row, actor.user_id, { rejected });
+    if (!token || token === rejected) throw error;
+    return fn({ ...headers, Authorization: `Bearer ${token}` });
   }
 }
 
@@ -262,8 +284,10 @@ export async function fetchMcpServerTools({
   if ('missing' in auth) return { ...base, tools: [], message: `No tools listed: ${auth.missing}` };
   let live: Awaited<ReturnType<typeof listMcpTools>>;
   try {
-    live = await withMcpClient(ctx.outbound, row, auth.headers, ctx.config.KAS_ACTION_TIMEOUT_MS, (client) =>
-      listMcpTools(client, ctx.config.KAS_ACTION_TIMEOUT_MS),
+    live = await withAuthRetry(ctx, actor, row, auth.headers, (headers) =>
+      withMcpClient(ctx.outbound, row, headers, ctx.config.KAS_ACTION_TIMEOUT_MS, (client) =>
+        listMcpTools(client, ctx.config.KAS_ACTION_TIMEOUT_MS),
+      ),
     );
   } catch (error) {
     ctx.logger.info({ err: error, mcp_server_id: row.id }, 'listing MCP tools failed');
@@ -441,16 +465,13 @@ export const mcpToolLoader: ToolKindLoader = {
           parameters: t.mcp_input_schema ?? { type: 'object', properties: {} },
           call: async (args, signal) => {
             try {
-              const result = await withMcpClient(
-                ctx.outbound,
-                server,
-                auth.headers,
-                ctx.config.KAS_ACTION_TIMEOUT_MS,
-                (client) =>
+              const result = await withAuthRetry(ctx, actor, server, auth.headers, (headers) =>
+                withMcpClient(ctx.outbound, server, headers, ctx.config.KAS_ACTION_TIMEOUT_MS, (client) =>
                   client.callTool({ name: t.name, arguments: args }, undefined, {
                     signal,
                     timeout: ctx.config.KAS_ACTION_TIMEOUT_MS,
                   }),
+                ),
               );
               const { data, isError } = mcpResultData(result as Record<string, unknown>);
               const type = typeof data === 'string' ? 'text' : 'json';
