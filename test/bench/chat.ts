@@ -9,7 +9,7 @@
  *   - 50 concurrent streams: all complete, none with an error.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createRuntime } from '@kas/server';
@@ -83,6 +83,16 @@ async function seedIndex(dataDir: string, count: number): Promise<number> {
     await runtime.close();
   }
   return Math.round((performance.now() - started) / 1000);
+}
+
+/** CPU time (user + system) of a process so far, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function percentile(values: number[], p: number): number {
@@ -178,6 +188,7 @@ async function main() {
     };
 
     for (let i = 0; i < 5; i++) await turn(chat_session_id);
+    const cpuBefore = cpuMs(child.pid);
     const overhead: number[] = [];
     const before: number[] = [];
     const retrieved: number[] = [];
@@ -197,6 +208,7 @@ async function main() {
       retrieved.push(r.documents);
     }
 
+    const cpuPerTurn = (cpuMs(child.pid) - cpuBefore) / SEQUENTIAL;
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: CONCURRENT }, () => turn(null)));
     const concurrentMs = performance.now() - started;
@@ -212,6 +224,9 @@ async function main() {
       },
       send_to_first_model_call_ms: { p50: percentile(beforeFirst, 50), p95: percentile(beforeFirst, 95) },
       tool_call_to_second_model_call_ms: { p50: percentile(searchStep, 50), p95: percentile(searchStep, 95) },
+      // CPU time kas spent per sequential turn (whole turn: before the model, streaming, saving); unlike
+      // the latencies it barely moves with the machine's load.
+      kas_cpu_ms_per_turn: Number(cpuPerTurn.toFixed(2)),
       documents_retrieved_per_turn: { min: Math.min(...retrieved), max: Math.max(...retrieved) },
       before_model_call_ms: {
         p50: percentile(before, 50),
