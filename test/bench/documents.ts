@@ -63,7 +63,7 @@ track trade traffic train transfer trust type unit update user value version vie
 weight window work world`.split(/\s+/);
 const PREFIXES = ['', 're', 'un', 'pre', 'over', 'sub', 'inter', 'co', 'mis', 'out'];
 const SUFFIXES = ['', 's', 'ing', 'ed', 'er', 'ly', 'ment', 'ness', 'able', 'ful'];
-const VOCABULARY = (() => {
+export const VOCABULARY = (() => {
   const words: string[] = [];
   for (const suffix of SUFFIXES)
     for (const prefix of PREFIXES) for (const root of ROOTS) words.push(prefix + root + suffix);

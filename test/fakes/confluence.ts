@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 /**
  * A local Confluence (Cloud / Data Center REST API v1, the subset kas calls): CQL content search with
  * cursor paging through `_links.next`, page attachments and their downloads, a space with its read
- * permissions, group members; Basic (email + API token) or Bearer (personal access token) auth;
+ * permissions, pages' read restrictions (with their ancestors'), group members; Basic (email + API token) or Bearer (personal access token) auth;
  * 429 with Retry-After on demand. Served under `/wiki` like Confluence Cloud.
  */
 export interface FakeConfluencePage {
@@ -18,6 +18,8 @@ export interface FakeConfluencePage {
   modified: Date;
   author?: { displayName: string; email?: string; accountId: string };
   attachments: { id: string; title: string; mediaType: string; content: Buffer }[];
+  /** Read restrictions of the page (users by account, groups by name); absent: none. */
+  restrictions?: { users?: { accountId: string; email?: string }[]; groups?: string[] };
 }
 
 export interface FakeConfluenceSpacePermission {
@@ -55,6 +57,21 @@ function matches(page: FakeConfluencePage, cql: string): boolean {
   const since = /lastmodified >= "(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})"/.exec(cql);
   if (since && page.modified.getTime() < Date.parse(`${since[1]}T${since[2]}:00Z`)) return false;
   return true;
+}
+
+/** As Confluence expands `restrictions.read.restrictions.user,restrictions.read.restrictions.group`. */
+function restrictionsJson(page: FakeConfluencePage) {
+  const users = page.restrictions?.users ?? [];
+  const groups = page.restrictions?.groups ?? [];
+  return {
+    read: {
+      operation: 'read',
+      restrictions: {
+        user: { results: users.map((u) => ({ type: 'known', ...u })), size: users.length },
+        group: { results: groups.map((name) => ({ type: 'group', name })), size: groups.length },
+      },
+    },
+  };
 }
 
 export async function startFakeConfluence(): Promise<FakeConfluence> {
@@ -123,6 +140,21 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
             : {}),
           ...(expand.includes('body.storage')
             ? { body: { storage: { value: p.body, representation: 'storage' } } }
+            : {}),
+          ...(expand.includes('restrictions.read.restrictions.user')
+            ? { restrictions: restrictionsJson(p) }
+            : {}),
+          ...(expand.includes('ancestors.restrictions.read.restrictions.user')
+            ? {
+                ancestors: p.ancestors.map((id) => {
+                  const ancestor = state.pages.get(id);
+                  return {
+                    id,
+                    type: 'page',
+                    ...(ancestor ? { restrictions: restrictionsJson(ancestor) } : {}),
+                  };
+                }),
+              }
             : {}),
           _links: { webui: `/spaces/${p.space}/pages/${p.id}`, tinyui: `/x/${p.id}` },
         })),

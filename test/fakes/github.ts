@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A local GitHub REST API (the subset the github connector calls): repositories of an org or a user,
- * pull requests, issues (pull requests included, as GitHub lists them) with comments, git trees and
+ * pull requests with reviews and review comments, issues (pull requests included, as GitHub lists them)
+ * with comments, git trees and
  * blobs; `Link` pagination, bearer tokens (401 "Bad credentials"), 429 with Retry-After, 410 for
  * deleted issues. Served at the root and under `/api/v3` (GitHub Enterprise).
  */
@@ -24,6 +25,9 @@ export interface FakeIssue {
   merged?: boolean;
   deleted?: boolean;
   comments: FakeComment[];
+  /** Pull requests: reviews (`/pulls/N/reviews`) and review comments on the diff (`/pulls/N/comments`). */
+  reviews?: { id: number; user: string; body: string; state: string }[];
+  review_comments?: { id: number; user: string; body: string; path: string }[];
 }
 export interface FakeRepo {
   name: string;
@@ -47,6 +51,8 @@ export interface FakeGitHub {
   rateLimit: { remaining: number; retryAfter: number };
   /** Requests received: path and query (`/api/v3` removed). */
   requests: string[];
+  /** Every answer waits this long (a slow source). */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -71,6 +77,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     pageSize: 100,
     rateLimit: { remaining: 0, retryAfter: 1 },
     requests: [] as string[],
+    delayMs: 0,
   };
   let base = '';
   const repoJson = (r: FakeRepo) => ({
@@ -118,6 +125,10 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     send(res, 200, slice, links.length ? { link: links.join(', ') } : {});
   };
   const server: Server = createServer((req, res) => {
+    if (gh.delayMs > 0) setTimeout(() => handle(req, res), gh.delayMs);
+    else handle(req, res);
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', base);
     const path = url.pathname.replace(/^\/api\/v3/, '');
     gh.requests.push(path + url.search);
@@ -174,11 +185,37 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
           .map((i) => issueJson(repo, i)),
       );
     }
-    m = /^\/(pulls|issues)\/(\d+)(\/comments)?$/.exec(rest);
+    m = /^\/(pulls|issues)\/(\d+)(\/comments|\/reviews)?$/.exec(rest);
     if (m) {
       const issue = repo.issues.find((i) => i.number === Number(m?.[2]));
       if (!issue || (m[1] === 'pulls' && !issue.is_pull)) return send(res, 404, { message: 'Not Found' });
       if (issue.deleted) return send(res, 410, { message: 'This issue was deleted' });
+      const pullWeb = `${base}/web/${gh.owner}/${repo.name}/pull/${issue.number}`;
+      if (m[1] === 'pulls' && m[3] === '/reviews')
+        return paged(
+          req,
+          res,
+          (issue.reviews ?? []).map((r) => ({
+            id: r.id,
+            body: r.body,
+            state: r.state,
+            user: { login: r.user },
+            html_url: `${pullWeb}#pullrequestreview-${r.id}`,
+          })),
+        );
+      if (m[1] === 'pulls' && m[3] === '/comments')
+        return paged(
+          req,
+          res,
+          (issue.review_comments ?? []).map((c) => ({
+            id: c.id,
+            body: c.body,
+            path: c.path,
+            user: { login: c.user },
+            html_url: `${pullWeb}#discussion_r${c.id}`,
+          })),
+        );
+      if (m[3] === '/reviews') return send(res, 404, { message: 'Not Found' });
       if (m[3])
         return paged(
           req,
@@ -213,7 +250,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
       return send(res, 200, { content: Buffer.from(content).toString('base64'), encoding: 'base64' });
     }
     send(res, 404, { message: 'Not Found' });
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   base = `http://127.0.0.1:${port}`;

@@ -1,12 +1,29 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
-import Provider from 'oidc-provider';
+import Provider, { type Configuration, errors } from 'oidc-provider';
 
 export interface OidcAccount {
   email: string;
   email_verified?: boolean;
   groups?: string[];
+}
+
+/** The provider also acting as an OAuth 2.1 authorization server for one protected resource (an MCP server). */
+export interface FakeOidcProviderOptions {
+  /** Open dynamic client registration (RFC 7591) at `/reg`. */
+  registration?: boolean;
+  /**
+   * A resource server (RFC 8707 resource indicator): access tokens for it are JWTs (RS256, from the
+   * provider's JWKS) with `aud` = the indicator, lasting `accessTokenTtl()` seconds (read at issue).
+   */
+  resource?: {
+    indicators: string[];
+    scope: string;
+    accessTokenTtl: () => number;
+    /** The resource a request that names none gets (clients that do not send RFC 8707 `resource`). */
+    defaultIndicator?: string;
+  };
 }
 
 export interface FakeOidcProvider {
@@ -15,6 +32,13 @@ export interface FakeOidcProvider {
   clientId: string;
   /** Signs in `login` through the authorization code flow (PKCE, scripted login and consent); returns the ID token. */
   signIn(login: string): Promise<string>;
+  /**
+   * Plays the browser on an authorization URL made by someone else: signs in `login`, consents to
+   * what is asked, and returns the URL the provider finally redirects to (with `code` and `state`).
+   */
+  authorize(authorizationUrl: string, login: string): Promise<string>;
+  /** How many tokens the token endpoint issued, by grant type. */
+  grants: Record<string, number>;
   /** A new signing key becomes current; the old one stays published. */
   rotateKeys(): Promise<void>;
   close(): Promise<void>;
@@ -35,7 +59,9 @@ async function signingKey() {
  */
 export async function startFakeOidcProvider(
   accounts: Record<string, OidcAccount>,
+  options: FakeOidcProviderOptions = {},
 ): Promise<FakeOidcProvider> {
+  const grants: Record<string, number> = {};
   const clientId = 'kas';
   const clientSecret = 'kas-client-secret-kas-client-secret';
   let keys = [await signingKey()];
@@ -70,10 +96,20 @@ export async function startFakeOidcProvider(
       conformIdTokenClaims: false,
       cookies: { keys: ['fake-oidc-cookie-key'] },
       claims: { email: ['email', 'email_verified'], groups: ['groups'] },
-      scopes: ['openid', 'email', 'groups'],
-      features: { devInteractions: { enabled: false } },
+      scopes: ['openid', 'email', 'groups', ...(options.resource ? [options.resource.scope] : [])],
+      features: {
+        devInteractions: { enabled: false },
+        registration: { enabled: options.registration === true },
+        ...(options.resource ? { resourceIndicators: resourceIndicators(options.resource) } : {}),
+      },
       interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
       pkce: { required: () => true },
+      ...(options.resource
+        ? {
+            // Refresh tokens for every client allowed the grant (no offline_access ceremony).
+            issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+          }
+        : {}),
       findAccount: (_ctx, id) => {
         const account = accounts[id];
         if (!account) return undefined;
@@ -84,6 +120,12 @@ export async function startFakeOidcProvider(
       },
     });
   provider = build();
+  const listen = (p: Provider) =>
+    p.on('grant.success', (ctx) => {
+      const type = String((ctx as { oidc?: { params?: { grant_type?: unknown } } }).oidc?.params?.grant_type);
+      grants[type] = (grants[type] ?? 0) + 1;
+    });
+  listen(provider);
 
   async function interact(req: IncomingMessage, res: ServerResponse) {
     const details = await provider.interactionDetails(req, res);
@@ -105,8 +147,36 @@ export async function startFakeOidcProvider(
     if (missingScope) grant.addOIDCScope(missingScope.join(' '));
     const missingClaims = details.prompt.details.missingOIDCClaims as string[] | undefined;
     if (missingClaims) grant.addOIDCClaims(missingClaims);
+    const missingResource = details.prompt.details.missingResourceScopes as
+      | Record<string, string[]>
+      | undefined;
+    for (const [indicator, scopes] of Object.entries(missingResource ?? {}))
+      grant.addResourceScope(indicator, scopes.join(' '));
     const grantId = await grant.save();
     await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  }
+
+  async function authorize(authorizationUrl: string, login: string): Promise<string> {
+    const cookies = new Map<string, string>();
+    const start = new URL(authorizationUrl);
+    start.searchParams.set('login_hint', login);
+    let url = start.toString();
+    for (let hop = 0; hop < 10; hop++) {
+      const res = await fetch(url, {
+        redirect: 'manual',
+        headers: { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') },
+      });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair] = line.split(';');
+        const at = pair!.indexOf('=');
+        cookies.set(pair!.slice(0, at), pair!.slice(at + 1));
+      }
+      const location = res.headers.get('location');
+      if (!location) throw new Error(`authorization stopped at ${url}: ${res.status} ${await res.text()}`);
+      url = new URL(location, issuer).toString();
+      if (!url.startsWith(issuer)) return url;
+    }
+    throw new Error(`too many redirects from ${authorizationUrl}`);
   }
 
   async function signIn(login: string): Promise<string> {
@@ -164,10 +234,33 @@ export async function startFakeOidcProvider(
     issuer,
     clientId,
     signIn,
+    authorize,
+    grants,
     async rotateKeys() {
       keys = [await signingKey(), ...keys];
       provider = build();
+      listen(provider);
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
+
+function resourceIndicators(resource: NonNullable<FakeOidcProviderOptions['resource']>): ResourceIndicators {
+  return {
+    enabled: true,
+    defaultResource: async (_ctx, _client, oneOf) => oneOf ?? resource.defaultIndicator,
+    useGrantedResource: async () => true,
+    getResourceServerInfo: async (_ctx, indicator) => {
+      if (!resource.indicators.includes(indicator)) throw new errors.InvalidTarget();
+      return {
+        scope: resource.scope,
+        audience: indicator,
+        accessTokenTTL: resource.accessTokenTtl(),
+        accessTokenFormat: 'jwt',
+        jwt: { sign: { alg: 'RS256' } },
+      };
+    },
   };
 }

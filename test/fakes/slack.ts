@@ -105,8 +105,13 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           .filter((m) => isTop(m) && Number(m.ts) > oldest && Number(m.ts) <= latest)
           .sort((a, b) => Number(b.ts) - Number(a.ts))
           .map((m) => {
-            const replies = channel.messages.filter((r) => r.thread_ts === m.ts && r.ts !== m.ts).length;
-            return { type: 'message', ...m, ...(replies ? { thread_ts: m.ts, reply_count: replies } : {}) };
+            const replies = channel.messages.filter((r) => r.thread_ts === m.ts && r.ts !== m.ts);
+            const latest = replies.map((r) => r.ts).sort((a, b) => Number(b) - Number(a))[0];
+            return {
+              type: 'message',
+              ...m,
+              ...(latest ? { thread_ts: m.ts, reply_count: replies.length, latest_reply: latest } : {}),
+            };
           });
         const p = page(q, top);
         return send(res, { ok: true, messages: p.items, has_more: p.has_more, response_metadata: p.meta });

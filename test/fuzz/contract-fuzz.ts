@@ -71,6 +71,9 @@ export interface SentRequest {
 }
 
 export interface Finding {
+  /** The run's seed and the case's index in it: `npm run fuzz -- --seed S --cases I+1` replays up to it. */
+  seed: number;
+  index: number;
   operation: string;
   mutation: Mutation | 'valid';
   key: FuzzKey;
@@ -251,6 +254,10 @@ export class IdPool {
   constructor(own: ReadonlySet<number | string> = new Set()) {
     this.own = own;
   }
+  /** True for the fuzzer's own key and user ids: requests never name them (no revoking its own keys). */
+  isOwn(value: unknown): boolean {
+    return (typeof value === 'number' || typeof value === 'string') && this.own.has(value);
+  }
   record(value: unknown) {
     const walk = (node: unknown, depth: number) => {
       if (depth > 4 || !node || typeof node !== 'object') return;
@@ -309,6 +316,14 @@ export function materialise(
   const pathValues: Record<string, unknown> = structuredClone(c.path);
   const query: Record<string, unknown> = structuredClone(c.query);
   let body: unknown = structuredClone(c.body);
+  // Generated values can hit the ids of the fuzzer's own keys (small integers are favoured): never
+  // name them, or a generated revoke, demotion or deletion would silence the rest of the run.
+  const scrub = (value: unknown): unknown =>
+    pool.isOwn(value) ? (typeof value === 'number' ? 0 : 'x') : value;
+  for (const record of [pathValues, query])
+    for (const name of Object.keys(record)) record[name] = scrub(record[name]);
+  if (pool.isOwn(body)) body = scrub(body);
+  for (const leaf of leaves(body)) if (pool.isOwn(leaf.value)) setLeaf(leaf, scrub(leaf.value));
   // Half the time, a path id the server handed out earlier.
   for (const param of op.parameters.filter((p) => p.in === 'path')) {
     if (c.pick % 2 === 0) continue;
@@ -566,11 +581,13 @@ export async function runContractFuzz(target: FuzzTarget, options: FuzzOptions):
   const started = performance.now();
   const batchSize = 200;
 
-  const check = async (c: FuzzCase) => {
+  const check = async (c: FuzzCase, index: number) => {
     const op = operations[c.op]!;
     const sent = materialise(op, c, keys, pool);
     const finding = (problem: string, status = 0, body = '') =>
       report.findings.push({
+        seed: options.seed,
+        index,
         operation: `${op.method} ${op.path}`,
         mutation: c.mutation ?? 'valid',
         key: c.key,
@@ -670,7 +687,10 @@ export async function runContractFuzz(target: FuzzTarget, options: FuzzOptions):
       const batch = fc.sample(arbitrary, { numRuns: size, seed: options.seed + offset });
       let next = 0;
       const worker = async () => {
-        while (next < batch.length) await check(batch[next++]!);
+        while (next < batch.length) {
+          const at = next++;
+          await check(batch[at]!, offset + at);
+        }
       };
       await Promise.all(Array.from({ length: options.concurrency ?? 4 }, worker));
       report.seconds = (performance.now() - started) / 1000;
@@ -696,7 +716,9 @@ export function summariseFindings(findings: Finding[], limit = 40): string {
     .slice(0, limit)
     .map(
       ([id, { count, example }]) =>
-        `${count}× ${id}\n    key=${example.key} status=${example.status}\n    request: ${example.request.slice(0, 240)}\n    body: ${example.body.slice(0, 300)}`,
+        `${count}× ${id}\n    seed=${example.seed} case=${example.index} key=${example.key} status=${example.status}\n` +
+        `    request: ${example.request.slice(0, 240)}\n    body: ${JSON.stringify(example.body.slice(0, 300))}\n` +
+        `    replay: npm run fuzz -- --seed ${example.seed} --cases ${example.index + 1}`,
     )
     .join('\n');
 }

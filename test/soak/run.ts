@@ -4,7 +4,13 @@
  * not earlier ones finished) — chat streams, document search, chat search, ingestion, listings — and
  * every 30 s samples the server's RSS, open file descriptors and the latency percentiles of that
  * window. Prints a table, compares the second minute with the last, and exits 1 on any error.
+ *
+ * To tell the machine from kas when latency moves, every window also reports: the load average; the
+ * p99 of a bare baseline (a trivial HTTP server in its own process, probed 5 times a second: scheduling
+ * noise of the machine); the p99 of kas's `/api/health` (no database: what blocks kas's event loop, such
+ * as PGlite work, which runs on the main thread); the p99 per kind of request; and the slowest requests.
  */
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -44,6 +50,30 @@ const fds = () => readdirSync(`/proc/${pid}/fd`).length;
 await new Promise((r) => setTimeout(r, 2000));
 process.stdout.write(`kas serve pid ${pid}: idle RSS ${rssMb()} MB, ${fds()} open fds\n`);
 
+/** The bare baseline: a trivial HTTP server in a process of its own. */
+const bare = spawn(
+  process.execPath,
+  [
+    '-e',
+    "const s=require('node:http').createServer((q,r)=>r.end('ok')).listen(0,'127.0.0.1',()=>console.log(s.address().port))",
+  ],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
+const barePort = await new Promise<number>((resolve) =>
+  bare.stdout!.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim()))),
+);
+const probes: Record<'bare' | 'health', number[]> = { bare: [], health: [] };
+async function probe(kind: 'bare' | 'health') {
+  const started = performance.now();
+  const url = kind === 'bare' ? `http://127.0.0.1:${barePort}/` : `${server.url}/api/health`;
+  try {
+    await (await fetch(url)).text();
+  } catch {
+    return;
+  }
+  probes[kind].push(performance.now() - started);
+}
+
 const WORDS = [
   'invoice',
   'rollout',
@@ -59,6 +89,9 @@ let sequence = 0;
 let errors = 0;
 const errorSamples: string[] = [];
 let window: number[] = [];
+/** This window's latencies per kind, and its slowest requests. */
+let byKind: Record<string, number[]> = {};
+let slowest: { ms: number; kind: string; at: number }[] = [];
 const counts: Record<string, number> = {};
 
 async function call(kind: string, method: string, path: string, body?: unknown) {
@@ -81,8 +114,15 @@ async function call(kind: string, method: string, path: string, body?: unknown) 
     errors++;
     if (errorSamples.length < 10) errorSamples.push(`${kind} ${method} ${path}: ${(error as Error).message}`);
   }
-  window.push(performance.now() - started);
+  const ms = performance.now() - started;
+  window.push(ms);
+  const ofKind = byKind[kind] ?? [];
+  byKind[kind] = ofKind;
+  ofKind.push(ms);
+  slowest.push({ ms, kind, at: Math.round((Date.now() - soakStart) / 100) / 10 });
+  if (slowest.length > 20) slowest = slowest.sort((a, b) => b.ms - a.ms).slice(0, 5);
 }
+const soakStart = Date.now();
 
 /** One scheduled request of the mix: 10% chat streams, 25% search, 15% ingestion, 50% listings. */
 function fire() {
@@ -124,6 +164,9 @@ interface Sample {
   p50: number;
   p99: number;
   requests: number;
+  load: number;
+  bare: number;
+  health: number;
 }
 const samples: Sample[] = [];
 const started = Date.now();
@@ -133,9 +176,22 @@ const ticker = setInterval(() => {
   inFlight.add(p);
   void p.finally(() => inFlight.delete(p));
 }, 1000 / rate);
-process.stdout.write(`${minutes} min at ${rate} requests/s\n  t(s)  RSS MB  fds  p50 ms  p99 ms  requests\n`);
+const prober = setInterval(() => {
+  void probe('bare');
+  void probe('health');
+}, 200);
+process.stdout.write(
+  `${minutes} min at ${rate} requests/s\n  t(s)  RSS MB  fds  p50 ms  p99 ms  requests  load1  bare p99  health p99\n`,
+);
 const sampler = setInterval(() => {
   const sorted = window.sort((a, b) => a - b);
+  const p99Of = (list: number[]) =>
+    Math.round(
+      percentile(
+        list.sort((a, b) => a - b),
+        0.99,
+      ),
+    );
   const sample = {
     at: Math.round((Date.now() - started) / 1000),
     rss: rssMb(),
@@ -143,16 +199,34 @@ const sampler = setInterval(() => {
     p50: Math.round(percentile(sorted, 0.5)),
     p99: Math.round(percentile(sorted, 0.99)),
     requests: sorted.length,
+    load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+    bare: p99Of(probes.bare),
+    health: p99Of(probes.health),
   };
+  const kinds = Object.entries(byKind)
+    .map(([kind, list]) => `${kind} ${p99Of(list)}`)
+    .join(', ');
+  const slow = slowest
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3)
+    .map((r) => `${r.kind} ${Math.round(r.ms)} ms at ${r.at} s`)
+    .join(', ');
   window = [];
+  byKind = {};
+  slowest = [];
+  probes.bare = [];
+  probes.health = [];
   samples.push(sample);
   process.stdout.write(
-    `  ${String(sample.at).padStart(4)}  ${String(sample.rss).padStart(6)}  ${String(sample.fds).padStart(3)}  ${String(sample.p50).padStart(6)}  ${String(sample.p99).padStart(6)}  ${sample.requests}\n`,
+    `  ${String(sample.at).padStart(4)}  ${String(sample.rss).padStart(6)}  ${String(sample.fds).padStart(3)}  ${String(sample.p50).padStart(6)}  ${String(sample.p99).padStart(6)}  ${String(sample.requests).padStart(8)}  ${sample.load.toFixed(1).padStart(5)}  ${String(sample.bare).padStart(8)}  ${String(sample.health).padStart(10)}\n` +
+      `        p99 by kind: ${kinds}\n        slowest: ${slow}\n`,
   );
 }, 30_000);
 await new Promise((r) => setTimeout(r, minutes * 60_000));
 clearInterval(ticker);
 clearInterval(sampler);
+clearInterval(prober);
+bare.kill();
 await Promise.all(inFlight);
 const code = await stop(server.child);
 stopAllProcesses();
@@ -164,8 +238,10 @@ const avg = (list: Sample[], key: keyof Sample) =>
   Math.round(list.reduce((a, s) => a + s[key], 0) / (list.length || 1));
 process.stdout.write(
   `requests ${JSON.stringify(counts)}\nerrors ${errors}${errorSamples.length ? `\n  ${errorSamples.join('\n  ')}` : ''}\n` +
-    `second minute: RSS ${avg(minute2, 'rss')} MB, fds ${avg(minute2, 'fds')}, p99 ${avg(minute2, 'p99')} ms\n` +
-    `last minute:   RSS ${avg(last, 'rss')} MB, fds ${avg(last, 'fds')}, p99 ${avg(last, 'p99')} ms\n` +
+    `second minute: RSS ${avg(minute2, 'rss')} MB, fds ${avg(minute2, 'fds')}, p99 ${avg(minute2, 'p99')} ms, ` +
+    `bare p99 ${avg(minute2, 'bare')} ms, health p99 ${avg(minute2, 'health')} ms, load ${avg(minute2, 'load')}\n` +
+    `last minute:   RSS ${avg(last, 'rss')} MB, fds ${avg(last, 'fds')}, p99 ${avg(last, 'p99')} ms, ` +
+    `bare p99 ${avg(last, 'bare')} ms, health p99 ${avg(last, 'health')} ms, load ${avg(last, 'load')}\n` +
     `SIGTERM exit code ${code}\n`,
 );
 process.exitCode = errors || code !== 0 ? 1 : 0;

@@ -110,6 +110,10 @@ const ConfigSchema = z.object({
   KAS_CONNECTOR_STALE_MS: z.coerce.number().int().min(500).max(3_600_000).default(30_000),
   /** First retry delay after a failed attempt (ms); doubled per consecutive failure, at most an hour. */
   KAS_CONNECTOR_BACKOFF_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** Tries of one queued webhook event (backoff as above) before it is marked failed. */
+  KAS_CONNECTOR_EVENT_TRIES: z.coerce.number().int().min(1).max(100).default(5),
+  /** Uploads for file connectors that no connector references are removed after this many hours. */
+  KAS_CONNECTOR_UPLOAD_GRACE_HOURS: z.coerce.number().min(0).max(8760).default(24),
   /** Longest time one action call (OpenAPI request or MCP tool call) may take in chat (ms). */
   KAS_ACTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   /** Largest action response (bytes); a larger one is reported to the model as an error. */

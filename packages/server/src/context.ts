@@ -34,7 +34,7 @@ export interface AppDeps {
   /** The chat generations running in this process, so a stop reaches them. */
   stopRegistry: StopRegistry;
   /** Embedded only: takes a consistent snapshot of the database (`kas backup`). */
-  snapshot: (() => Promise<Blob>) | null;
+  snapshot: (() => Promise<Uint8Array>) | null;
   /** Failed authentications per client address (keys cannot be guessed at speed). */
   authFailures: AuthFailureLimiter;
   /** The one HTTP client for the outside world (address guard, caps, retries); a drop-in `fetch`. */

@@ -68,6 +68,22 @@ export function actionsApi(rest: KasRestClient) {
     /** Stores the caller's own key for a per-user MCP server (tried first). */
     saveMcpCredentials: (serverId: number, credentials: Record<string, string>) =>
       unwrap(rest.POST('/api/mcp/user-credentials', { body: { server_id: serverId, credentials } })),
+    /**
+     * Starts connecting the caller's account to an OAuth MCP server: open `authorization_url` (unless
+     * `status` is `already_authenticated`), then call `finishMcpOAuth` with the code and state.
+     */
+    startMcpOAuth: (serverId: number, options: { forceReauthentication?: boolean } = {}) =>
+      unwrap(
+        rest.POST('/api/mcp/oauth/connect', {
+          body: {
+            server_id: serverId,
+            ...(options.forceReauthentication ? { force_reauthentication: true } : {}),
+          },
+        }),
+      ),
+    /** Finishes connecting to an OAuth MCP server: exchanges the code for the caller's tokens. */
+    finishMcpOAuth: (code: string, state: string) =>
+      unwrap(rest.POST('/api/mcp/oauth/callback', { body: { code, state } })),
     /** Creates an OAuth configuration for OpenAPI actions (admin). */
     createOAuthConfig: (input: RequestBody<'/api/admin/oauth-config/create', 'post'>): Promise<OAuthConfig> =>
       unwrap(rest.POST('/api/admin/oauth-config/create', { body: input })),

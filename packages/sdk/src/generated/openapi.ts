@@ -1488,7 +1488,7 @@ export interface paths {
         put?: never;
         /**
          * Create an OpenAPI action
-         * @description Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.
+         * @description Admin, or a curator for groups they curate (`groups`). Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.
          */
         post: operations["actions-createCustomTool"];
         delete?: never;
@@ -1507,7 +1507,7 @@ export interface paths {
         get?: never;
         /**
          * Update an OpenAPI action
-         * @description Partial update. Built-in and MCP tools cannot be modified here (400).
+         * @description Partial update by an admin or a curator of all of its groups. Built-in and MCP tools cannot be modified here (400).
          */
         put: operations["actions-updateCustomTool"];
         post?: never;
@@ -1532,7 +1532,7 @@ export interface paths {
         put?: never;
         /**
          * Connect an MCP server
-         * @description Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.
+         * @description Admin, or a curator for groups they curate (`groups`: only their members use the server). Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.
          */
         post: operations["mcp-create"];
         delete?: never;
@@ -1681,6 +1681,46 @@ export interface paths {
         post?: never;
         /** Remove your key for an MCP server */
         delete: operations["mcp-deleteCredentials"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/mcp/oauth/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Connect your account to an OAuth MCP server: get the authorization URL
+         * @description Discovers the server’s protected-resource metadata (RFC 9728) and its authorization server (RFC 8414 / OIDC discovery), registers kas dynamically (RFC 7591) when the admin gave no `oauth_client_id`, and answers an authorization URL with PKCE (S256) and a one-time state valid for 10 minutes.
+         */
+        post: operations["mcp-oauthConnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/mcp/oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish connecting to an OAuth MCP server: exchange the code
+         * @description Stores your tokens encrypted, for you only; they are refreshed before expiry and once after a 401.
+         */
+        post: operations["mcp-oauthCallback"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2516,6 +2556,18 @@ export interface components {
             deletion_failure_message: string | null;
             /** @description Of the running attempt */
             progress: components["schemas"]["IndexingProgress"] | null;
+            events: components["schemas"]["CcPairEvents"];
+        };
+        /** @description Webhook events of `event` connectors (input_type event) */
+        CcPairEvents: {
+            /** @description Webhook events queued or being processed */
+            pending: number;
+            /** @description Events that failed every try (kept a week) */
+            failed: number;
+            /** @description The latest error of an event try */
+            last_error: string | null;
+            /** @description When an event was last processed */
+            last_processed: string | null;
         };
         IndexAttemptPage: {
             items: components["schemas"]["IndexAttempt"][];
@@ -2559,8 +2611,8 @@ export interface components {
         ConnectorEventResponse: {
             success: boolean;
             challenge?: string;
-            documents_indexed: number;
-            documents_removed: number;
+            /** @description Events stored for the worker (one per pair whose credential verified the delivery); the affected documents are re-indexed in the background; progress and errors show in the pair's `events` */
+            queued: number;
         };
         /** @description A tool with its action configuration */
         ToolDetail: {
@@ -2586,6 +2638,8 @@ export interface components {
             oauth_config_id: number | null;
             /** @description OpenAPI actions: one entry per operation */
             methods: components["schemas"]["MethodSpec"][];
+            /** @description OpenAPI actions: the user groups it is for (empty: everyone) */
+            groups: number[];
         };
         /** @description One operation of an OpenAPI action: one tool for the model */
         MethodSpec: {
@@ -2631,6 +2685,8 @@ export interface components {
             tool_count: number;
             /** @description Whether the caller can use the server now */
             user_authenticated: boolean;
+            /** @description The user groups it is for (empty: everyone) */
+            groups: number[];
             last_refreshed_at: string | null;
         };
         McpServerTools: {
@@ -2663,6 +2719,22 @@ export interface components {
             server_name: string;
             authenticated: boolean;
             validation_tested: boolean;
+        };
+        McpOauthConnectResponse: {
+            server_id: number;
+            /** @enum {string} */
+            status: "authorization_required" | "already_authenticated";
+            /** @description Open it in the browser; the authorization server redirects to `redirect_uri` */
+            authorization_url: string | null;
+            state: string | null;
+            /** @description The redirect URI registered with the authorization server */
+            redirect_uri: string;
+        };
+        McpOauthCallbackResponse: {
+            success: boolean;
+            message: string;
+            server_id: number;
+            server_name: string;
         };
         /** @description Client id and secret are never returned */
         OAuthConfigSnapshot: {
@@ -13824,6 +13896,8 @@ export interface operations {
                      */
                     passthrough_auth?: boolean;
                     oauth_config_id?: number | null;
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -13951,6 +14025,8 @@ export interface operations {
                     custom_headers?: components["schemas"]["HeaderPair"][];
                     passthrough_auth?: boolean;
                     oauth_config_id?: number | null;
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -14194,6 +14270,8 @@ export interface operations {
                     auth_template?: components["schemas"]["McpAuthTemplate"];
                     oauth_client_id?: string;
                     oauth_client_secret?: string;
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -14623,6 +14701,8 @@ export interface operations {
                     description?: string;
                     /** @description Tool names offered to agents; the others are disabled */
                     selected_tools?: string[];
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -15080,6 +15160,241 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeletedResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed request body or parameter */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "mcp-oauthConnect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    server_id: number;
+                    /** @description Start a new authorization even when the caller is connected */
+                    force_reauthentication?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpOauthConnectResponse"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed request body or parameter */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "mcp-oauthCallback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                    state: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpOauthCallbackResponse"];
                 };
             };
             /** @description Invalid input */

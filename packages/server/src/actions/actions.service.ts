@@ -19,6 +19,7 @@ export {
   saveUserCredentials,
   updateMcpServer,
 } from './service/mcp.ts';
+export { connectMcpOauth, mcpOauthCallback } from './service/mcp-oauth.ts';
 export { type AgentTool, resultForModel } from './tool-runner.ts';
 
 /** The tools of an agent's actions (OpenAPI and MCP) that this user can call in this turn, and notes on the others. */

@@ -37,12 +37,8 @@ export async function createBackup({
     encryption_key:
       !ctx.config.KAS_ENCRYPTION_KEY && existsSync(keyPath) ? readFileSync(keyPath, 'utf8').trim() : null,
   };
-  const dump = new Uint8Array(await (await ctx.snapshot()).arrayBuffer());
-  const head = new TextEncoder().encode(`${JSON.stringify(header)}\n`);
-  const out = new Uint8Array(head.length + dump.length);
-  out.set(head);
-  out.set(dump, head.length);
-  return out;
+  const dump = await ctx.snapshot();
+  return new Uint8Array(Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), dump]));
 }
 
 /** Restores a backup into an empty data directory (the service must not be running on it). */

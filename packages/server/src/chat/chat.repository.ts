@@ -77,7 +77,10 @@ function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** The user's live sessions whose name or any message matches, newest first. */
+/**
+ * The user's live sessions whose name or any message matches, newest first. The messages are found
+ * through their indexes (full text and trigrams, a bitmap OR of both), not session by session.
+ */
 export function searchSessions(
   db: DbExecutor,
   filter: { user_id: string; query: string | undefined; limit: number; offset: number },
@@ -93,7 +96,7 @@ export function searchSessions(
     query = query.where(
       sql<boolean>`(to_tsvector('english', s.description) @@ plainto_tsquery('english', ${text})
         or s.description ilike ${like}
-        or exists (select 1 from chat_messages m where m.chat_session_id = s.id and m.message_type <> 'system'
+        or s.id in (select m.chat_session_id from chat_messages m where m.message_type <> 'system'
           and (to_tsvector('english', m.message) @@ plainto_tsquery('english', ${text}) or m.message ilike ${like})))`,
     );
   }
@@ -134,6 +137,29 @@ export function listMessages(db: DbExecutor, sessionId: string) {
     .orderBy('id')
     .execute();
 }
+
+/**
+ * A session's message tree with what a new turn needs (not the stored documents and citations of every
+ * earlier answer, which grow with the session).
+ */
+export function listMessageTree(db: DbExecutor, sessionId: string) {
+  return db
+    .selectFrom('chat_messages')
+    .select([
+      'id',
+      'parent_message_id',
+      'latest_child_message_id',
+      'message_type',
+      'message',
+      'error',
+      'files',
+      'time_sent',
+    ])
+    .where('chat_session_id', '=', sessionId)
+    .orderBy('id')
+    .execute();
+}
+export type MessageNode = Awaited<ReturnType<typeof listMessageTree>>[number];
 
 export function setLatestChild(db: DbExecutor, parentId: number, childId: number) {
   return db

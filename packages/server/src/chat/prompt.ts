@@ -22,17 +22,19 @@ export function tokens(text: string): number {
   return text ? countTokens(text) : 0;
 }
 
+// Formatters are built once: `toLocaleDateString` builds a new one on every call (~0.3 ms each).
+const DATE_FORMAT = new Intl.DateTimeFormat('en-US', {
+  weekday: 'long',
+  year: 'numeric',
+  month: 'long',
+  day: 'numeric',
+  timeZone: 'UTC',
+});
+const TIME_FORMAT = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', timeZone: 'UTC' });
+
 /** The date and time the model is told, in UTC, e.g. "Monday, October 16, 2023, 14:05 UTC". */
 export function formatDateTime(now: Date): string {
-  const date = now.toLocaleDateString('en-US', {
-    weekday: 'long',
-    year: 'numeric',
-    month: 'long',
-    day: 'numeric',
-    timeZone: 'UTC',
-  });
-  const time = now.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', timeZone: 'UTC' });
-  return `${date}, ${time} UTC`;
+  return `${DATE_FORMAT.format(now)}, ${TIME_FORMAT.format(now)} UTC`;
 }
 
 /**

@@ -154,6 +154,15 @@ export const IndexAttempt = z
   .meta({ id: 'IndexAttempt' });
 export type IndexAttempt = z.infer<typeof IndexAttempt>;
 
+export const PairEvents = z
+  .object({
+    pending: z.number().int().meta({ description: 'Webhook events queued or being processed' }),
+    failed: z.number().int().meta({ description: 'Events that failed every try (kept a week)' }),
+    last_error: z.string().nullable().meta({ description: 'The latest error of an event try' }),
+    last_processed: z.string().nullable().meta({ description: 'When an event was last processed' }),
+  })
+  .meta({ id: 'CcPairEvents', description: 'Webhook events of `event` connectors (input_type event)' });
+
 export const CcPairDetails = z
   .object({
     id: z.number().int(),
@@ -172,6 +181,7 @@ export const CcPairDetails = z
     in_repeated_error_state: z.boolean(),
     deletion_failure_message: z.string().nullable(),
     progress: IndexingProgress.nullable().meta({ description: 'Of the running attempt' }),
+    events: PairEvents,
   })
   .meta({ id: 'CcPairDetails' });
 export type CcPairDetails = z.infer<typeof CcPairDetails>;

@@ -31,3 +31,37 @@ export async function readConnectorFile(
     content: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
   };
 }
+
+/** The uploads a `file` connector's configuration names (its `file_locations` and `zip_metadata_file_id`). */
+export function filesOfConfig(config: unknown): string[] {
+  const value = (config ?? {}) as { file_locations?: unknown; zip_metadata_file_id?: unknown };
+  const ids = Array.isArray(value.file_locations)
+    ? value.file_locations.filter((v) => typeof v === 'string')
+    : [];
+  if (typeof value.zip_metadata_file_id === 'string') ids.push(value.zip_metadata_file_id);
+  return ids.filter((id) => UUID.test(id));
+}
+
+/**
+ * Deletes uploads no `file` connector references: those among `ids` (a connector that named them is
+ * gone) or, with `olderThanHours`, every upload older than that (uploaded but never, or no longer,
+ * used). Answers the number deleted.
+ */
+export async function deleteUnreferencedFiles(
+  db: DbExecutor,
+  scope: { ids: string[] } | { olderThanHours: number },
+): Promise<number> {
+  const ids = 'ids' in scope ? scope.ids.filter((id) => UUID.test(id)) : null;
+  if (ids && !ids.length) return 0;
+  const hours = 'olderThanHours' in scope ? scope.olderThanHours : 0;
+  const result = await sql<{ id: string }>`
+    DELETE FROM connector_files f
+    WHERE (${ids}::uuid[] IS NULL OR f.id = ANY(${ids}::uuid[]))
+      AND (${ids}::uuid[] IS NOT NULL OR f.created_at < now() - make_interval(secs => ${hours * 3600}))
+      AND NOT EXISTS (
+        SELECT 1 FROM connectors c WHERE c.source = 'file' AND (
+          c.connector_specific_config -> 'file_locations' @> to_jsonb(f.id::text)
+          OR c.connector_specific_config ->> 'zip_metadata_file_id' = f.id::text))
+    RETURNING f.id`.execute(db);
+  return result.rows.length;
+}

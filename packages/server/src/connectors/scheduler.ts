@@ -3,6 +3,7 @@ import type { WorkerTask } from '../worker/worker.ts';
 import * as connectorsRepository from './connectors.repository.ts';
 import * as connectorFilesRepository from './files.repository.ts';
 import * as indexingRepository from './indexing.repository.ts';
+import { type EventOptions, processQueuedEvents } from './service/events.ts';
 import { processDeletion } from './service/pairs.ts';
 import { type IndexingOptions, runAttempt, runPrune } from './service/run-attempt.ts';
 
@@ -68,4 +69,49 @@ export const connectorIndexingTask: WorkerTask = {
   intervalMs: 1000,
   exclusive: false,
   run: (deps, signal) => schedulerPass(deps, signal),
+};
+
+export function eventOptionsFrom(deps: AppDeps): EventOptions {
+  return {
+    heartbeatMs: deps.config.KAS_CONNECTOR_HEARTBEAT_MS,
+    staleMs: deps.config.KAS_CONNECTOR_STALE_MS,
+    backoffBaseMs: deps.config.KAS_CONNECTOR_BACKOFF_MS,
+    maxTries: deps.config.KAS_CONNECTOR_EVENT_TRIES,
+  };
+}
+
+/** One pass over queued webhook events: processes every due one (see `processQueuedEvents`). */
+export function eventPass(
+  deps: AppDeps,
+  signal: AbortSignal,
+  options = eventOptionsFrom(deps),
+): Promise<number> {
+  return processQueuedEvents(deps, signal, options);
+}
+
+/** Queued webhook events as a worker task, apart from index attempts so a long crawl never delays them. */
+export const connectorEventsTask: WorkerTask = {
+  name: 'connector-events',
+  intervalMs: 500,
+  exclusive: false,
+  run: async (deps, signal) => {
+    await eventPass(deps, signal);
+  },
+};
+
+/** Uploads no `file` connector references, older than `KAS_CONNECTOR_UPLOAD_GRACE_HOURS`, are removed. */
+export async function cleanUpUploads(deps: AppDeps): Promise<number> {
+  const removed = await connectorFilesRepository.deleteUnreferencedFiles(deps.db, {
+    olderThanHours: deps.config.KAS_CONNECTOR_UPLOAD_GRACE_HOURS,
+  });
+  if (removed) deps.logger.info({ removed }, 'unused connector uploads removed');
+  return removed;
+}
+
+export const connectorUploadsCleanupTask: WorkerTask = {
+  name: 'connector-uploads-cleanup',
+  intervalMs: 15 * 60_000,
+  run: async (deps) => {
+    await cleanUpUploads(deps);
+  },
 };

@@ -34,8 +34,14 @@ export const ConnectorEventResponse = z
     success: z.boolean(),
     /** Slack's `url_verification`: the challenge to echo. */
     challenge: z.string().optional(),
-    documents_indexed: z.number().int(),
-    documents_removed: z.number().int(),
+    queued: z
+      .number()
+      .int()
+      .meta({
+        description:
+          'Events stored for the worker (one per pair whose credential verified the delivery); the affected ' +
+          "documents are re-indexed in the background; progress and errors show in the pair's `events`",
+      }),
   })
   .meta({ id: 'ConnectorEventResponse' });
 export type ConnectorEventResponse = z.infer<typeof ConnectorEventResponse>;

@@ -11,6 +11,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { acquireDataDirLock } from './lockfile.ts';
 import type { Database } from './schema.ts';
+import { snapshotDataDir } from './snapshot.ts';
 
 export type Db = Kysely<Database>;
 export type DbExecutor = Kysely<Database> | Transaction<Database>;
@@ -20,8 +21,8 @@ export interface DatabaseHandle {
   kind: 'pglite' | 'postgres';
   /** The node-postgres pool in server mode; used by stores that speak pg directly. */
   pool?: pg.Pool;
-  /** Embedded only: a consistent gzipped tarball of the data directory, taken under PGlite's lock. */
-  snapshot?: () => Promise<Blob>;
+  /** Embedded only: a consistent gzipped tarball of the data directory (PGlite's layout); see snapshot.ts. */
+  snapshot?: () => Promise<Uint8Array>;
   /** Embedded only: the size of PGlite's WebAssembly memory (it grows and never shrinks), for diagnostics. */
   wasmMemoryBytes?: () => number;
   close(): Promise<void>;
@@ -106,12 +107,13 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   }
   let release = () => {};
   let pglite = options.pglite;
+  let pgdata: string | undefined;
   if (!pglite) {
     if (options.inMemory) {
       pglite = await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
     } else {
       release = acquireDataDirLock(config.KAS_DATA_DIR);
-      const pgdata = join(config.KAS_DATA_DIR, 'pgdata');
+      pgdata = join(config.KAS_DATA_DIR, 'pgdata');
       mkdirSync(pgdata, { recursive: true });
       try {
         pglite = await openPGlite(pgdata, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
@@ -128,7 +130,9 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   return {
     db,
     kind: 'pglite',
-    snapshot: () => instance.dumpDataDir('gzip'),
+    snapshot: pgdata
+      ? () => snapshotDataDir(instance, pgdata)
+      : async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
     wasmMemoryBytes: () =>
       (instance as unknown as { mod?: { wasmMemory?: WebAssembly.Memory } }).mod?.wasmMemory?.buffer
         .byteLength ?? 0,
@@ -155,7 +159,14 @@ class DirectoryMigrationProvider implements MigrationProvider {
 }
 
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() });
+  // Migrations are written in parallel branches and land in any order: one numbered below the last
+  // applied one is still applied (each migration touches its own tables, so their order between
+  // branches does not matter), where Kysely would otherwise refuse to start.
+  const migrator = new Migrator({
+    db,
+    provider: new DirectoryMigrationProvider(),
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import { DOMAIN_GRANT_SOURCES } from './principals.ts';
 
 export function findActorByTokenHash(db: DbExecutor, hashedToken: string) {
   return db
@@ -114,8 +115,9 @@ export async function replaceExternalGroupMembers(
 
 /**
  * Everything a user is known as at sources: `email:<their email>`, `user:<source>:<id>` for each
- * linked identity (and `email:` for identities that are emails), and `group:<source>:<id>` for every
- * external group one of those is a member of.
+ * linked identity (and `email:` for identities that are emails), `group:<source>:<id>` for every
+ * external group one of those is a member of, and `group:<source>:domain:<domain>` for each linked
+ * identity that is an email at a source with domain grants (Google Drive's `domain` permissions).
  */
 export async function externalPrincipalsOfUser(db: DbExecutor, userId: string): Promise<string[]> {
   const { rows } = await sql<{ p: string }>`
@@ -128,7 +130,11 @@ export async function externalPrincipalsOfUser(db: DbExecutor, userId: string): 
     )
     SELECT p FROM direct
     UNION SELECT 'group:' || m.source || ':' || m.group_id FROM external_group_members m
-      WHERE m.member IN (SELECT p FROM direct)`.execute(db);
+      WHERE m.member IN (SELECT p FROM direct)
+    UNION SELECT 'group:' || i.source || ':domain:' || lower(split_part(i.external_id, '@', 2))
+      FROM user_external_identities i
+      WHERE i.user_id = ${userId} AND i.source = ANY(${[...DOMAIN_GRANT_SOURCES]}::text[])
+        AND position('@' in i.external_id) > 0`.execute(db);
   return rows.map((r) => r.p).sort();
 }
 

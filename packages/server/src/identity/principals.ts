@@ -19,3 +19,15 @@ export function userPrincipal(source: string, externalId: string): string {
 export function groupPrincipal(source: string, groupId: string): string {
   return `group:${source}:${groupId}`;
 }
+
+/**
+ * Sources whose documents may be granted to a whole email domain (a Google Drive permission of type
+ * `domain`): such a grant is the group `domainGroupId(domain)` of the source, and a person is in it
+ * when one of their linked identities at that source is an email of the domain.
+ */
+export const DOMAIN_GRANT_SOURCES = ['google_drive'] as const;
+
+/** The group id of a domain grant (`domain:acme.com`). */
+export function domainGroupId(domain: string): string {
+  return `domain:${domain.trim().toLowerCase()}`;
+}

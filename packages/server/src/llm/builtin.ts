@@ -13,10 +13,14 @@ show find list know does did run search using use about`.split(/\s+/),
 export const NOTHING_RELEVANT =
   'I could not find anything relevant to your question in the indexed documents, so I cannot answer it from them.';
 
+export function isStopWord(word: string): boolean {
+  return STOPWORDS.has(word) || (word.length < 2 && !/\d/.test(word));
+}
+
 /** Lower-cased words of a text without stopwords. */
 export function contentWords(text: string): string[] {
   const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-  return words.filter((w) => !STOPWORDS.has(w) && (w.length > 1 || /\d/.test(w)));
+  return words.filter((w) => !isStopWord(w));
 }
 
 /** Content words with a light suffix stripping, so "indexes" matches "index". */
@@ -24,7 +28,8 @@ export function keywords(text: string): string[] {
   return contentWords(text).map(stem);
 }
 
-function stem(word: string): string {
+/** A light suffix stripping ("indexes" → "index"). */
+export function stem(word: string): string {
   if (word.length > 5 && word.endsWith('ing')) return word.slice(0, -3);
   if (word.length > 4 && word.endsWith('ies')) return `${word.slice(0, -3)}y`;
   if (word.length > 4 && /(xes|ches|shes|sses)$/.test(word)) return word.slice(0, -2);
@@ -62,7 +67,7 @@ function isHeading(text: string): boolean {
   return !/[.!?]$/.test(text) || /^\d+(\.\d+)*\.?\s/.test(text);
 }
 /** How much retrieval's order counts against a source's own sentences (relevance ÷ (1 + decay·rank)). */
-const RANK_DECAY = 0.1;
+const RANK_DECAY = 0.25;
 /** At most this many documents are cited. */
 const MAX_DOCUMENTS = 3;
 /** A document is cited when its relevance reaches this share of the best document's. */
@@ -71,9 +76,9 @@ const DOCUMENT_FLOOR = 0.45;
 /**
  * The extractive answer. Each sentence of the retrieved sources scores by the (rare) question words it
  * contains; each source by its best sentence, the question words in its title and its retrieval rank.
- * The answer takes the best sentence of the most relevant sources, best source first (so citation [1]
- * of the answer is the most relevant document), then a sentence for each question word still
- * uncovered. Sentences share at least one word with the question that is no stop word, so a source
+ * The answer takes the best sentence of the most relevant sources, then a sentence for each question
+ * word still uncovered, in the sources' order: chat numbers them most relevant first
+ * (chat/retrieval.ts rankDocuments), so citation [1] leads the answer whenever it is cited. Sentences share at least one word with the question that is no stop word, so a source
  * that shares only stop words is never cited. Deterministic.
  */
 export function extractAnswer(question: string, sources: LlmSource[]): string {
@@ -137,9 +142,9 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
       .sort((a, b) => b.score - a.score || a.order - b.order)[0];
     if (cover) picked.push(cover);
   }
-  // Most relevant source first; a source's sentences in their own order.
-  const sourceOrder = new Map(documents.map((d, i) => [d.best.source, i]));
-  picked.sort((a, b) => sourceOrder.get(a.source)! - sourceOrder.get(b.source)! || a.order - b.order);
+  // Best-ranked source first (sources come most relevant first, so citation [1] leads when it is
+  // cited); a source's sentences in their own order.
+  picked.sort((a, b) => a.rank - b.rank || a.order - b.order);
   return picked
     .map((c) => {
       const text = /[.!?]$/.test(c.text) ? c.text : `${c.text}.`;

@@ -38,7 +38,7 @@ export interface PlanLimits {
   fullBudget: number;
 }
 
-export const DEFAULT_PLAN_LIMITS: PlanLimits = { champions: 300, alwaysFullDf: 1000, fullBudget: 5000 };
+export const DEFAULT_PLAN_LIMITS: PlanLimits = { champions: 300, alwaysFullDf: 1000, fullBudget: 2000 };
 
 /** At most this many terms of a query are scored. */
 export const MAX_TERMS = 16;

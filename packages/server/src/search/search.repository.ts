@@ -122,13 +122,16 @@ export async function bm25Search(
   const must = args.must
     ? sql`AND (numnode(to_tsquery('english', ${args.must})) = 0 OR c.search_vector @@ to_tsquery('english', ${args.must}))`
     : sql``;
+  // The term arrays are stored compressed: each reference to a column would decompress it again, so
+  // the lateral subquery decompresses each once per candidate (`|| '{}'` yields a plain copy) and every
+  // query term looks itself up in that copy.
   const score = sql.join(
     plan.scored.map(
-      (s) =>
-        sql`${s.idf}::float8 * coalesce(c.bm25_weights[array_position(c.bm25_terms, ${s.term}::text)], 0)`,
+      (s) => sql`${s.idf}::float8 * coalesce(x.weights[array_position(x.terms, ${s.term}::text)], 0)`,
     ),
     sql` + `,
   );
+  const arrays = sql`CROSS JOIN LATERAL (SELECT c.bm25_terms || '{}'::text[] AS terms, c.bm25_weights || '{}'::real[] AS weights OFFSET 0) x`;
   // Each candidate's document is looked up by key, and only when access or filters need it (the boost
   // is kept on the chunk). OFFSET 0 keeps the planner from turning this into a join that scans every
   // document: candidates are a few thousand at most, documents can be millions.
@@ -142,13 +145,13 @@ export async function bm25Search(
   if (plan.full.length) {
     arms.push(sql`
       SELECT c.document_id, c.chunk_id, ${scored}
-      FROM chunks c
+      FROM chunks c ${arrays}
       WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} ${visible}`);
   }
   if (plan.champions.length) {
     arms.push(sql`
       SELECT c.document_id, c.chunk_id, ${scored}
-      FROM search_champions s JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id
+      FROM search_champions s JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id ${arrays}
       WHERE s.term = ANY(${plan.champions.map((t) => t.term)}::text[]) ${must} ${visible}`);
   }
   const result = await sql<SearchHit>`

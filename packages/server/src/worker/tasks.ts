@@ -1,4 +1,8 @@
-import { connectorIndexingTask } from '../connectors/scheduler.ts';
+import {
+  connectorEventsTask,
+  connectorIndexingTask,
+  connectorUploadsCleanupTask,
+} from '../connectors/scheduler.ts';
 import * as maintenanceRepository from './maintenance.repository.ts';
 import type { WorkerTask } from './worker.ts';
 
@@ -12,4 +16,9 @@ export const purgeExpiredRateLimits: WorkerTask = {
 };
 
 /** Every background task of this process. Domains add theirs here. */
-export const WORKER_TASKS: WorkerTask[] = [purgeExpiredRateLimits, connectorIndexingTask];
+export const WORKER_TASKS: WorkerTask[] = [
+  purgeExpiredRateLimits,
+  connectorIndexingTask,
+  connectorEventsTask,
+  connectorUploadsCleanupTask,
+];

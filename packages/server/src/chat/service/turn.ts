@@ -25,6 +25,7 @@ import {
   MAX_CHUNKS,
   type RetrievalFilters,
   type RetrievedChunk,
+  rankDocuments,
   retrieve,
   toSearchDoc,
 } from '../retrieval.ts';
@@ -179,16 +180,19 @@ export async function runTurn({
       if (!seen || (chunk.score ?? 0) > (seen.score ?? 0)) merged.set(key, chunk);
     }
     const chunks = [...merged.values()].sort((a, b) => (b.score ?? 0) - (a.score ?? 0)).slice(0, MAX_CHUNKS);
+    // Documents are numbered in their ranked order, so citation [1] is the most relevant one.
     const found: DocEntry[] = [];
-    for (const chunk of chunks) {
-      let entry = docs.get(chunk.document_id);
+    for (const ranked of rankDocuments(queries, chunks)) {
+      const best = ranked.chunks[0]!;
+      let entry = docs.get(ranked.document_id);
       if (!entry) {
-        entry = { number: docs.size + 1, doc: toSearchDoc(chunk), chunks: [] };
-        docs.set(chunk.document_id, entry);
-        byNumber.set(entry.number, { document_id: chunk.document_id, link: chunk.link });
+        entry = { number: docs.size + 1, doc: toSearchDoc(best), chunks: [] };
+        docs.set(ranked.document_id, entry);
+        byNumber.set(entry.number, { document_id: ranked.document_id, link: best.link });
       }
-      if (!entry.chunks.some((c) => c.chunk_id === chunk.chunk_id)) entry.chunks.push(chunk);
-      if (!found.includes(entry)) found.push(entry);
+      for (const chunk of ranked.chunks)
+        if (!entry.chunks.some((c) => c.chunk_id === chunk.chunk_id)) entry.chunks.push(chunk);
+      found.push(entry);
     }
     packet({ type: 'search_tool_documents_delta', documents: found.map((e) => e.doc) });
     packet({ type: 'section_end' });

@@ -8,6 +8,7 @@ import type {
   RunOnceInput,
   StatusResponse,
 } from '../connectors.schemas.ts';
+import * as connectorFilesRepository from '../files.repository.ts';
 import type { ConfigProblem } from '../sources/source.ts';
 import {
   canManageConnector,
@@ -169,6 +170,10 @@ export async function deleteConnector({
     );
   }
   await connectorsRepository.deleteConnector(ctx.db, id);
+  // Its uploads go with it (unless another connector names them too).
+  await connectorFilesRepository.deleteUnreferencedFiles(ctx.db, {
+    ids: connectorFilesRepository.filesOfConfig(connector.connector_specific_config),
+  });
 }
 
 /** Queues an immediate run of the connector's pairs (all linked credentials by default). */

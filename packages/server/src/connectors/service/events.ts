@@ -1,11 +1,15 @@
 import type { Context } from '../../context.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
+import { OutboundError } from '../../outbound/outbound.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
+import type { EventRow } from '../events.repository.ts';
+import * as eventsRepository from '../events.repository.ts';
 import * as connectorFilesRepository from '../files.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
 import { SourceError } from '../sources/source.ts';
 import type { ConnectorEventInput, ConnectorEventResponse } from '../sources.schemas.ts';
+import type { IndexingState } from './run-attempt.ts';
 import { toIngested } from './run-attempt.ts';
 import { connectorNotFound, type Deps, openCredential } from './shared.ts';
 import { principalsOf } from './sync.ts';
@@ -14,9 +18,9 @@ type EventCtx = Deps & Pick<Context, 'authFailures' | 'clientAddress'>;
 
 /**
  * A webhook delivery for an `event` connector: verified against the credentials of the connector's
- * active pairs (no API key: the signature is the authentication), then only the documents it names are
- * re-read from the source and re-indexed for each pair whose credential verified it, or removed when the
- * source no longer has them.
+ * active pairs (no API key: the signature is the authentication), then stored for each pair whose
+ * credential verified it and answered at once; a worker re-reads just the documents it names
+ * (`processQueuedEvents`). Slack's `url_verification` is answered here.
  */
 export async function handleConnectorEvent({
   ctx,
@@ -44,15 +48,9 @@ export async function handleConnectorEvent({
     throw new AppError('INVALID_INPUT', `Connector ${connector.id} has an invalid configuration`);
 
   const now = new Date();
-  const verified: {
-    pairId: number;
-    accessType: 'public' | 'private' | 'sync';
-    credential: unknown;
-    refs: unknown[];
-    challenge?: string;
-  }[] = [];
+  const verified: { pairId: number; refs: unknown[]; challenge?: string; deliveryId?: string }[] = [];
   for (const pair of await connectorsRepository.listPairs(ctx.db, { connectorId: connector.id })) {
-    if (pair.status === 'paused' || pair.status === 'deleting') continue;
+    if (pair.status === 'deleting') continue;
     const row = await connectorsRepository.findCredential(ctx.db, pair.credential_id);
     if (!row) continue;
     const credential = source.validateCredential(openCredential(ctx, row));
@@ -66,10 +64,9 @@ export async function handleConnectorEvent({
     if (verdict.ok)
       verified.push({
         pairId: pair.id,
-        accessType: pair.access_type,
-        credential: credential.value,
         refs: verdict.refs,
         challenge: verdict.challenge,
+        deliveryId: verdict.deliveryId,
       });
   }
   if (!verified.length) {
@@ -80,52 +77,148 @@ export async function handleConnectorEvent({
     );
   }
   const challenge = verified.find((v) => v.challenge !== undefined)?.challenge;
-  if (challenge !== undefined)
-    return { success: true, challenge, documents_indexed: 0, documents_removed: 0 };
+  if (challenge !== undefined) return { success: true, challenge, queued: 0 };
 
+  // A paused pair keeps its events: they are processed when it is resumed.
+  const rows = verified
+    .filter((v) => v.refs.length)
+    .map((v) => ({ cc_pair_id: v.pairId, refs: v.refs, delivery_id: v.deliveryId?.slice(0, 200) ?? null }));
+  const ids = await eventsRepository.insertEvents(ctx.db, rows);
+  ctx.logger.info({ connector_id: connector.id, connector_event_ids: ids }, 'connector event queued');
+  return { success: true, queued: ids.length };
+}
+
+export interface EventOptions {
+  heartbeatMs: number;
+  staleMs: number;
+  backoffBaseMs: number;
+  /** Tries of one event before it is marked failed. */
+  maxTries: number;
+}
+
+const MAX_BACKOFF_MS = 60 * 60_000;
+
+function reasonOf(error: unknown): string {
+  if (error instanceof SourceError || error instanceof OutboundError) return error.message;
+  return 'the event could not be processed (see the server log)';
+}
+
+/** Re-reads the documents an event names from the source and indexes them, or removes those gone. */
+async function processEvent(
+  ctx: Deps,
+  event: EventRow,
+  signal: AbortSignal,
+): Promise<{ indexed: number; removed: number } | null> {
+  const pair = await connectorsRepository.findPair(ctx.db, event.cc_pair_id);
+  const connector = pair && (await connectorsRepository.findConnector(ctx.db, pair.connector_id));
+  const row = pair && (await connectorsRepository.findCredential(ctx.db, pair.credential_id));
+  if (!pair || !connector || !row) return null;
+  const source = ctx.sources.get(connector.source);
+  if (!source?.events) throw new SourceError('config', `Source "${connector.source}" does not accept events`);
+  const config = source.validateConfig(connector.connector_specific_config);
+  const credential = source.validateCredential(openCredential(ctx, row));
+  if (!config.ok || !credential.ok)
+    throw new SourceError('config', 'The connector configuration or credential is invalid');
+  const log = ctx.logger.child({ cc_pair_id: pair.id, connector_event_id: event.id });
+  const found = await source.events.fetch(
+    {
+      config: config.value,
+      credential: credential.value,
+      fetch: ctx.outbound.fetch,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]),
+      logger: log,
+      files: { read: (id) => connectorFilesRepository.readConnectorFile(ctx.db, id) },
+      connectorId: connector.id,
+      accessType: pair.access_type,
+    },
+    event.refs as never,
+  );
   let indexed = 0;
-  let removed = 0;
-  const log = ctx.logger.child({ connector_id: connector.id });
-  for (const { pairId, accessType, credential, refs } of verified) {
-    if (!refs.length) continue;
-    let found: Awaited<ReturnType<NonNullable<typeof source.events>['fetch']>>;
-    try {
-      found = await source.events.fetch(
-        {
-          config: config.value,
-          credential,
-          fetch: ctx.outbound.fetch,
-          signal: AbortSignal.timeout(60_000),
-          logger: log,
-          files: { read: (id) => connectorFilesRepository.readConnectorFile(ctx.db, id) },
-          connectorId: connector.id,
-          accessType,
-        },
-        refs as never,
-      );
-    } catch (error) {
-      const reason = error instanceof SourceError ? error.message : 'the source could not be read';
-      log.warn({ err: error, cc_pair_id: pairId }, `connector event not processed: ${reason}`);
-      throw new AppError('SERVICE_UNAVAILABLE', `The event could not be processed: ${reason}`);
-    }
-    for (const doc of found.documents) {
-      await documentsService.ingestDocument({
-        ctx,
-        input: { document: toIngested(doc, connector.source), cc_pair_id: pairId },
-        fromConnector: true,
-        externalAccess: accessType === 'sync' ? principalsOf(connector.source, doc.external_access) : null,
-      });
-      indexed++;
-    }
-    if (found.deleted.length) {
-      const owned = new Set(await indexingRepository.pairDocumentIds(ctx.db, pairId));
-      const gone = found.deleted.filter((id) => owned.has(id));
-      const orphans = await indexingRepository.dropOwnership(ctx.db, pairId, gone);
-      await connectorsRepository.deleteDocuments(ctx.db, orphans);
-      if (orphans.length) await ctx.search.deleteDocuments(orphans);
-      removed += gone.length;
-    }
+  for (const doc of found.documents) {
+    await documentsService.ingestDocument({
+      ctx,
+      input: { document: toIngested(doc, connector.source), cc_pair_id: pair.id },
+      fromConnector: true,
+      externalAccess:
+        pair.access_type === 'sync' ? principalsOf(connector.source, doc.external_access) : null,
+    });
+    indexed++;
   }
-  log.info({ documents_indexed: indexed, documents_removed: removed }, 'connector event processed');
-  return { success: true, documents_indexed: indexed, documents_removed: removed };
+  let removed = 0;
+  if (found.deleted.length) {
+    const owned = new Set(await indexingRepository.pairDocumentIds(ctx.db, pair.id));
+    const gone = found.deleted.filter((id) => owned.has(id));
+    const orphans = await indexingRepository.dropOwnership(ctx.db, pair.id, gone);
+    await connectorsRepository.deleteDocuments(ctx.db, orphans);
+    if (orphans.length) await ctx.search.deleteDocuments(orphans);
+    removed = gone.length;
+  }
+  return { indexed, removed };
+}
+
+/**
+ * Processes queued webhook events one at a time until none is due: each is claimed by exactly one
+ * worker, heartbeats while it runs (a dead worker's event is requeued after `staleMs` and processed
+ * again — re-indexing is idempotent), retried with backoff (honouring `Retry-After`) on a source
+ * failure and marked failed, with its reason shown on the pair, after `maxTries`.
+ */
+export async function processQueuedEvents(
+  ctx: Deps & { indexing: IndexingState },
+  signal: AbortSignal,
+  options: EventOptions,
+): Promise<number> {
+  const state = ctx.indexing;
+  if (state.eventsBusy) return 0;
+  state.eventsBusy = true;
+  let processed = 0;
+  try {
+    const requeued = await eventsRepository.requeueStaleEvents(ctx.db, options.staleMs);
+    if (requeued.length)
+      ctx.logger.warn({ connector_event_ids: requeued }, 'retrying events whose worker stopped');
+    while (!signal.aborted) {
+      const event = await eventsRepository.claimEvent(ctx.db, state.workerId);
+      if (!event) break;
+      const beat = setInterval(() => {
+        eventsRepository.heartbeatEvent(ctx.db, event.id, state.workerId).catch(() => {});
+      }, options.heartbeatMs);
+      const log = ctx.logger.child({ cc_pair_id: event.cc_pair_id, connector_event_id: event.id });
+      try {
+        const counts = (await processEvent(ctx, event, signal)) ?? { indexed: 0, removed: 0 };
+        await eventsRepository.finishEvent(ctx.db, event.id, state.workerId, counts);
+        log.info(
+          { documents_indexed: counts.indexed, documents_removed: counts.removed },
+          'connector event processed',
+        );
+        processed++;
+      } catch (error) {
+        if (signal.aborted) {
+          await eventsRepository.releaseEvent(ctx.db, event.id, state.workerId).catch(() => {});
+          break;
+        }
+        const reason = reasonOf(error);
+        const permanent = error instanceof SourceError && error.kind === 'config';
+        const last = permanent || event.tries >= options.maxTries;
+        const asked = error instanceof SourceError ? (error.retryAfterMs ?? 0) : 0;
+        const backoff = Math.min(MAX_BACKOFF_MS, options.backoffBaseMs * 2 ** Math.max(0, event.tries - 1));
+        const retryAt = last ? null : new Date(Date.now() + Math.max(asked, backoff));
+        log.warn(
+          { err: error, tries: event.tries, retry_at: retryAt },
+          `connector event ${last ? 'failed' : 'not processed, retried later'}: ${reason}`,
+        );
+        await eventsRepository.failEvent(ctx.db, event.id, state.workerId, {
+          error: `Try ${event.tries}: ${reason}`,
+          retryAt,
+        });
+      } finally {
+        clearInterval(beat);
+      }
+    }
+    if (Date.now() - state.eventsPurgedAt > 3_600_000) {
+      state.eventsPurgedAt = Date.now();
+      await eventsRepository.purgeOldEvents(ctx.db);
+    }
+  } finally {
+    state.eventsBusy = false;
+  }
+  return processed;
 }

@@ -11,6 +11,8 @@ import type {
   PageInput,
   StatusResponse,
 } from '../connectors.schemas.ts';
+import * as eventsRepository from '../events.repository.ts';
+import * as connectorFilesRepository from '../files.repository.ts';
 import {
   attemptSnapshot,
   canManageConnector,
@@ -104,6 +106,7 @@ export async function getPairDetails({
   if (!connector || !credential) throw pairNotFound(id);
   const latest = await connectorsRepository.latestAttempt(ctx.db, pair.id);
   const running = await connectorsRepository.runningAttempt(ctx.db, pair.id);
+  const events = await eventsRepository.pairEventSummary(ctx.db, pair.id);
   return {
     id: pair.id,
     name: pair.name,
@@ -121,6 +124,7 @@ export async function getPairDetails({
     in_repeated_error_state: pair.in_repeated_error_state,
     deletion_failure_message: pair.deletion_failure,
     progress: running ? progressOf(running) : null,
+    events: { ...events, last_processed: iso(events.last_processed) },
   };
 }
 
@@ -260,6 +264,9 @@ export async function processDeletion({ ctx, pairId }: { ctx: Deps; pairId: numb
     const connector = await connectorsRepository.findConnector(ctx.db, pair.connector_id);
     if (connector && !connector.is_system && connector.credential_ids.length === 0) {
       await connectorsRepository.deleteConnector(ctx.db, connector.id);
+      await connectorFilesRepository.deleteUnreferencedFiles(ctx.db, {
+        ids: connectorFilesRepository.filesOfConfig(connector.connector_specific_config),
+      });
     }
     ctx.logger.info({ cc_pair_id: pairId }, 'CC pair deleted');
     return true;

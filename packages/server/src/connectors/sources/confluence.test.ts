@@ -334,4 +334,104 @@ describe('confluence source', () => {
     expect(await sees(bob.token)).toBe(false);
     expect(await sees(ann.token)).toBe(true);
   });
+
+  it("sync access: a page's read restrictions (and its ancestors') narrow the space permission", async () => {
+    wiki.spaces.set('RES', { users: [{ accountId: 'acc-ann' }], groups: ['res-team'] });
+    wiki.groups.set('res-team', [
+      { accountId: 'acc-bob', email: 'bob.r@corp.example' },
+      { accountId: 'acc-carl', email: 'carl.r@corp.example' },
+      { accountId: 'acc-dana', email: 'dana.r@corp.example' },
+    ]);
+    // Erin leads but cannot read the space: a restriction naming her gives her nothing.
+    wiki.groups.set('leads', [
+      { accountId: 'acc-carl', email: 'carl.r@corp.example' },
+      { accountId: 'acc-erin', email: 'erin.r@corp.example' },
+    ]);
+    page('500', 'Open page', 'the open wildebeest notes', { space: 'RES' });
+    page('501', 'Salaries', 'the restricted wildebeest salaries', {
+      space: 'RES',
+      restrictions: { users: [{ accountId: 'acc-bob' }], groups: ['leads'] },
+      attachments: [
+        {
+          id: 'att9',
+          title: 'bands.txt',
+          mediaType: 'text/plain',
+          content: Buffer.from('wildebeest pay bands'),
+        },
+      ],
+    });
+    page('502', 'Bonuses', 'the nested wildebeest bonuses', {
+      space: 'RES',
+      ancestors: ['501'],
+      restrictions: { users: [{ accountId: 'acc-carl' }, { accountId: 'acc-dana' }] },
+    });
+    page('503', 'Raises', 'the inherited wildebeest raises', { space: 'RES', ancestors: ['501'] });
+    const person = async (email: string, accountId?: string) => {
+      const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+      if (accountId)
+        await identityService.linkExternalIdentity({
+          ctx: t.deps,
+          identity: { user_id: user.id, source: 'confluence', external_id: accountId },
+        });
+      const { token } = await identityService.createPersonalToken({
+        ctx: t.deps,
+        userId: user.id,
+        input: { name: 'laptop' },
+      });
+      return token as string;
+    };
+    const people = {
+      ann: await person('ann.r@corp.example', 'acc-ann'),
+      bob: await person('bob.r@corp.example'),
+      carl: await person('carl.r@corp.example'),
+      dana: await person('dana.r@corp.example'),
+      erin: await person('erin.r@corp.example'),
+    };
+    const { connectorId, pairId } = await pair({ space: 'RES' }, undefined, 'sync');
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    const attachment = `${wiki.url}/download/attachments/501/bands.txt`;
+    const visible = async () => {
+      const out: Record<string, string[]> = {};
+      for (const [name, token] of Object.entries(people)) {
+        const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+        const chunks = await searchService.searchChunks({
+          ctx: t.deps,
+          actor,
+          query: 'wildebeest',
+          limit: 50,
+        });
+        out[name] = [
+          ...new Set(
+            chunks.map((c) =>
+              c.document_id === attachment ? 'att' : c.document_id.replace(/.*pageId=/, ''),
+            ),
+          ),
+        ].sort();
+      }
+      return out;
+    };
+    expect(await visible()).toEqual({
+      ann: ['500'],
+      bob: ['500', '501', '503', 'att'],
+      carl: ['500', '501', '502', '503', 'att'],
+      dana: ['500'],
+      erin: [],
+    });
+
+    // The restriction of 501 changes, no page is edited: the next poll re-syncs every page's access.
+    (wiki.pages.get('501') as { restrictions?: unknown }).restrictions = {
+      users: [{ accountId: 'acc-ann' }],
+    };
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await visible()).toEqual({
+      ann: ['500', '501', '503', 'att'],
+      bob: ['500'],
+      carl: ['500'],
+      dana: ['500'],
+      erin: [],
+    });
+  });
 });

@@ -54,11 +54,20 @@ interface Links {
   webui?: string;
   download?: string;
 }
+/** A page's read restrictions (`restrictions.read.restrictions.user/group` expanded). */
+interface Restrictions {
+  read?: {
+    restrictions?: { user?: { results?: Subject[] }; group?: { results?: { name: string }[] } };
+  };
+}
 interface ContentPage {
   id: string;
   title: string;
   version?: { when?: string; by?: { displayName?: string; email?: string } };
   body?: { storage?: { value?: string } };
+  restrictions?: Restrictions;
+  /** Root first; their restrictions apply to the page too. */
+  ancestors?: { id: string; restrictions?: Restrictions }[];
 }
 interface SearchResult {
   results: ContentPage[];
@@ -243,9 +252,12 @@ interface Checkpoint {
 
 async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): AsyncIterable<SourceBatch> {
   await checkSpace(args);
-  const access = args.accessType === 'sync' ? (await spaceAccess(args)).access : undefined;
+  const sync = args.accessType === 'sync';
+  const resolver = sync ? new PageAccess(args) : null;
   const saved = args.checkpoint as unknown as Checkpoint | null;
-  let url: string | null = saved?.next ?? searchUrl(args.config, args.window.start, 'body.storage,version');
+  let url: string | null =
+    saved?.next ??
+    searchUrl(args.config, args.window.start, `body.storage,version${sync ? `,${RESTRICTIONS_EXPAND}` : ''}`);
   while (url) {
     const result: SearchResult | null = await getJson<SearchResult>(
       rest(args),
@@ -257,6 +269,7 @@ async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): As
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
     for (const page of result.results) {
+      const access = resolver ? await resolver.of(page) : undefined;
       documents.push(pageDocument(args, page, access));
       if (!args.config.index_attachments) continue;
       for await (const att of attachmentsOf(args, page.id)) {
@@ -300,39 +313,172 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
   }
 }
 
-/** Members of the groups that may read the space (`/rest/api/group/{name}/member`, paged). */
+/** A group's members (`/rest/api/group/{name}/member`, paged). */
+async function groupMembers(args: Args, name: string): Promise<Subject[]> {
+  const members: Subject[] = [];
+  let start = 0;
+  for (;;) {
+    const page = await getJson<{ results: Subject[]; size?: number; _links?: Links }>(
+      rest(args),
+      SERVICE,
+      `${args.config.wiki_base}/rest/api/group/${encodeURIComponent(name)}/member?limit=${MEMBERS_PAGE}&start=${start}`,
+      headersOf(args.credential),
+    );
+    if (!page) break;
+    members.push(...page.results);
+    if (!page._links?.next || page.results.length === 0) break;
+    start += page.results.length;
+  }
+  return members;
+}
+
+const idOf = (s: Subject) => s.accountId ?? s.username;
+
+/** Members of the groups that may read the space. */
 async function externalGroups(args: Args): Promise<ExternalGroup[]> {
   const { groups } = await spaceAccess(args);
   const out: ExternalGroup[] = [];
   for (const name of groups) {
-    const emails: string[] = [];
-    const ids: string[] = [];
-    let start = 0;
-    for (;;) {
-      const page = await getJson<{ results: Subject[]; size?: number; _links?: Links }>(
-        rest(args),
-        SERVICE,
-        `${args.config.wiki_base}/rest/api/group/${encodeURIComponent(name)}/member?limit=${MEMBERS_PAGE}&start=${start}`,
-        headersOf(args.credential),
-      );
-      if (!page) break;
-      for (const member of page.results) {
-        if (member.email) emails.push(member.email);
-        const id = member.accountId ?? member.username;
-        if (id) ids.push(id);
-      }
-      if (!page._links?.next || page.results.length === 0) break;
-      start += page.results.length;
-    }
-    out.push({ group_id: name, member_emails: emails, member_ids: ids });
+    const members = await groupMembers(args, name);
+    out.push({
+      group_id: name,
+      member_emails: members.flatMap((m) => (m.email ? [m.email] : [])),
+      member_ids: members.flatMap((m) => idOf(m) ?? []),
+    });
   }
   return out;
+}
+
+const RESTRICTIONS_EXPAND = [
+  'restrictions.read.restrictions.user',
+  'restrictions.read.restrictions.group',
+  'ancestors.restrictions.read.restrictions.user',
+  'ancestors.restrictions.read.restrictions.group',
+].join(',');
+
+/** People named by subjects, matched by account id (or Data Center user name) or by email. */
+class People {
+  readonly ids = new Set<string>();
+  readonly emails = new Set<string>();
+  add(subject: Subject): void {
+    const id = idOf(subject);
+    if (id) this.ids.add(id);
+    if (subject.email) this.emails.add(subject.email.toLowerCase());
+  }
+  has(subject: Subject): boolean {
+    const id = idOf(subject);
+    return (!!id && this.ids.has(id)) || (!!subject.email && this.emails.has(subject.email.toLowerCase()));
+  }
+}
+
+/**
+ * Who may read each page (`sync` access), for one run: the space's read permission, narrowed by the
+ * read restrictions of the page and of each of its ancestors (Confluence applies them all). A
+ * restricted page goes to the people every restriction names — directly or through a group, whose
+ * members are read — who can also read the space; an unrestricted page keeps the space's access.
+ */
+class PageAccess {
+  readonly #args: Args;
+  #space: Promise<{ access: ExternalAccess; readers: People }> | null = null;
+  readonly #members = new Map<string, Promise<Subject[]>>();
+  /** Emails of accounts seen in group listings (restrictions often name a user by account id only). */
+  readonly #emails = new Map<string, string>();
+  constructor(args: Args) {
+    this.#args = args;
+  }
+  #membersOf(name: string): Promise<Subject[]> {
+    let found = this.#members.get(name);
+    if (!found) {
+      found = groupMembers(this.#args, name).then((members) => {
+        for (const m of members) {
+          const id = idOf(m);
+          if (id && m.email) this.#emails.set(id, m.email);
+        }
+        return members;
+      });
+      this.#members.set(name, found);
+    }
+    return found;
+  }
+  #emailOf(s: Subject): string | undefined {
+    const id = idOf(s);
+    return s.email ?? (id ? this.#emails.get(id) : undefined);
+  }
+  space(): Promise<{ access: ExternalAccess; readers: People }> {
+    this.#space ??= (async () => {
+      const { access, groups } = await spaceAccess(this.#args);
+      const readers = new People();
+      for (const id of access.user_ids ?? []) readers.ids.add(id);
+      for (const email of access.user_emails) readers.emails.add(email.toLowerCase());
+      for (const name of groups) for (const member of await this.#membersOf(name)) readers.add(member);
+      return { access, readers };
+    })();
+    return this.#space;
+  }
+  async of(page: ContentPage): Promise<ExternalAccess> {
+    const space = await this.space();
+    const levels = [...(page.ancestors ?? []).map((a) => a.restrictions), page.restrictions]
+      .map((r) => r?.read?.restrictions)
+      .filter((r) => (r?.user?.results?.length ?? 0) + (r?.group?.results?.length ?? 0) > 0);
+    if (!levels.length) return space.access;
+    const named: { subjects: Subject[]; people: People }[] = [];
+    for (const level of levels) {
+      const subjects: Subject[] = (level?.user?.results ?? []).map((u) => ({
+        ...u,
+        email: this.#emailOf(u),
+      }));
+      for (const group of level?.group?.results ?? []) subjects.push(...(await this.#membersOf(group.name)));
+      const people = new People();
+      for (const subject of subjects) people.add(subject);
+      named.push({ subjects, people });
+    }
+    const [first, ...rest] = named;
+    const allowed = (first?.subjects ?? []).filter(
+      (s) => rest.every((level) => level.people.has(s)) && (space.access.is_public || space.readers.has(s)),
+    );
+    return {
+      is_public: false,
+      user_emails: [...new Set(allowed.flatMap((s) => this.#emailOf(s) ?? []))],
+      user_ids: [...new Set(allowed.flatMap((s) => idOf(s) ?? []))],
+      external_group_ids: [],
+    };
+  }
+}
+
+/**
+ * Current access of every page and attachment (permission sync on polls, which read only changed
+ * pages): one pass over the space's pages with their restrictions, without bodies.
+ */
+async function* permissions(args: Args): AsyncIterable<{ document_id: string; access: ExternalAccess }[]> {
+  await checkSpace(args);
+  const resolver = new PageAccess(args);
+  let url: string | null = searchUrl(args.config, null, RESTRICTIONS_EXPAND);
+  while (url) {
+    const result: SearchResult | null = await getJson<SearchResult>(
+      rest(args),
+      SERVICE,
+      url,
+      headersOf(args.credential),
+    );
+    if (!result) throw new SourceError('config', 'The Confluence search API was not found at wiki_base');
+    const batch: { document_id: string; access: ExternalAccess }[] = [];
+    for (const page of result.results) {
+      const access = await resolver.of(page);
+      batch.push({ document_id: pageUrl(args.config.wiki_base, page.id), access });
+      if (!args.config.index_attachments) continue;
+      for await (const att of attachmentsOf(args, page.id))
+        batch.push({ document_id: attachmentId(args.config.wiki_base, att), access });
+    }
+    yield batch;
+    url = result._links?.next ? resolveNext(args.config.wiki_base, result._links.next) : null;
+  }
 }
 
 /**
  * Confluence Cloud and Data Center (REST API v1): the pages of one space, or one page and its
  * descendants, as text (storage format), with their attachments; the space's read permissions for
- * `sync` access (users by account id or email, groups with their members, anonymous access).
+ * `sync` access (users by account id or email, groups with their members, anonymous access), narrowed
+ * by the read restrictions of each page and its ancestors.
  */
 export const confluenceSource: Source<ConfluenceConfig, ConfluenceCredential> = {
   name: 'confluence',
@@ -345,5 +491,5 @@ export const confluenceSource: Source<ConfluenceConfig, ConfluenceCredential> = 
   load,
   listIds,
   externalGroups,
-  pairAccess: async (args) => (await spaceAccess(args)).access,
+  permissions,
 };

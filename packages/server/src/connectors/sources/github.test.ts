@@ -12,7 +12,7 @@ import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
 import * as usersService from '../../users/users.service.ts';
-import { schedulerPass } from '../scheduler.ts';
+import { eventPass, schedulerPass } from '../scheduler.ts';
 
 let t: TestRuntime;
 let gh: FakeGitHub;
@@ -52,6 +52,7 @@ async function sees(token: string, query: string, documentId: string): Promise<b
   return chunks.some((c) => c.document_id === documentId);
 }
 const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const events = () => eventPass(t.deps, new AbortController().signal);
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
 
 function issue(number: number, title: string, body: string, extra: Partial<FakeIssue> = {}): FakeIssue {
@@ -146,6 +147,8 @@ const latestAttempt = async (pairId: number) =>
   (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
 
 const web = (path: string) => `${gh.url}/web/acme/${path}`;
+const pairConnector = async (pairId: number) =>
+  (await admin().connectors.getPair({ cc_pair_id: pairId })).connector.id;
 
 describe('github source', () => {
   it('indexes pull requests, issues with every comment page and Markdown files of an org, following Link pages', async () => {
@@ -179,6 +182,48 @@ describe('github source', () => {
       source: string;
     }>`SELECT source FROM documents WHERE id = ${web('widgets/pull/2')}`.execute(t.deps.db);
     expect(doc.rows[0]?.source).toBe('github');
+  });
+
+  it("indexes a pull request with its comments, reviews' bodies and review comments, every page of each", async () => {
+    const pr = gh.repos[0]?.issues[1] as FakeIssue;
+    pr.comments = [{ id: 11, user: 'dev1', body: 'the conversation mentions a cassowary' }];
+    pr.reviews = [
+      { id: 21, user: 'lead', body: 'looks good, the gecko theme works', state: 'APPROVED' },
+      { id: 22, user: 'dev2', body: '', state: 'COMMENTED' },
+      { id: 23, user: 'dev3', body: 'please rename the axolotl flag', state: 'CHANGES_REQUESTED' },
+    ];
+    pr.review_comments = [1, 2, 3].map((n) => ({
+      id: 30 + n,
+      user: `rev${n}`,
+      body: `diff note ${n} about the pangolin`,
+      path: `src/theme${n}.ts`,
+    }));
+    const { pairId } = await githubPair({ repositories: 'widgets', include_issues: false });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    const text = await textOf(web('widgets/pull/2'));
+    expect(text).toContain('please add a dark mode');
+    expect(text).toContain('dev1: the conversation mentions a cassowary');
+    expect(text).toContain('lead approved: looks good, the gecko theme works');
+    expect(text).toContain('dev3 requested changes: please rename the axolotl flag');
+    expect(text).not.toContain('dev2 commented');
+    for (const n of [1, 2, 3])
+      expect(text).toContain(`rev${n} on src/theme${n}.ts: diff note ${n} about the pangolin`);
+    // Pages of two: the three review comments and the three reviews take two pages each.
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/pulls/2/comments')).length).toBe(2);
+    expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/pulls/2/reviews')).length).toBe(2);
+    const hits = await admin().search.adminSearch({ query: 'axolotl flag', filters: {} });
+    expect(hits.documents[0]).toMatchObject({ document_id: web('widgets/pull/2') });
+
+    // A new review comment bumps the pull request's updated_at: the next poll re-reads it.
+    pr.review_comments.push({ id: 40, user: 'rev4', body: 'late note on the tapir', path: 'README.md' });
+    pr.updated_at = new Date().toISOString();
+    await admin().connectors.runOnce({
+      connector_id: (await pairConnector(pairId)) as number,
+      from_beginning: false,
+    });
+    await pass();
+    expect(await textOf(web('widgets/pull/2'))).toContain('rev4 on README.md: late note on the tapir');
   });
 
   it('reads a list of repositories of a user through a GitHub Enterprise base URL, PRs only', async () => {
@@ -296,7 +341,9 @@ describe('github source', () => {
       headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
       raw_body: body,
     });
-    expect(answer).toMatchObject({ success: true, documents_indexed: 1, documents_removed: 0 });
+    expect(answer).toEqual({ success: true, queued: 1 });
+    expect(await textOf(web('widgets/issues/3'))).not.toContain('about a bilby');
+    expect(await events()).toBe(1);
     expect(await textOf(web('widgets/issues/3'))).toContain('about a bilby');
     expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues?'))).toEqual([]);
 
@@ -306,7 +353,8 @@ describe('github source', () => {
       headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
       raw_body: body,
     });
-    expect(gone).toMatchObject({ documents_indexed: 0, documents_removed: 1 });
+    expect(gone).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
     expect(await docIds(pairId)).not.toContain(web('widgets/issues/3'));
   });
   it("sync access: a private repository's issues are seen by its collaborators (linked GitHub logins) only; public ones by all", async () => {

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { getJson, nextLink } from './http.ts';
 import {
+  type EventVerdict,
   type ExternalAccess,
   type JsonValue,
   type LoadArgs,
@@ -79,6 +80,22 @@ interface Comment {
   html_url: string;
   user: User | null;
 }
+
+interface Review {
+  body: string | null;
+  state: string;
+  html_url?: string;
+  user: User | null;
+}
+interface ReviewComment extends Comment {
+  path?: string;
+}
+const REVIEW_STATES: Record<string, string> = {
+  APPROVED: 'approved',
+  CHANGES_REQUESTED: 'requested changes',
+  COMMENTED: 'commented',
+  DISMISSED: 'reviewed (dismissed)',
+};
 
 type Args = SourceRunContext<GitHubConfig, GitHubCredential>;
 
@@ -177,12 +194,61 @@ const collaborators = new WeakMap<object, Map<string, Promise<string[]>>>();
 const labelsOf = (issue: Issue | Pull) =>
   (issue.labels ?? []).map((l) => (typeof l === 'string' ? l : (l.name ?? ''))).filter(Boolean);
 
+/** Every item of a paginated listing (`Link: rel="next"`). */
+async function listAll<T>(args: Args, first: string): Promise<T[]> {
+  const items: T[] = [];
+  let url: string | null = first;
+  while (url) {
+    const page: { data: T[]; response: Response } | null = await get<T[]>(args, url);
+    if (!page) break;
+    items.push(...page.data);
+    url = nextLink(page.response.headers.get('link'));
+  }
+  return items;
+}
+
+/**
+ * A pull request with its conversation: comments, reviews' bodies (approve / request changes /
+ * comment) and review comments on the diff (with the file they concern), each a section linking to it.
+ */
 async function pullDocument(args: Args, repo: Repo, pr: Pull): Promise<SourceDocument> {
+  const base = `/repos/${repoPath(repo)}`;
+  const sections = [{ text: pr.body ?? '', link: pr.html_url }];
+  const comments = await listAll<Comment>(
+    args,
+    api(args, `${base}/issues/${pr.number}/comments?per_page=${PER_PAGE}`),
+  );
+  for (const comment of comments)
+    sections.push({
+      text: `${comment.user?.login ?? 'someone'}: ${comment.body ?? ''}`,
+      link: comment.html_url,
+    });
+  const reviews = await listAll<Review>(
+    args,
+    api(args, `${base}/pulls/${pr.number}/reviews?per_page=${PER_PAGE}`),
+  );
+  for (const review of reviews) {
+    if (!review.body?.trim()) continue;
+    const verdict = REVIEW_STATES[review.state] ?? 'reviewed';
+    sections.push({
+      text: `${review.user?.login ?? 'someone'} ${verdict}: ${review.body}`,
+      link: review.html_url ?? pr.html_url,
+    });
+  }
+  const reviewComments = await listAll<ReviewComment>(
+    args,
+    api(args, `${base}/pulls/${pr.number}/comments?per_page=${PER_PAGE}`),
+  );
+  for (const comment of reviewComments)
+    sections.push({
+      text: `${comment.user?.login ?? 'someone'} on ${comment.path ?? 'the diff'}: ${comment.body ?? ''}`,
+      link: comment.html_url,
+    });
   return {
     id: pr.html_url,
     semantic_identifier: `${repo.full_name}#${pr.number}: ${pr.title}`,
     title: pr.title,
-    sections: [{ text: pr.body ?? '', link: pr.html_url }],
+    sections,
     metadata: {
       object_type: 'PullRequest',
       repo: repo.full_name,
@@ -325,9 +391,7 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
 /** The documents one webhook delivery affects, by kind. */
 type GitHubRef = { kind: 'issue' | 'pull'; repo: string; number: number };
 
-function verify(
-  event: SourceEvent<GitHubCredential>,
-): { ok: true; refs: JsonValue[] } | { ok: false; reason: string } {
+function verify(event: SourceEvent<GitHubCredential>): EventVerdict {
   const secret = event.credential.github_webhook_secret;
   if (!secret) return { ok: false, reason: 'the credential has no github_webhook_secret' };
   const signature = event.headers['x-hub-signature-256'] ?? '';
@@ -351,7 +415,8 @@ function verify(
     refs.push({ kind: 'pull', repo, number: payload.pull_request.number });
   else if (repo && typeof payload.issue?.number === 'number')
     refs.push({ kind: payload.issue.pull_request ? 'pull' : 'issue', repo, number: payload.issue.number });
-  return { ok: true, refs: refs as unknown as JsonValue[] };
+  const deliveryId = event.headers['x-github-delivery'];
+  return { ok: true, refs: refs as unknown as JsonValue[], ...(deliveryId ? { deliveryId } : {}) };
 }
 
 async function fetchRefs(
@@ -419,7 +484,7 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
   }
 }
 
-/** GitHub: pull requests, issues with their comments and optionally Markdown files of an owner's repositories. */
+/** GitHub: pull requests with comments and reviews, issues with their comments and optionally Markdown files of an owner's repositories. */
 export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   name: 'github',
   displayName: 'GitHub',

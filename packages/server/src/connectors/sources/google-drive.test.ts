@@ -368,4 +368,69 @@ describe('google_drive source', () => {
     expect(await sees(gus)).toBe(false);
     expect(await sees(ann)).toBe(true);
   });
+
+  it("sync access: a domain grant reaches people whose linked Google identity is in that domain; 'anyone' is public", async () => {
+    const person = async (email: string, google?: string) => {
+      const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
+      if (google)
+        await identityService.linkExternalIdentity({
+          ctx: t.deps,
+          identity: { user_id: user.id, source: 'google_drive', external_id: google },
+        });
+      const { token } = await identityService.createPersonalToken({
+        ctx: t.deps,
+        userId: user.id,
+        input: { name: 'laptop' },
+      });
+      return { id: user.id, token: token as string };
+    };
+    const ivy = await person('ivy@personal.example', 'Ivy@Corp.Example');
+    const jim = await person('jim@corp.example');
+    const kim = await person('kim@corp.example', 'kim@other.example');
+    file('dgrant', {
+      owner: 'zoe@corp.example',
+      parents: ['folderD'],
+      content: 'the dugong roadmap for everyone at corp',
+      permissions: [
+        { type: 'user', emailAddress: 'zoe@corp.example', role: 'owner' },
+        { type: 'domain', domain: 'corp.example', role: 'reader' },
+      ],
+    });
+    file('danyone', {
+      owner: 'zoe@corp.example',
+      parents: ['folderD'],
+      content: 'the dugong press kit',
+      permissions: [
+        { type: 'user', emailAddress: 'zoe@corp.example', role: 'owner' },
+        { type: 'anyone', role: 'reader' },
+      ],
+    });
+    const { pairId } = await pair({ folder_ids: ['folderD'] }, undefined, 'sync');
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    const seen = async (token: string) => {
+      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'dugong', limit: 50 });
+      return [...new Set(chunks.map((c) => c.document_id))]
+        .filter((id) => id === docId('dgrant') || id === docId('danyone'))
+        .sort();
+    };
+    // Ivy's Google identity is at corp.example; Jim's kas email alone is no Google identity; Kim's is elsewhere.
+    expect(await seen(ivy.token)).toEqual([docId('danyone'), docId('dgrant')].sort());
+    expect(await seen(jim.token)).toEqual([docId('danyone')]);
+    expect(await seen(kim.token)).toEqual([docId('danyone')]);
+    const basicKey = await t.createKey('basic');
+    expect(await seen(basicKey.key)).toEqual([docId('danyone')]);
+    // Linking Jim's Google account grants the domain at once; unlinking Ivy's removes it.
+    await identityService.linkExternalIdentity({
+      ctx: t.deps,
+      identity: { user_id: jim.id, source: 'google_drive', external_id: 'jim@corp.example' },
+    });
+    await identityService.unlinkExternalIdentity({
+      ctx: t.deps,
+      identity: { user_id: ivy.id, source: 'google_drive', external_id: 'Ivy@Corp.Example' },
+    });
+    expect(await seen(jim.token)).toEqual([docId('danyone'), docId('dgrant')].sort());
+    expect(await seen(ivy.token)).toEqual([docId('danyone')]);
+  });
 });

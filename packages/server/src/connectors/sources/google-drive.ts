@@ -1,6 +1,7 @@
 import { importPKCS8, SignJWT } from 'jose';
 import { z } from 'zod';
 import { extractText, kindOf } from '../../files/files.parse.ts';
+import { domainGroupId } from '../../identity/principals.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
 import { getJson, type RestContext, sourceRequest } from './rest.ts';
 import {
@@ -297,7 +298,7 @@ function accessOf(permissions: DrivePermission[]): ExternalAccess {
     if (p.type === 'anyone') isPublic = true;
     else if (p.type === 'user' && p.emailAddress) emails.add(p.emailAddress.toLowerCase());
     else if (p.type === 'group' && p.emailAddress) groups.add(p.emailAddress.toLowerCase());
-    else if (p.type === 'domain' && p.domain) groups.add(`domain:${p.domain.toLowerCase()}`);
+    else if (p.type === 'domain' && p.domain) groups.add(domainGroupId(p.domain));
   }
   return { is_public: isPublic, user_emails: [...emails], external_group_ids: [...groups] };
 }

@@ -7,7 +7,7 @@ import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
 import * as usersService from '../../users/users.service.ts';
-import { schedulerPass } from '../scheduler.ts';
+import { eventPass, schedulerPass } from '../scheduler.ts';
 
 let t: TestRuntime;
 let slack: FakeSlack;
@@ -47,6 +47,7 @@ async function sees(token: string, query: string, documentId: string): Promise<b
   return chunks.some((c) => c.document_id === documentId);
 }
 const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const events = () => eventPass(t.deps, new AbortController().signal);
 const now = () => (Date.now() / 1000).toFixed(6);
 
 beforeEach(() => {
@@ -221,6 +222,52 @@ describe('slack source', () => {
     expect(await latestAttempt(pairId)).toMatchObject({ docs_removed_from_index: 1 });
   });
 
+  it('a poll picks up new replies to older threads (latest_reply newer than the last run) within thread_lookback_days', async () => {
+    const ago = (days: number) => (Date.now() / 1000 - days * 86_400).toFixed(6);
+    const [parent, quiet, ancient] = [ago(10), ago(8), ago(60)];
+    slack.channels.push({
+      id: 'C5',
+      name: 'old-threads',
+      is_private: false,
+      is_member: true,
+      members: ['U1', 'U2'],
+      messages: [
+        { ts: parent, user: 'U1', text: 'who owns the capybara budget?' },
+        { ts: ago(9), user: 'U2', text: 'finance does', thread_ts: parent },
+        { ts: quiet, user: 'U2', text: 'the kiwi offsite is cancelled' },
+        { ts: ago(7), user: 'U1', text: 'sad news', thread_ts: quiet },
+        { ts: ancient, user: 'U1', text: 'the ancient tortoise thread' },
+      ],
+    });
+    const { connectorId, pairId } = await slackPair({ channels: ['old-threads'] });
+    const narrow = await slackPair({ channels: ['old-threads'], thread_lookback_days: 0 });
+    await pass();
+    expect(await docIds(pairId)).toEqual([`C5__${ancient}`, `C5__${parent}`, `C5__${quiet}`].sort());
+
+    const channel = slack.channels.find((c) => c.id === 'C5');
+    channel?.messages.push(
+      { ts: now(), user: 'U1', text: 'update: the capybara budget moved to operations', thread_ts: parent },
+      { ts: now(), user: 'U2', text: 'a late tortoise reply', thread_ts: ancient },
+    );
+    slack.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await admin().connectors.runOnce({ connector_id: narrow.connectorId });
+    await pass();
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', new_docs_indexed: 0 });
+    expect(await textOf(`C5__${parent}`)).toContain('the capybara budget moved to operations');
+    // Only the thread with a new reply is re-read; one older than the lookback is not seen.
+    const replies = slack.requests.filter((r) => r.startsWith('conversations.replies?channel=C5'));
+    expect(replies.every((r) => r.includes(`ts=${parent}`))).toBe(true);
+    expect(replies.length).toBeGreaterThan(0);
+    const history = slack.requests.filter((r) => r.startsWith('conversations.history?channel=C5'));
+    expect(history.every((r) => r.includes('oldest='))).toBe(true);
+    // With no lookback the poll reads only messages posted since the last run: the reply is missed.
+    const narrowAttempt = await latestAttempt(narrow.pairId);
+    expect(narrowAttempt).toMatchObject({ status: 'success' });
+    expect(narrowAttempt?.total_docs_indexed).toBe(0);
+  });
+
   it('rejects an invalid regular expression and a credential without a token (400 naming the keys)', async () => {
     await expect(
       admin().connectors.create({
@@ -267,6 +314,7 @@ describe('slack source', () => {
     slack.channels[0]?.messages.push(reply);
     const event = JSON.stringify({
       type: 'event_callback',
+      event_id: 'Ev0PLATYPUS',
       event: {
         type: 'message',
         channel: 'C1',
@@ -297,8 +345,17 @@ describe('slack source', () => {
         headers: sign(event),
         raw_body: event,
       }),
-    ).toMatchObject({ documents_indexed: 1 });
+    ).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
     expect(await textOf('C1__1767225600.000100')).toContain('the platypus report is done');
+    // Slack retries a delivery (same event_id, X-Slack-Retry-Num): acknowledged, not stored again.
+    expect(
+      await anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: { ...sign(event), 'x-slack-retry-num': '1' },
+        raw_body: event,
+      }),
+    ).toEqual({ success: true, queued: 0 });
     expect(slack.requests.filter((r) => r.startsWith('conversations.history'))).toEqual([]);
 
     const channel = slack.channels[0];
@@ -319,7 +376,8 @@ describe('slack source', () => {
         headers: sign(deleted),
         raw_body: deleted,
       }),
-    ).toMatchObject({ documents_removed: 1 });
+    ).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
     expect(await docIds(pairId)).not.toContain('C1__1767226100.000600');
   });
   it("sync access: a private channel's threads are seen by its members (by email or linked Slack id) only", async () => {

@@ -25,6 +25,11 @@ const SlackConfig = z
     /** Channel names (without `#`), or regular expressions when `channel_regex_enabled`; absent: every channel the bot is in. */
     channels: z.array(z.string().trim().min(1)).optional(),
     channel_regex_enabled: z.boolean().default(false),
+    /**
+     * Polls also look this far back for threads whose `latest_reply` is newer than the last run (new
+     * replies to older threads); 0: only messages posted since the last run.
+     */
+    thread_lookback_days: z.number().min(0).max(365).default(30),
   })
   .superRefine((config, issue) => {
     if (!config.channel_regex_enabled) return;
@@ -59,6 +64,8 @@ interface Message {
   text?: string;
   subtype?: string;
   reply_count?: number;
+  /** On a thread's parent in `conversations.history`: the ts of its newest reply. */
+  latest_reply?: string;
 }
 interface SlackUser {
   id: string;
@@ -297,7 +304,12 @@ async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterabl
   let cp: Checkpoint = saved ?? { channels, index: 0, cursor: null, workspace };
   const users = new Users(args);
   const access = new Map<string, ExternalAccess>();
-  const oldest = args.window.start ? (args.window.start.getTime() / 1000).toFixed(6) : null;
+  // A poll reads messages posted since the last run, and the parents of the lookback period whose
+  // newest reply is since the last run (Slack lists threads by their first message only).
+  const since = args.window.start ? args.window.start.getTime() / 1000 : null;
+  const lookbackMs = args.config.thread_lookback_days * 86_400_000;
+  const oldest =
+    since === null ? null : Math.min(since, (args.window.end.getTime() - lookbackMs) / 1000).toFixed(6);
   while (cp.index < channels.length) {
     const channel = channels[cp.index] as Channel;
     const documents: SourceDocument[] = [];
@@ -326,6 +338,9 @@ async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterabl
       if (message.subtype && SKIPPED_SUBTYPES.has(message.subtype)) continue;
       // Replies come with their thread; only thread starters and plain messages start a document.
       if (message.thread_ts && message.thread_ts !== message.ts) continue;
+      // Older than the last run: only a thread with a newer reply changed.
+      if (since !== null && Number(message.ts) <= since && !(Number(message.latest_reply ?? 0) > since))
+        continue;
       const thread = (message.reply_count ?? 0) > 0 ? await replies(args, channel.id, message.ts) : [message];
       if (!thread) continue;
       const doc = await threadDocument(args, workspace, channel, thread, users, access);
@@ -352,6 +367,7 @@ function verify(event: SourceEvent<SlackCredential>): EventVerdict {
   let payload: {
     type?: string;
     challenge?: string;
+    event_id?: string;
     event?: {
       type?: string;
       subtype?: string;
@@ -378,7 +394,13 @@ function verify(event: SourceEvent<SlackCredential>): EventVerdict {
     e.message?.ts ??
     e.deleted_ts ??
     e.ts;
-  return thread ? { ok: true, refs: [{ channel: e.channel, thread_ts: thread }] } : { ok: true, refs: [] };
+  if (!thread) return { ok: true, refs: [] };
+  const deliveryId = typeof payload.event_id === 'string' ? payload.event_id : undefined;
+  return {
+    ok: true,
+    refs: [{ channel: e.channel, thread_ts: thread }],
+    ...(deliveryId ? { deliveryId } : {}),
+  };
 }
 
 async function fetchRefs(

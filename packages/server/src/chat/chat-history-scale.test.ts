@@ -1,0 +1,73 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+
+/**
+ * A long chat history must not slow every search and listing down: found by the soak, whose p99 grew
+ * minute by minute because `GET /api/chat/search` computed the full-text vector of every message the
+ * user ever exchanged (≈ 2 s per search at 6,000 sessions on PGlite, which serialises all requests).
+ */
+const SESSIONS = 6000;
+const WORDS = [
+  'invoice',
+  'rollout',
+  'kubernetes',
+  'holiday',
+  'budget',
+  'quarterly',
+  'incident',
+  'onboarding',
+];
+
+let t: TestRuntime;
+let key: string;
+beforeAll(async () => {
+  t = await createTestRuntime();
+  const user = await t.createKey('basic', 'long history');
+  key = user.key;
+  const db = t.deps.db;
+  await sql`INSERT INTO chat_sessions (user_id, description, time_created, time_updated)
+    SELECT ${user.user_id}::uuid, '', now() - (g || ' seconds')::interval, now() - (g || ' seconds')::interval
+    FROM generate_series(1, ${sql.lit(SESSIONS)}) g`.execute(db);
+  await sql`INSERT INTO chat_messages (chat_session_id, message_type, message)
+    SELECT s.id, v.t, CASE v.t
+      WHEN 'user' THEN 'What do we know about the ' || (${sql.val(WORDS)}::text[])[1 + abs(hashtext(s.id::text)) % 8] || ' plan?'
+      ELSE repeat('An answer with citations and a good many more words. ', 25) END
+    FROM chat_sessions s, (VALUES ('system'), ('user'), ('assistant')) v(t)
+    WHERE s.user_id = ${user.user_id}::uuid`.execute(db);
+  await sql`ANALYZE chat_sessions, chat_messages`.execute(db);
+}, 300_000);
+afterAll(async () => {
+  await t?.close();
+});
+
+async function fastest(run: () => Promise<unknown>): Promise<number> {
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now();
+    await run();
+    best = Math.min(best, performance.now() - started);
+  }
+  return best;
+}
+
+describe(`a chat history of ${SESSIONS} sessions`, () => {
+  it('is searched through the indexes, in proportion to what matches', async () => {
+    const caller = t.caller(key);
+    const found = await caller.chat.search({ query: 'kubernetes', page: 1, page_size: 10 });
+    expect(found.groups.flatMap((g) => g.chats)).toHaveLength(10);
+    // Substrings (ILIKE) as well as words.
+    const partial = await caller.chat.search({ query: 'ubernete', page: 1, page_size: 10 });
+    expect(partial.groups.flatMap((g) => g.chats)).toHaveLength(10);
+    const ms = await fastest(() => caller.chat.search({ query: 'kubernetes', page: 1, page_size: 10 }));
+    const rare = await fastest(() => caller.chat.search({ query: 'zeppelin', page: 1, page_size: 10 }));
+    expect(ms, `search ${Math.round(ms)} ms, rare word ${Math.round(rare)} ms`).toBeLessThan(300);
+    expect(rare, `search ${Math.round(ms)} ms, rare word ${Math.round(rare)} ms`).toBeLessThan(300);
+  });
+
+  it('lists the newest sessions without reading the whole history', async () => {
+    const caller = t.caller(key);
+    const ms = await fastest(() => caller.chat.listSessions({ page_size: 20 }));
+    expect(ms).toBeLessThan(300);
+  });
+});

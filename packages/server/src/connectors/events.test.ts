@@ -1,0 +1,258 @@
+import { createHmac } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../../../../test/fakes/github.ts';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import * as eventsRepository from './events.repository.ts';
+import { eventPass, schedulerPass } from './scheduler.ts';
+import { createIndexingState } from './service/run-attempt.ts';
+
+// Webhook events are stored when accepted and processed by the worker: exactly once, surviving a
+// dead worker, retried with backoff on a source failure, visible on the pair.
+let t: TestRuntime;
+let gh: FakeGitHub;
+let counter = 0;
+const secret = 'hook-secret';
+
+beforeAll(async () => {
+  t = await createTestRuntime({
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_OUTBOUND_RETRIES: '0',
+    KAS_CONNECTOR_HEARTBEAT_MS: '100',
+    KAS_CONNECTOR_STALE_MS: '500',
+    KAS_CONNECTOR_BACKOFF_MS: '1000',
+    KAS_CONNECTOR_EVENT_TRIES: '3',
+  });
+  gh = await startFakeGitHub('acme');
+});
+afterAll(async () => {
+  await gh.close();
+  await t.close();
+});
+
+const admin = () => t.caller(t.adminKey);
+const pass = () => schedulerPass(t.deps, new AbortController().signal);
+const events = () => eventPass(t.deps, new AbortController().signal);
+const web = (path: string) => `${gh.url}/web/acme/${path}`;
+
+const issue = (number: number, body: string): FakeIssue => ({
+  number,
+  title: `Issue ${number}`,
+  body,
+  user: 'octocat',
+  state: 'open',
+  updated_at: '2026-01-02T00:00:00Z',
+  comments: [],
+});
+
+beforeEach(() => {
+  gh.token = 'ghp_good';
+  gh.delayMs = 0;
+  gh.rateLimit = { remaining: 0, retryAfter: 1 };
+  gh.requests.length = 0;
+  gh.repos = [fakeRepo('gadgets', { issues: [issue(1, 'the first issue mentions a quokka')] })];
+});
+
+async function eventPair() {
+  counter++;
+  const { id: connectorId } = await admin().connectors.create({
+    name: `events ${counter}`,
+    source: 'github',
+    input_type: 'event',
+    connector_specific_config: { base_url: gh.url, repo_owner: 'acme', repositories: 'gadgets' },
+    access_type: 'public',
+  });
+  const cred = await admin().connectors.createCredential({
+    source: 'github',
+    credential_json: { github_access_token: 'ghp_good', github_webhook_secret: secret },
+  });
+  const pairId = (
+    await admin().connectors.createPair({
+      connector_id: connectorId,
+      credential_id: cred.id,
+      name: `events pair ${counter}`,
+      access_type: 'public',
+    })
+  ).data as number;
+  await pass();
+  return { connectorId, pairId };
+}
+
+function deliver(connectorId: number, number: number, delivery?: string) {
+  const body = JSON.stringify({
+    action: 'edited',
+    issue: { number },
+    repository: { full_name: 'acme/gadgets' },
+  });
+  return t.caller().connectorSources.event({
+    connector_id: connectorId,
+    headers: {
+      'x-github-event': 'issues',
+      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+      ...(delivery ? { 'x-github-delivery': delivery } : {}),
+    },
+    raw_body: body,
+  });
+}
+
+async function textOf(id: string): Promise<string> {
+  const rows = await sql<{ content: string }>`SELECT content FROM chunks WHERE document_id = ${id}`.execute(
+    t.deps.db,
+  );
+  return rows.rows.map((r) => r.content).join('\n');
+}
+
+async function eventRows(pairId: number) {
+  const rows = await sql<{ status: string; tries: number; next_try_at: Date; error_msg: string | null }>`
+    SELECT status, tries, next_try_at, error_msg FROM connector_events WHERE cc_pair_id = ${pairId} ORDER BY id`.execute(
+    t.deps.db,
+  );
+  return rows.rows;
+}
+
+const issueReads = () => gh.requests.filter((p) => p.startsWith('/repos/acme/gadgets/issues/1')).length;
+
+describe('queued connector events', () => {
+  it('stores the event and answers without reading the source; the worker then indexes it once', async () => {
+    const { connectorId, pairId } = await eventPair();
+    (gh.repos[0]?.issues[0] as FakeIssue).body = 'the first issue now mentions a numbat';
+    gh.requests.length = 0;
+    expect(await deliver(connectorId, 1)).toEqual({ success: true, queued: 1 });
+    expect(gh.requests).toEqual([]);
+    expect(await eventRows(pairId)).toMatchObject([{ status: 'queued', tries: 0 }]);
+    expect((await admin().connectors.getPair({ cc_pair_id: pairId })).events).toMatchObject({
+      pending: 1,
+      failed: 0,
+      last_processed: null,
+    });
+
+    expect(await events()).toBe(1);
+    expect(await textOf(web('gadgets/issues/1'))).toContain('numbat');
+    expect(await eventRows(pairId)).toMatchObject([{ status: 'done', tries: 1 }]);
+    expect(await events()).toBe(0);
+    expect(issueReads()).toBe(1);
+    const details = await admin().connectors.getPair({ cc_pair_id: pairId });
+    expect(details.events).toMatchObject({ pending: 0, failed: 0, last_error: null });
+    expect(details.events.last_processed).toEqual(expect.any(String));
+  });
+
+  it('two workers draining the queue at once process each event exactly once', async () => {
+    const { connectorId, pairId } = await eventPair();
+    gh.repos[0]?.issues.push(issue(2, 'second'), issue(3, 'third'), issue(4, 'fourth'));
+    for (const n of [1, 2, 3, 4]) await deliver(connectorId, n);
+    gh.requests.length = 0;
+    const other = { ...t.deps, indexing: createIndexingState('another-worker') };
+    const [a, b] = await Promise.all([events(), eventPass(other, new AbortController().signal)]);
+    expect(a + b).toBe(4);
+    const issueGets = gh.requests.filter((p) => /^\/repos\/acme\/gadgets\/issues\/\d+$/.test(p));
+    expect(issueGets.sort()).toEqual([1, 2, 3, 4].map((n) => `/repos/acme/gadgets/issues/${n}`));
+    expect((await eventRows(pairId)).map((r) => r.status)).toEqual(['done', 'done', 'done', 'done']);
+  });
+
+  it('an event claimed by a worker that died is processed by another after the heartbeat goes stale', async () => {
+    const { connectorId, pairId } = await eventPair();
+    (gh.repos[0]?.issues[0] as FakeIssue).body = 'the first issue is about a bilby';
+    await deliver(connectorId, 1);
+    // A worker claims it and dies before processing it (no heartbeat, no finish).
+    expect(await eventsRepository.claimEvent(t.deps.db, 'dead-worker')).toMatchObject({ cc_pair_id: pairId });
+    gh.requests.length = 0;
+    expect(await events()).toBe(0);
+    expect(issueReads()).toBe(0);
+    await sql`UPDATE connector_events SET heartbeat_at = now() - interval '1 minute' WHERE cc_pair_id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    expect(await events()).toBe(1);
+    expect(await textOf(web('gadgets/issues/1'))).toContain('bilby');
+    // The dead worker cannot finish it a second time.
+    expect(
+      await eventsRepository.finishEvent(t.deps.db, (await lastEventId(pairId)) as number, 'dead-worker', {
+        indexed: 1,
+        removed: 0,
+      }),
+    ).toBe(false);
+    expect(await eventRows(pairId)).toMatchObject([{ status: 'done', tries: 2 }]);
+  });
+
+  it('a rate-limited source is retried after its Retry-After, then with backoff; the error shows on the pair; after the last try the event fails', async () => {
+    const { connectorId, pairId } = await eventPair();
+    (gh.repos[0]?.issues[0] as FakeIssue).body = 'the first issue is about a dingo';
+    await deliver(connectorId, 1);
+    gh.rateLimit = { remaining: 1, retryAfter: 120 };
+    const before = Date.now();
+    expect(await events()).toBe(0);
+    const [limited] = await eventRows(pairId);
+    expect(limited).toMatchObject({ status: 'queued', tries: 1 });
+    expect(limited?.error_msg).toContain('rate limiting');
+    expect(new Date(limited?.next_try_at as Date).getTime()).toBeGreaterThanOrEqual(before + 119_000);
+    expect((await admin().connectors.getPair({ cc_pair_id: pairId })).events).toMatchObject({
+      pending: 1,
+      last_error: expect.stringContaining('rate limiting'),
+    });
+    // Not due yet: nothing is read.
+    gh.requests.length = 0;
+    expect(await events()).toBe(0);
+    expect(gh.requests).toEqual([]);
+
+    // Due again; the source now fails with a bad token: backoff (1 s, then 2 s), then failed for good.
+    gh.token = 'rotated';
+    await sql`UPDATE connector_events SET next_try_at = now() WHERE cc_pair_id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    const second = Date.now();
+    await events();
+    const [backedOff] = await eventRows(pairId);
+    expect(backedOff).toMatchObject({ status: 'queued', tries: 2 });
+    const delay = new Date(backedOff?.next_try_at as Date).getTime() - second;
+    expect(delay).toBeGreaterThanOrEqual(1500);
+    expect(delay).toBeLessThan(10_000);
+    await sql`UPDATE connector_events SET next_try_at = now() WHERE cc_pair_id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await events();
+    expect(await eventRows(pairId)).toMatchObject([{ status: 'failed', tries: 3 }]);
+    const details = await admin().connectors.getPair({ cc_pair_id: pairId });
+    expect(details.events).toMatchObject({ pending: 0, failed: 1 });
+    expect(details.events.last_error).toContain('refused the credential');
+    expect(await textOf(web('gadgets/issues/1'))).not.toContain('dingo');
+  });
+
+  it('events of a paused pair wait; resuming processes them', async () => {
+    const { connectorId, pairId } = await eventPair();
+    (gh.repos[0]?.issues[0] as FakeIssue).body = 'the first issue is about a wombat';
+    await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
+    expect(await deliver(connectorId, 1)).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(0);
+    expect(await eventRows(pairId)).toMatchObject([{ status: 'queued', tries: 0 }]);
+    await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'active' });
+    expect(await events()).toBe(1);
+    expect(await textOf(web('gadgets/issues/1'))).toContain('wombat');
+  });
+
+  it('a redelivery (same X-GitHub-Delivery) is acknowledged but stored and processed once', async () => {
+    const { connectorId, pairId } = await eventPair();
+    const id = `delivery-${pairId}`;
+    expect(await deliver(connectorId, 1, id)).toEqual({ success: true, queued: 1 });
+    expect(await deliver(connectorId, 1, id)).toEqual({ success: true, queued: 0 });
+    expect(await events()).toBe(1);
+    // Even after it was processed; another delivery of the same issue is a new event.
+    expect(await deliver(connectorId, 1, id)).toEqual({ success: true, queued: 0 });
+    expect(await deliver(connectorId, 1, `${id}-b`)).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
+    expect(await eventRows(pairId)).toHaveLength(2);
+  });
+
+  it('deleting the pair deletes its queued events', async () => {
+    const { connectorId, pairId } = await eventPair();
+    await deliver(connectorId, 1);
+    const { credential } = await admin().connectors.getPair({ cc_pair_id: pairId });
+    await admin().connectors.deletionAttempt({ connector_id: connectorId, credential_id: credential.id });
+    await pass();
+    expect(await eventRows(pairId)).toEqual([]);
+  });
+});
+
+async function lastEventId(pairId: number): Promise<number | undefined> {
+  const rows = await sql<{ id: string }>`
+    SELECT id FROM connector_events WHERE cc_pair_id = ${pairId} ORDER BY id DESC LIMIT 1`.execute(t.deps.db);
+  return rows.rows[0] ? Number(rows.rows[0].id) : undefined;
+}
