@@ -141,7 +141,13 @@ class DirectoryMigrationProvider implements MigrationProvider {
 }
 
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() });
+  // Numbers are reserved per change and land in any order (0015 after 0018): a database that already
+  // ran a later one still gets an earlier newcomer instead of refusing to start.
+  const migrator = new Migrator({
+    db,
+    provider: new DirectoryMigrationProvider(),
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
