@@ -9,10 +9,16 @@
  *   - 50 concurrent streams: all complete, none with an error.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createRuntime } from '@kas/server';
+import { apiKeyActor } from '@kas/server/auth/roles.ts';
+import { planQuery } from '@kas/server/search/bm25.ts';
+import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
+import * as searchRepository from '@kas/server/search/search.repository.ts';
+import * as searchService from '@kas/server/search/search.service.ts';
 import { sql } from 'kysely';
 import { ndjson } from '../e2e/chat-helpers.ts';
 import { startFakeOpenAi } from '../fakes/openai.ts';
@@ -95,6 +101,48 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/**
+ * The floor under kas's retrieval step: on the same data directory, in-process (no HTTP, no chat), the
+ * chunk search chat runs for the question (term statistics, BM25 over the candidates, loading 25
+ * chunks), and its BM25 statement alone.
+ */
+async function retrievalFloor(dataDir: string) {
+  const runtime = await createRuntime(configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn' }), {
+    skipBootstrap: true,
+  });
+  try {
+    const actor = apiKeyActor({ user_id: randomUUID(), role: 'admin', api_key_id: 0 });
+    const ctx = runtime.deps;
+    const parsed = parseQuery(QUESTION);
+    const search: number[] = [];
+    const statement: number[] = [];
+    for (let i = 0; i < 45; i++) {
+      const t0 = performance.now();
+      await searchService.searchChunks({ ctx, actor, query: QUESTION, limit: 25 });
+      const t1 = performance.now();
+      const stats = await searchRepository.queryTerms(ctx.db, parsed.positiveWords);
+      const t2 = performance.now();
+      await searchRepository.bm25Search(ctx.db, {
+        plan: planQuery(stats.chunks, stats.terms),
+        must: toTsquery(parsed, { conditionsOnly: true }),
+        filters: {},
+        access: { all: true },
+        limit: 25,
+      });
+      if (i >= 5) {
+        search.push(t1 - t0);
+        statement.push(performance.now() - t2);
+      }
+    }
+    return {
+      chunk_search_in_process_ms: { p50: percentile(search, 50) },
+      bm25_statement_alone_ms: { p50: percentile(statement, 50) },
+    };
+  } finally {
+    await runtime.close();
+  }
+}
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2));
@@ -119,6 +167,7 @@ async function main() {
   const kept = process.env.BENCH_CHAT_DATA_DIR;
   const dataDir = kept ?? mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
   const seedSeconds = kept && existsSync(kept) ? 0 : await seedIndex(dataDir, CHUNKS);
+  const floor = await retrievalFloor(dataDir);
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
@@ -217,6 +266,7 @@ async function main() {
       index_chunks: CHUNKS,
       seed_seconds: seedSeconds,
       sequential_turns: SEQUENTIAL,
+      retrieval_floor: floor,
       first_token_to_client_delta_ms: {
         p50: percentile(overhead, 50),
         p95: percentile(overhead, 95),

@@ -141,8 +141,9 @@ class DirectoryMigrationProvider implements MigrationProvider {
 }
 
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  // Numbers are reserved per change and land in any order (0015 after 0018): a database that already
-  // ran a later one still gets an earlier newcomer instead of refusing to start.
+  // Migrations are written in parallel branches and land in any order: one numbered below the last
+  // applied one is still applied (each migration touches its own tables, so their order between
+  // branches does not matter), where Kysely would otherwise refuse to start.
   const migrator = new Migrator({
     db,
     provider: new DirectoryMigrationProvider(),
