@@ -9,10 +9,16 @@
  *   - 50 concurrent streams: all complete, none with an error.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createRuntime } from '@kas/server';
+import { apiKeyActor } from '@kas/server/auth/roles.ts';
+import { planQuery } from '@kas/server/search/bm25.ts';
+import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
+import * as searchRepository from '@kas/server/search/search.repository.ts';
+import * as searchService from '@kas/server/search/search.service.ts';
 import { sql } from 'kysely';
 import { ndjson } from '../e2e/chat-helpers.ts';
 import { startFakeOpenAi } from '../fakes/openai.ts';
@@ -85,6 +91,58 @@ async function seedIndex(dataDir: string, count: number): Promise<number> {
   return Math.round((performance.now() - started) / 1000);
 }
 
+/** CPU time (user + system) of a process so far, from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * The floor under kas's retrieval step: on the same data directory, in-process (no HTTP, no chat), the
+ * chunk search chat runs for the question (term statistics, BM25 over the candidates, loading 25
+ * chunks), and its BM25 statement alone.
+ */
+async function retrievalFloor(dataDir: string) {
+  const runtime = await createRuntime(configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn' }), {
+    skipBootstrap: true,
+  });
+  try {
+    const actor = apiKeyActor({ user_id: randomUUID(), role: 'admin', api_key_id: 0 });
+    const ctx = runtime.deps;
+    const parsed = parseQuery(QUESTION);
+    const search: number[] = [];
+    const statement: number[] = [];
+    for (let i = 0; i < 45; i++) {
+      const t0 = performance.now();
+      await searchService.searchChunks({ ctx, actor, query: QUESTION, limit: 25 });
+      const t1 = performance.now();
+      const stats = await searchRepository.queryTerms(ctx.db, parsed.positiveWords);
+      const t2 = performance.now();
+      await searchRepository.bm25Search(ctx.db, {
+        plan: planQuery(stats.chunks, stats.terms),
+        must: toTsquery(parsed, { conditionsOnly: true }),
+        filters: {},
+        access: { all: true },
+        limit: 25,
+      });
+      if (i >= 5) {
+        search.push(t1 - t0);
+        statement.push(performance.now() - t2);
+      }
+    }
+    return {
+      chunk_search_in_process_ms: { p50: percentile(search, 50) },
+      bm25_statement_alone_ms: { p50: percentile(statement, 50) },
+    };
+  } finally {
+    await runtime.close();
+  }
+}
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2));
@@ -109,6 +167,7 @@ async function main() {
   const kept = process.env.BENCH_CHAT_DATA_DIR;
   const dataDir = kept ?? mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
   const seedSeconds = kept && existsSync(kept) ? 0 : await seedIndex(dataDir, CHUNKS);
+  const floor = await retrievalFloor(dataDir);
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
@@ -178,6 +237,7 @@ async function main() {
     };
 
     for (let i = 0; i < 5; i++) await turn(chat_session_id);
+    const cpuBefore = cpuMs(child.pid);
     const overhead: number[] = [];
     const before: number[] = [];
     const retrieved: number[] = [];
@@ -197,6 +257,7 @@ async function main() {
       retrieved.push(r.documents);
     }
 
+    const cpuPerTurn = (cpuMs(child.pid) - cpuBefore) / SEQUENTIAL;
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: CONCURRENT }, () => turn(null)));
     const concurrentMs = performance.now() - started;
@@ -205,6 +266,7 @@ async function main() {
       index_chunks: CHUNKS,
       seed_seconds: seedSeconds,
       sequential_turns: SEQUENTIAL,
+      retrieval_floor: floor,
       first_token_to_client_delta_ms: {
         p50: percentile(overhead, 50),
         p95: percentile(overhead, 95),
@@ -212,6 +274,9 @@ async function main() {
       },
       send_to_first_model_call_ms: { p50: percentile(beforeFirst, 50), p95: percentile(beforeFirst, 95) },
       tool_call_to_second_model_call_ms: { p50: percentile(searchStep, 50), p95: percentile(searchStep, 95) },
+      // CPU time kas spent per sequential turn (whole turn: before the model, streaming, saving); unlike
+      // the latencies it barely moves with the machine's load.
+      kas_cpu_ms_per_turn: Number(cpuPerTurn.toFixed(2)),
       documents_retrieved_per_turn: { min: Math.min(...retrieved), max: Math.max(...retrieved) },
       before_model_call_ms: {
         p50: percentile(before, 50),

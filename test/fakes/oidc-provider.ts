@@ -17,7 +17,13 @@ export interface FakeOidcProviderOptions {
    * A resource server (RFC 8707 resource indicator): access tokens for it are JWTs (RS256, from the
    * provider's JWKS) with `aud` = the indicator, lasting `accessTokenTtl()` seconds (read at issue).
    */
-  resource?: { indicators: string[]; scope: string; accessTokenTtl: () => number };
+  resource?: {
+    indicators: string[];
+    scope: string;
+    accessTokenTtl: () => number;
+    /** The resource a request that names none gets (clients that do not send RFC 8707 `resource`). */
+    defaultIndicator?: string;
+  };
 }
 
 export interface FakeOidcProvider {
@@ -244,7 +250,7 @@ type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['re
 function resourceIndicators(resource: NonNullable<FakeOidcProviderOptions['resource']>): ResourceIndicators {
   return {
     enabled: true,
-    defaultResource: async (_ctx, _client, oneOf) => oneOf,
+    defaultResource: async (_ctx, _client, oneOf) => oneOf ?? resource.defaultIndicator,
     useGrantedResource: async () => true,
     getResourceServerInfo: async (_ctx, indicator) => {
       if (!resource.indicators.includes(indicator)) throw new errors.InvalidTarget();

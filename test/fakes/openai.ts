@@ -77,7 +77,9 @@ export async function startFake(
       res.destroy();
     }
   });
-  server.keepAliveTimeout = 1000;
+  // Like the real API, connections are kept alive (undici drops a connection whose keep-alive hint is
+  // under 2 s, so a short one would make every model call open a new connection).
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   fake.url = `http://127.0.0.1:${port}`;

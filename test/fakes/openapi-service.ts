@@ -17,6 +17,8 @@ export interface FakeOpenApiService {
   requests: ReceivedRequest[];
   /** When set, every request must carry `Authorization: Bearer <token>` or gets 401. */
   requiredBearer: string | null;
+  /** When set, decides from the headers whether a request is authorized (else 401), like a real resource server. */
+  authorize: ((headers: IncomingMessage['headers']) => Promise<boolean>) | null;
   close(): Promise<void>;
 }
 
@@ -26,7 +28,7 @@ export interface FakeOpenApiService {
  */
 export async function startFakeOpenApiService(): Promise<FakeOpenApiService> {
   const requests: ReceivedRequest[] = [];
-  const fake = { requests, requiredBearer: null } as unknown as FakeOpenApiService;
+  const fake = { requests, requiredBearer: null, authorize: null } as unknown as FakeOpenApiService;
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -38,6 +40,7 @@ export async function startFakeOpenApiService(): Promise<FakeOpenApiService> {
     if (url.pathname === '/openapi.json') return json(200, fake.spec());
     if (fake.requiredBearer && req.headers.authorization !== `Bearer ${fake.requiredBearer}`)
       return json(401, { error: 'invalid token' });
+    if (fake.authorize && !(await fake.authorize(req.headers))) return json(401, { error: 'invalid token' });
     const forecast = url.pathname.match(/^\/v1\/forecast\/([^/]+)$/);
     if (req.method === 'GET' && forecast) {
       const days = Number(url.searchParams.get('days') ?? '1');

@@ -1488,7 +1488,7 @@ export interface paths {
         put?: never;
         /**
          * Create an OpenAPI action
-         * @description Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.
+         * @description Admin, or a curator for groups they curate (`groups`). Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.
          */
         post: operations["actions-createCustomTool"];
         delete?: never;
@@ -1507,7 +1507,7 @@ export interface paths {
         get?: never;
         /**
          * Update an OpenAPI action
-         * @description Partial update. Built-in and MCP tools cannot be modified here (400).
+         * @description Partial update by an admin or a curator of all of its groups. Built-in and MCP tools cannot be modified here (400).
          */
         put: operations["actions-updateCustomTool"];
         post?: never;
@@ -1532,7 +1532,7 @@ export interface paths {
         put?: never;
         /**
          * Connect an MCP server
-         * @description Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.
+         * @description Admin, or a curator for groups they curate (`groups`: only their members use the server). Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.
          */
         post: operations["mcp-create"];
         delete?: never;
@@ -2638,6 +2638,8 @@ export interface components {
             oauth_config_id: number | null;
             /** @description OpenAPI actions: one entry per operation */
             methods: components["schemas"]["MethodSpec"][];
+            /** @description OpenAPI actions: the user groups it is for (empty: everyone) */
+            groups: number[];
         };
         /** @description One operation of an OpenAPI action: one tool for the model */
         MethodSpec: {
@@ -2683,6 +2685,8 @@ export interface components {
             tool_count: number;
             /** @description Whether the caller can use the server now */
             user_authenticated: boolean;
+            /** @description The user groups it is for (empty: everyone) */
+            groups: number[];
             last_refreshed_at: string | null;
         };
         McpServerTools: {
@@ -13892,6 +13896,8 @@ export interface operations {
                      */
                     passthrough_auth?: boolean;
                     oauth_config_id?: number | null;
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -14019,6 +14025,8 @@ export interface operations {
                     custom_headers?: components["schemas"]["HeaderPair"][];
                     passthrough_auth?: boolean;
                     oauth_config_id?: number | null;
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -14262,6 +14270,8 @@ export interface operations {
                     auth_template?: components["schemas"]["McpAuthTemplate"];
                     oauth_client_id?: string;
                     oauth_client_secret?: string;
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };
@@ -14691,6 +14701,8 @@ export interface operations {
                     description?: string;
                     /** @description Tool names offered to agents; the others are disabled */
                     selected_tools?: string[];
+                    /** @description User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone */
+                    groups?: number[];
                 };
             };
         };

@@ -16,6 +16,7 @@ const toolDetailColumns = [
   'tools.passthrough_auth',
   'tools.oauth_config_id',
   'tools.mcp_input_schema',
+  'tools.group_scoped',
 ] as const;
 
 export function findTool(db: DbExecutor, id: number) {
@@ -278,4 +279,49 @@ export async function insertOauthState(db: DbExecutor, row: Insertable<Database[
 /** Takes a state once: a replayed callback finds nothing. */
 export function takeOauthState(db: DbExecutor, state: string) {
   return db.deleteFrom('oauth_states').where('state', '=', state).returningAll().executeTakeFirst();
+}
+
+/** The groups of each OpenAPI action among `toolIds`. */
+export function groupsOfTools(db: DbExecutor, toolIds: readonly number[]) {
+  if (toolIds.length === 0) return Promise.resolve([] as { tool_id: number; group_id: number }[]);
+  return db
+    .selectFrom('tool_groups')
+    .select(['tool_id', 'group_id'])
+    .where('tool_id', 'in', toolIds)
+    .execute();
+}
+
+export async function replaceToolGroups(db: DbExecutor, toolId: number, groupIds: readonly number[]) {
+  await db.deleteFrom('tool_groups').where('tool_id', '=', toolId).execute();
+  if (groupIds.length)
+    await db
+      .insertInto('tool_groups')
+      .values(groupIds.map((group_id) => ({ tool_id: toolId, group_id })))
+      .execute();
+}
+
+/** The groups of each MCP server among `serverIds`. */
+export function groupsOfMcpServers(db: DbExecutor, serverIds: readonly number[]) {
+  if (serverIds.length === 0) return Promise.resolve([] as { mcp_server_id: number; group_id: number }[]);
+  return db
+    .selectFrom('mcp_server_groups')
+    .select(['mcp_server_id', 'group_id'])
+    .where('mcp_server_id', 'in', serverIds)
+    .execute();
+}
+
+export async function replaceMcpServerGroups(db: DbExecutor, serverId: number, groupIds: readonly number[]) {
+  await db.deleteFrom('mcp_server_groups').where('mcp_server_id', '=', serverId).execute();
+  if (groupIds.length)
+    await db
+      .insertInto('mcp_server_groups')
+      .values(groupIds.map((group_id) => ({ mcp_server_id: serverId, group_id })))
+      .execute();
+}
+
+/** Which of `groupIds` exist. */
+export async function existingGroupIds(db: DbExecutor, groupIds: readonly number[]): Promise<number[]> {
+  if (groupIds.length === 0) return [];
+  const rows = await db.selectFrom('user_groups').select('id').where('id', 'in', groupIds).execute();
+  return rows.map((r) => r.id);
 }

@@ -1,4 +1,4 @@
-import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import { basicProcedure, curatorProcedure, router } from '../trpc.ts';
 import {
   CustomToolCreateInput,
   CustomToolUpdateInput,
@@ -27,7 +27,7 @@ export const actionsRouter = router({
     .output(ToolDetail)
     .query(({ ctx, input }) => actionsService.getTool({ ctx, toolId: input.tool_id })),
 
-  validateCustomTool: adminProcedure
+  validateCustomTool: curatorProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -41,7 +41,7 @@ export const actionsRouter = router({
     .output(ValidateDefinitionResponse)
     .mutation(({ input }) => actionsService.validateDefinition({ input })),
 
-  createCustomTool: adminProcedure
+  createCustomTool: curatorProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -49,28 +49,29 @@ export const actionsRouter = router({
         tags,
         summary: 'Create an OpenAPI action',
         description:
-          'Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.',
+          'Admin, or a curator for groups they curate (`groups`). Name and description default to `info.title` and `info.description`. The action is enabled on no agent until its `id` is put in an agent’s `tool_ids`.',
       },
     })
     .input(CustomToolCreateInput)
     .output(ToolDetail)
     .mutation(({ ctx, input }) => actionsService.createCustomTool({ ctx, actor: ctx.actor, input })),
 
-  updateCustomTool: adminProcedure
+  updateCustomTool: curatorProcedure
     .meta({
       openapi: {
         method: 'PUT',
         path: '/admin/tool/custom/{tool_id}',
         tags,
         summary: 'Update an OpenAPI action',
-        description: 'Partial update. Built-in and MCP tools cannot be modified here (400).',
+        description:
+          'Partial update by an admin or a curator of all of its groups. Built-in and MCP tools cannot be modified here (400).',
       },
     })
     .input(CustomToolUpdateInput)
     .output(ToolDetail)
     .mutation(({ ctx, input }) => actionsService.updateCustomTool({ ctx, actor: ctx.actor, input })),
 
-  deleteCustomTool: adminProcedure
+  deleteCustomTool: curatorProcedure
     .meta({
       openapi: {
         method: 'DELETE',

@@ -46,6 +46,10 @@ export const CustomToolCreateInput = z.object({
     .default(false)
     .meta({ description: "Forward the caller's OIDC sign-in token as `Authorization: Bearer`" }),
   oauth_config_id: z.number().int().positive().nullable().optional(),
+  groups: z.array(z.number().int().positive()).max(100).optional().meta({
+    description:
+      'User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone',
+  }),
 });
 export type CustomToolCreateInput = z.infer<typeof CustomToolCreateInput>;
 
@@ -59,6 +63,10 @@ export const CustomToolUpdateInput = z.object({
   }),
   passthrough_auth: z.boolean().optional(),
   oauth_config_id: z.number().int().positive().nullable().optional(),
+  groups: z.array(z.number().int().positive()).max(100).optional().meta({
+    description:
+      'User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone',
+  }),
 });
 export type CustomToolUpdateInput = z.infer<typeof CustomToolUpdateInput>;
 
@@ -73,6 +81,9 @@ export const ToolDetail = ToolSnapshot.extend({
   passthrough_auth: z.boolean(),
   oauth_config_id: z.number().int().nullable(),
   methods: z.array(MethodSpec).meta({ description: 'OpenAPI actions: one entry per operation' }),
+  groups: z
+    .array(z.number().int())
+    .meta({ description: 'OpenAPI actions: the user groups it is for (empty: everyone)' }),
 }).meta({ id: 'ToolDetail', description: 'A tool with its action configuration' });
 export type ToolDetail = z.infer<typeof ToolDetail>;
 
@@ -114,6 +125,10 @@ export const McpServerCreateInput = z.object({
   }),
   oauth_client_id: z.string().max(2000).optional(),
   oauth_client_secret: z.string().max(2000).optional(),
+  groups: z.array(z.number().int().positive()).max(100).optional().meta({
+    description:
+      'User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone',
+  }),
 });
 export type McpServerCreateInput = z.infer<typeof McpServerCreateInput>;
 
@@ -145,6 +160,7 @@ export const McpServerSnapshot = z
     has_api_token: z.boolean(),
     tool_count: z.number().int(),
     user_authenticated: z.boolean().meta({ description: 'Whether the caller can use the server now' }),
+    groups: z.array(z.number().int()).meta({ description: 'The user groups it is for (empty: everyone)' }),
     last_refreshed_at: z.string().nullable(),
   })
   .meta({ id: 'McpServerSnapshot' });
@@ -183,6 +199,10 @@ export const McpServerUpdateInput = z.object({
     .array(z.string())
     .optional()
     .meta({ description: 'Tool names offered to agents; the others are disabled' }),
+  groups: z.array(z.number().int().positive()).max(100).optional().meta({
+    description:
+      'User groups the action is for: only their members use it, and their curators manage it (a curator must name groups they curate). Empty or absent (admins): everyone',
+  }),
 });
 export const McpServerUpdateResponse = z
   .object({ server_id: z.number().int(), server_name: z.string(), updated_tools: z.number().int() })

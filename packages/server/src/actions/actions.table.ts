@@ -39,6 +39,7 @@ export interface McpServersTable {
   status: Generated<string>;
   admin_config_enc: string | null;
   owner_id: string | null;
+  group_scoped: Generated<boolean>;
   last_refreshed_at: Timestamp | null;
   created_at: CreatedAt;
   updated_at: CreatedAt;
@@ -60,10 +61,22 @@ export interface OauthStatesTable {
   expires_at: Timestamp;
 }
 
+export interface ToolGroupsTable {
+  tool_id: number;
+  group_id: number;
+}
+
+export interface McpServerGroupsTable {
+  mcp_server_id: number;
+  group_id: number;
+}
+
 export interface ActionsTables {
   oauth_configs: OauthConfigsTable;
   oauth_user_tokens: OauthUserTokensTable;
   mcp_servers: McpServersTable;
   mcp_user_configs: McpUserConfigsTable;
   oauth_states: OauthStatesTable;
+  tool_groups: ToolGroupsTable;
+  mcp_server_groups: McpServerGroupsTable;
 }

@@ -1,4 +1,4 @@
-import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import { basicProcedure, curatorProcedure, router } from '../trpc.ts';
 import {
   DeletedResponse,
   McpOauthCallbackResponse,
@@ -21,7 +21,7 @@ import * as actionsService from './actions.service.ts';
 const tags = ['MCP servers'];
 
 export const mcpRouter = router({
-  create: adminProcedure
+  create: curatorProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -29,20 +29,20 @@ export const mcpRouter = router({
         tags,
         summary: 'Connect an MCP server',
         description:
-          'Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.',
+          'Admin, or a curator for groups they curate (`groups`: only their members use the server). Auth methods: NONE; API_TOKEN + ADMIN (shared key, header template with `{api_key}`); API_TOKEN + PER_USER (each user’s own key); OAUTH (per user); PT_OAUTH (the caller’s OIDC sign-in token). Secrets are stored encrypted.',
       },
     })
     .input(McpServerCreateInput)
     .output(McpServerCreateResponse)
     .mutation(({ ctx, input }) => actionsService.createMcpServer({ ctx, actor: ctx.actor, input })),
 
-  list: adminProcedure
+  list: curatorProcedure
     .meta({ openapi: { method: 'GET', path: '/admin/mcp/servers', tags, summary: 'List MCP servers' } })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
-    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor })),
+    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor, purpose: 'manage' })),
 
-  get: adminProcedure
+  get: curatorProcedure
     .meta({
       openapi: { method: 'GET', path: '/admin/mcp/servers/{server_id}', tags, summary: 'Get an MCP server' },
     })
@@ -52,7 +52,7 @@ export const mcpRouter = router({
       actionsService.getMcpServer({ ctx, actor: ctx.actor, serverId: input.server_id }),
     ),
 
-  tools: adminProcedure
+  tools: curatorProcedure
     .meta({
       openapi: {
         method: 'GET',
@@ -69,7 +69,7 @@ export const mcpRouter = router({
       actionsService.fetchMcpServerTools({ ctx, actor: ctx.actor, serverId: input.server_id }),
     ),
 
-  update: adminProcedure
+  update: curatorProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -80,9 +80,9 @@ export const mcpRouter = router({
     })
     .input(McpServerUpdateInput)
     .output(McpServerUpdateResponse)
-    .mutation(({ ctx, input }) => actionsService.updateMcpServer({ ctx, input })),
+    .mutation(({ ctx, input }) => actionsService.updateMcpServer({ ctx, actor: ctx.actor, input })),
 
-  delete: adminProcedure
+  delete: curatorProcedure
     .meta({
       openapi: {
         method: 'DELETE',
@@ -94,7 +94,9 @@ export const mcpRouter = router({
     })
     .input(McpServerIdInput)
     .output(DeletedResponse)
-    .mutation(({ ctx, input }) => actionsService.deleteMcpServer({ ctx, serverId: input.server_id })),
+    .mutation(({ ctx, input }) =>
+      actionsService.deleteMcpServer({ ctx, actor: ctx.actor, serverId: input.server_id }),
+    ),
 
   listForUser: basicProcedure
     .meta({
@@ -107,7 +109,7 @@ export const mcpRouter = router({
     })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
-    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor })),
+    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor, purpose: 'use' })),
 
   saveCredentials: basicProcedure
     .meta({

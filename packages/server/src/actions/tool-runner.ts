@@ -6,6 +6,7 @@ import * as actionsRepository from './actions.repository.ts';
 import { buildRequest, type OpenApiMethod, parseOpenApi } from './openapi/openapi.ts';
 import { decryptHeaders } from './service/custom-tools.ts';
 import { userAccessToken } from './service/oauth-tokens.ts';
+import { canUse, memberGroups } from './service/scope.ts';
 
 export type ToolRunnerCtx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 
@@ -59,8 +60,24 @@ export async function loadAgentTools({
   const notes: string[] = [];
   const note = (text: string) => notes.push(text);
   const loaded: AgentTool[] = [];
-  for (const row of rows.filter((r) => r.kind === 'openapi'))
+  const openapi = rows.filter((r) => r.kind === 'openapi');
+  const scoped = openapi.filter((r) => r.group_scoped);
+  const groups = await actionsRepository.groupsOfTools(
+    ctx.db,
+    scoped.map((r) => r.id),
+  );
+  const member = scoped.length ? await memberGroups(ctx.db, actor) : new Set<number>();
+  for (const row of openapi) {
+    const scope = {
+      group_scoped: row.group_scoped,
+      groups: groups.filter((g) => g.tool_id === row.id).map((g) => g.group_id),
+    };
+    if (!canUse(actor, member, scope)) {
+      note(`The action "${row.name}" is not available: it is reserved to user groups this user is not in.`);
+      continue;
+    }
     loaded.push(...(await openApiTools(ctx, actor, row, note)));
+  }
   const mcpRows = rows.filter((r) => r.kind === 'mcp');
   if (mcpRows.length && loaders.mcp)
     loaded.push(...(await loaders.mcp.load({ ctx, actor, rows: mcpRows, note })));

@@ -172,6 +172,29 @@ export function listMessages(db: DbExecutor, sessionId: string) {
     .execute();
 }
 
+/**
+ * A session's message tree with what a new turn needs (not the stored documents and citations of every
+ * earlier answer, which grow with the session).
+ */
+export function listMessageTree(db: DbExecutor, sessionId: string) {
+  return db
+    .selectFrom('chat_messages')
+    .select([
+      'id',
+      'parent_message_id',
+      'latest_child_message_id',
+      'message_type',
+      'message',
+      'error',
+      'files',
+      'time_sent',
+    ])
+    .where('chat_session_id', '=', sessionId)
+    .orderBy('id')
+    .execute();
+}
+export type MessageNode = Awaited<ReturnType<typeof listMessageTree>>[number];
+
 export function setLatestChild(db: DbExecutor, parentId: number, childId: number) {
   return db
     .updateTable('chat_messages')

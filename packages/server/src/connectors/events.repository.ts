@@ -10,17 +10,22 @@ export interface EventRow {
   error_msg: string | null;
 }
 
-/** Stores verified webhook deliveries, one per pair, to be processed by a worker. */
+/**
+ * Stores verified webhook deliveries, one per pair, to be processed by a worker. A delivery whose
+ * source id the pair already has (a redelivery) is not stored again; answers the new rows' ids.
+ */
 export async function insertEvents(
   db: DbExecutor,
-  rows: { cc_pair_id: number; refs: unknown[] }[],
+  rows: { cc_pair_id: number; refs: unknown[]; delivery_id: string | null }[],
 ): Promise<number[]> {
   const ids: number[] = [];
   for (const row of rows) {
     const result = await sql<{ id: string }>`
-      INSERT INTO connector_events (cc_pair_id, refs) VALUES (${row.cc_pair_id}, ${JSON.stringify(row.refs)}::jsonb)
+      INSERT INTO connector_events (cc_pair_id, refs, delivery_id)
+      VALUES (${row.cc_pair_id}, ${JSON.stringify(row.refs)}::jsonb, ${row.delivery_id})
+      ON CONFLICT (cc_pair_id, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
       RETURNING id`.execute(db);
-    ids.push(Number(result.rows[0]?.id));
+    if (result.rows[0]) ids.push(Number(result.rows[0].id));
   }
   return ids;
 }

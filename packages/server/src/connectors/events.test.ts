@@ -78,7 +78,7 @@ async function eventPair() {
   return { connectorId, pairId };
 }
 
-function deliver(connectorId: number, number: number) {
+function deliver(connectorId: number, number: number, delivery?: string) {
   const body = JSON.stringify({
     action: 'edited',
     issue: { number },
@@ -89,6 +89,7 @@ function deliver(connectorId: number, number: number) {
     headers: {
       'x-github-event': 'issues',
       'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+      ...(delivery ? { 'x-github-delivery': delivery } : {}),
     },
     raw_body: body,
   });
@@ -225,6 +226,19 @@ describe('queued connector events', () => {
     await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'active' });
     expect(await events()).toBe(1);
     expect(await textOf(web('gadgets/issues/1'))).toContain('wombat');
+  });
+
+  it('a redelivery (same X-GitHub-Delivery) is acknowledged but stored and processed once', async () => {
+    const { connectorId, pairId } = await eventPair();
+    const id = `delivery-${pairId}`;
+    expect(await deliver(connectorId, 1, id)).toEqual({ success: true, queued: 1 });
+    expect(await deliver(connectorId, 1, id)).toEqual({ success: true, queued: 0 });
+    expect(await events()).toBe(1);
+    // Even after it was processed; another delivery of the same issue is a new event.
+    expect(await deliver(connectorId, 1, id)).toEqual({ success: true, queued: 0 });
+    expect(await deliver(connectorId, 1, `${id}-b`)).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
+    expect(await eventRows(pairId)).toHaveLength(2);
   });
 
   it('deleting the pair deletes its queued events', async () => {

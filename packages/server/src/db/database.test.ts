@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { migrateToLatest } from './database.ts';
 
 let t: TestRuntime;
 beforeAll(async () => {
@@ -68,5 +69,17 @@ describe('database', () => {
     }>`SELECT 9007199254740::int8 AS big, 1.5::numeric AS num, now() AS ts`.execute(db);
     expect(rows[0]).toMatchObject({ big: 9007199254740, num: 1.5 });
     expect(rows[0]!.ts).toBeInstanceOf(Date);
+  });
+
+  it('applies a migration numbered below the last applied one (branches land in any order)', async () => {
+    const { db } = t.deps;
+    // As if 0015 had landed after the later migrations had already run here: undo it and forget it.
+    await sql`DROP TABLE tool_groups, mcp_server_groups`.execute(db);
+    await sql`ALTER TABLE tools DROP COLUMN group_scoped`.execute(db);
+    await sql`ALTER TABLE mcp_servers DROP COLUMN group_scoped`.execute(db);
+    await sql`DELETE FROM kysely_migration WHERE name = '0015_action_groups'`.execute(db);
+    expect(await migrateToLatest(db)).toEqual(['0015_action_groups']);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tool_groups`.execute(db);
+    expect(rows[0]!.n).toBe(0);
   });
 });

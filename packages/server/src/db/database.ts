@@ -141,7 +141,14 @@ class DirectoryMigrationProvider implements MigrationProvider {
 }
 
 export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() });
+  // Migrations are written in parallel branches and land in any order: one numbered below the last
+  // applied one is still applied (each migration touches its own tables, so their order between
+  // branches does not matter), where Kysely would otherwise refuse to start.
+  const migrator = new Migrator({
+    db,
+    provider: new DirectoryMigrationProvider(),
+    allowUnorderedMigrations: true,
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

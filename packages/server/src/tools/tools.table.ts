@@ -19,6 +19,8 @@ export interface ToolsTable {
   user_id: string | null;
   enabled: Generated<boolean>;
   mcp_server_id: number | null;
+  /** Scoped to the groups in `tool_groups` (migration 0015). */
+  group_scoped: Generated<boolean>;
   mcp_input_schema: Json<Record<string, unknown> | null>;
   created_at: CreatedAt;
   updated_at: CreatedAt;

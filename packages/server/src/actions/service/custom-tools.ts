@@ -11,6 +11,7 @@ import type {
   ToolDetail,
 } from '../actions.schemas.ts';
 import { parseOpenApi } from '../openapi/openapi.ts';
+import { checkRequestedScope, requireManage, type Scope } from './scope.ts';
 
 export const MASK = '********';
 
@@ -31,7 +32,7 @@ function methodsOf(row: ToolRow): MethodSpec[] {
   }));
 }
 
-export function toToolDetail(ctx: Pick<Ctx, 'secrets'>, row: ToolRow): ToolDetail {
+export function toToolDetail(ctx: Pick<Ctx, 'secrets'>, row: ToolRow, groups: number[]): ToolDetail {
   return {
     id: row.id,
     name: row.name,
@@ -46,6 +47,7 @@ export function toToolDetail(ctx: Pick<Ctx, 'secrets'>, row: ToolRow): ToolDetai
     passthrough_auth: row.passthrough_auth,
     oauth_config_id: row.oauth_config_id,
     methods: methodsOf(row),
+    groups,
   };
 }
 
@@ -114,8 +116,10 @@ export async function createCustomTool({
     passthrough: input.passthrough_auth,
     oauthConfigId: input.oauth_config_id ?? null,
   });
+  const scope = (await checkRequestedScope(ctx, actor, input.groups, null)) as Scope;
   const name = input.name ?? parsed.title.trim();
   const id = await actionsRepository.insertTool(ctx.db, {
+    group_scoped: scope.group_scoped,
     name,
     display_name: name,
     description: input.description ?? parsed.description,
@@ -128,10 +132,16 @@ export async function createCustomTool({
     user_id: actor.user_id,
     mcp_server_id: null,
   });
+  await actionsRepository.replaceToolGroups(ctx.db, id, scope.groups);
   return getTool({ ctx, toolId: id });
 }
 
-async function editableTool(ctx: Ctx, toolId: number): Promise<ToolRow> {
+async function scopeOfTool(ctx: Ctx, row: ToolRow): Promise<Scope> {
+  const groups = await actionsRepository.groupsOfTools(ctx.db, [row.id]);
+  return { group_scoped: row.group_scoped, groups: groups.map((g) => g.group_id) };
+}
+
+async function editableTool(ctx: Ctx, actor: Actor, toolId: number): Promise<ToolRow> {
   const row = await actionsRepository.findTool(ctx.db, toolId);
   if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
   if (row.kind === 'builtin')
@@ -141,18 +151,21 @@ async function editableTool(ctx: Ctx, toolId: number): Promise<ToolRow> {
       'INVALID_INPUT',
       `Tool ${toolId} comes from MCP server ${row.mcp_server_id}: manage it through /api/admin/mcp/*`,
     );
+  await requireManage(ctx, actor, await scopeOfTool(ctx, row), `action ${toolId}`);
   return row;
 }
 
 export async function updateCustomTool({
   ctx,
+  actor,
   input,
 }: {
   ctx: Ctx;
   actor: Actor;
   input: CustomToolUpdateInput;
 }): Promise<ToolDetail> {
-  const row = await editableTool(ctx, input.tool_id);
+  const row = await editableTool(ctx, actor, input.tool_id);
+  const scope = await checkRequestedScope(ctx, actor, input.groups, await scopeOfTool(ctx, row));
   const parsed = input.definition !== undefined ? parseOpenApi(input.definition) : null;
   const stored = decryptHeaders(ctx, row.custom_headers_enc);
   let headers = stored;
@@ -179,13 +192,15 @@ export async function updateCustomTool({
       : {}),
     passthrough_auth: passthrough,
     oauth_config_id: oauthConfigId,
+    ...(scope ? { group_scoped: scope.group_scoped } : {}),
   });
+  if (scope) await actionsRepository.replaceToolGroups(ctx.db, row.id, scope.groups);
   return getTool({ ctx, toolId: row.id });
 }
 
 /** Deletes an OpenAPI action; the agents that had it lose it (their `tool_ids` cascade). */
-export async function deleteCustomTool({ ctx, toolId }: { ctx: Ctx; actor: Actor; toolId: number }) {
-  const row = await editableTool(ctx, toolId);
+export async function deleteCustomTool({ ctx, actor, toolId }: { ctx: Ctx; actor: Actor; toolId: number }) {
+  const row = await editableTool(ctx, actor, toolId);
   await actionsRepository.deleteTool(ctx.db, row.id);
   return { success: true as const };
 }
@@ -193,5 +208,10 @@ export async function deleteCustomTool({ ctx, toolId }: { ctx: Ctx; actor: Actor
 export async function getTool({ ctx, toolId }: { ctx: Pick<Ctx, 'db' | 'secrets'>; toolId: number }) {
   const row = await actionsRepository.findTool(ctx.db, toolId);
   if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
-  return toToolDetail(ctx, row);
+  const groups = await actionsRepository.groupsOfTools(ctx.db, [row.id]);
+  return toToolDetail(
+    ctx,
+    row,
+    groups.map((g) => g.group_id),
+  );
 }

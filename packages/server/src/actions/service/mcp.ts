@@ -18,6 +18,7 @@ import { isAuthFailure, listMcpTools, mcpResultData, withMcpClient } from '../mc
 import type { AgentTool, ToolKindLoader } from '../tool-runner.ts';
 import { failure } from '../tool-runner.ts';
 import { mcpOauthAccessToken } from './mcp-oauth.ts';
+import { canManage, canUse, checkRequestedScope, memberGroups, requireManage, type Scope } from './scope.ts';
 
 type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 type Template = z.infer<typeof McpAuthTemplate>;
@@ -196,6 +197,7 @@ export async function createMcpServer({
       'INVALID_INPUT',
       'OAuth pass-through forwards the caller’s OIDC sign-in token, but kas has no OIDC configured (KAS_OIDC_ISSUER)',
     );
+  const scope = (await checkRequestedScope(ctx, actor, input.groups, null)) as Scope;
   const config: AdminConfig = {
     api_token: input.api_token,
     auth_template: input.auth_type === 'API_TOKEN' ? (input.auth_template ?? DEFAULT_TEMPLATE) : undefined,
@@ -211,7 +213,9 @@ export async function createMcpServer({
     auth_performer: input.auth_performer,
     admin_config_enc: ctx.secrets.encrypt(JSON.stringify(config)),
     owner_id: actor.user_id,
+    group_scoped: scope.group_scoped,
   });
+  await actionsRepository.replaceMcpServerGroups(ctx.db, id, scope.groups);
   return {
     server_id: id,
     server_name: input.name,
@@ -228,8 +232,21 @@ async function serverOr404(ctx: Ctx, id: number): Promise<McpServerRow> {
   return row;
 }
 
+async function scopeOfServer(ctx: Ctx, row: McpServerRow): Promise<Scope> {
+  const groups = await actionsRepository.groupsOfMcpServers(ctx.db, [row.id]);
+  return { group_scoped: row.group_scoped, groups: groups.map((g) => g.group_id) };
+}
+
+/** The server, when the actor manages it (admin, or curator of all its groups); 403 otherwise. */
+async function managedServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
+  const row = await serverOr404(ctx, id);
+  await requireManage(ctx, actor, await scopeOfServer(ctx, row), `MCP server ${id}`);
+  return row;
+}
+
 async function snapshot(ctx: Ctx, actor: Actor, row: McpServerRow): Promise<McpServerSnapshot> {
   const config = adminConfig(ctx, row);
+  const scope = await scopeOfServer(ctx, row);
   const { n } = await actionsRepository.countServerTools(ctx.db, row.id);
   return {
     id: row.id,
@@ -246,16 +263,33 @@ async function snapshot(ctx: Ctx, actor: Actor, row: McpServerRow): Promise<McpS
     tool_count: Number(n),
     user_authenticated: 'headers' in (await mcpHeaders(ctx, actor, row)),
     last_refreshed_at: row.last_refreshed_at ? new Date(row.last_refreshed_at).toISOString() : null,
+    groups: scope.groups,
   };
 }
 
-export async function listMcpServers({ ctx, actor }: { ctx: Ctx; actor: Actor }) {
+/** `manage`: the servers the actor manages (admin list); `use`: those the actor may use (their groups). */
+export async function listMcpServers({
+  ctx,
+  actor,
+  purpose,
+}: {
+  ctx: Ctx;
+  actor: Actor;
+  purpose: 'manage' | 'use';
+}) {
   const rows = await actionsRepository.listMcpServers(ctx.db);
-  return { mcp_servers: await Promise.all(rows.map((r) => snapshot(ctx, actor, r))) };
+  const member = await memberGroups(ctx.db, actor);
+  const visible: McpServerRow[] = [];
+  for (const row of rows) {
+    const scope = await scopeOfServer(ctx, row);
+    if (purpose === 'manage' ? await canManage(ctx.db, actor, scope) : canUse(actor, member, scope))
+      visible.push(row);
+  }
+  return { mcp_servers: await Promise.all(visible.map((r) => snapshot(ctx, actor, r))) };
 }
 
 export async function getMcpServer({ ctx, actor, serverId }: { ctx: Ctx; actor: Actor; serverId: number }) {
-  return snapshot(ctx, actor, await serverOr404(ctx, serverId));
+  return snapshot(ctx, actor, await managedServer(ctx, actor, serverId));
 }
 
 function reachFailure(row: McpServerRow, error: unknown): string {
@@ -278,7 +312,7 @@ export async function fetchMcpServerTools({
   actor: Actor;
   serverId: number;
 }): Promise<z.infer<typeof McpServerTools>> {
-  const row = await serverOr404(ctx, serverId);
+  const row = await managedServer(ctx, actor, serverId);
   const base = { server_id: row.id, server_name: row.name, server_url: row.server_url };
   const auth = await mcpHeaders(ctx, actor, row);
   if ('missing' in auth) return { ...base, tools: [], message: `No tools listed: ${auth.missing}` };
@@ -329,16 +363,21 @@ export async function fetchMcpServerTools({
 
 export async function updateMcpServer({
   ctx,
+  actor,
   input,
 }: {
   ctx: Ctx;
+  actor: Actor;
   input: z.infer<typeof McpServerUpdateInput>;
 }) {
-  const row = await serverOr404(ctx, input.server_id);
+  const row = await managedServer(ctx, actor, input.server_id);
+  const scope = await checkRequestedScope(ctx, actor, input.groups, await scopeOfServer(ctx, row));
   await actionsRepository.updateMcpServer(ctx.db, row.id, {
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(scope ? { group_scoped: scope.group_scoped } : {}),
   });
+  if (scope) await actionsRepository.replaceMcpServerGroups(ctx.db, row.id, scope.groups);
   let updated = 0;
   if (input.selected_tools) {
     const stored = await actionsRepository.listServerTools(ctx.db, row.id);
@@ -354,7 +393,16 @@ export async function updateMcpServer({
   return { server_id: row.id, server_name: input.name ?? row.name, updated_tools: updated };
 }
 
-export async function deleteMcpServer({ ctx, serverId }: { ctx: Ctx; serverId: number }) {
+export async function deleteMcpServer({
+  ctx,
+  actor,
+  serverId,
+}: {
+  ctx: Ctx;
+  actor: Actor;
+  serverId: number;
+}) {
+  await managedServer(ctx, actor, serverId);
   if (!(await actionsRepository.deleteMcpServer(ctx.db, serverId)))
     throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${serverId} not found`);
   return { success: true as const };
@@ -442,10 +490,17 @@ export const mcpToolLoader: ToolKindLoader = {
       if (r.mcp_server_id !== null)
         byServer.set(r.mcp_server_id, [...(byServer.get(r.mcp_server_id) ?? []), r]);
     const tools: AgentTool[] = [];
+    const member = await memberGroups(ctx.db, actor);
     for (const [serverId, serverTools] of byServer) {
       const server = await actionsRepository.findMcpServer(ctx.db, serverId);
       if (!server) continue;
       const names = serverTools.map((t) => t.name).join(', ');
+      if (!canUse(actor, member, await scopeOfServer(ctx, server))) {
+        note(
+          `The tools ${names} of MCP server "${server.name}" are not available: the server is reserved to user groups this user is not in.`,
+        );
+        continue;
+      }
       if (server.status !== 'CONNECTED') {
         note(
           `The tools ${names} of MCP server "${server.name}" are not available: the server is disconnected.`,

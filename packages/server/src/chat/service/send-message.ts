@@ -3,7 +3,7 @@ import { AppError, ERROR_CODES, type ErrorCode } from '../../errors.ts';
 import * as filesService from '../../files/files.service.ts';
 import * as projectsService from '../../projects/projects.service.ts';
 import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
-import type { MessageRow, SessionRow } from '../chat.repository.ts';
+import type { MessageNode, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
 import { removeRenderedCitations } from '../citations.ts';
@@ -27,7 +27,7 @@ export interface ChatRun {
   done: Promise<void>;
 }
 
-function mainlineTail(messages: MessageRow[], root: MessageRow): MessageRow {
+function mainlineTail(messages: MessageNode[], root: MessageNode): MessageNode {
   const byId = new Map(messages.map((m) => [m.id, m]));
   let node = root;
   for (let i = 0; i < messages.length && node.latest_child_message_id !== null; i++) {
@@ -38,10 +38,10 @@ function mainlineTail(messages: MessageRow[], root: MessageRow): MessageRow {
   return node;
 }
 
-function ancestors(messages: MessageRow[], from: MessageRow): MessageRow[] {
+function ancestors(messages: MessageNode[], from: MessageNode): MessageNode[] {
   const byId = new Map(messages.map((m) => [m.id, m]));
-  const path: MessageRow[] = [];
-  let node: MessageRow | undefined = from;
+  const path: MessageNode[] = [];
+  let node: MessageNode | undefined = from;
   while (node) {
     path.unshift(node);
     node = node.parent_message_id === null ? undefined : byId.get(node.parent_message_id);
@@ -100,7 +100,7 @@ export async function startChatTurn({
   const temperature = override.temperature ?? undefined;
 
   const tree = await ctx.db.transaction().execute(async (trx) => {
-    const messages = await chatRepository.listMessages(trx, session.id);
+    const messages: MessageNode[] = await chatRepository.listMessageTree(trx, session.id);
     let root = messages.find((m) => m.message_type === 'system' && m.parent_message_id === null);
     if (!root) {
       root = await chatRepository.insertMessage(trx, {
@@ -111,7 +111,7 @@ export async function startChatTurn({
       });
       messages.push(root);
     }
-    let parent: MessageRow;
+    let parent: MessageNode;
     if (input.parent_message_id === null) parent = root;
     else if (input.parent_message_id === -1) parent = mainlineTail(messages, root);
     else {
@@ -123,7 +123,7 @@ export async function startChatTurn({
         );
       parent = found;
     }
-    let userMessage: MessageRow;
+    let userMessage: MessageNode;
     let userCreated = false;
     if (parent.message_type === 'user') {
       // Regenerating: the answer to an existing question; the new text, if any, is ignored.

@@ -48,7 +48,7 @@ export async function handleConnectorEvent({
     throw new AppError('INVALID_INPUT', `Connector ${connector.id} has an invalid configuration`);
 
   const now = new Date();
-  const verified: { pairId: number; refs: unknown[]; challenge?: string }[] = [];
+  const verified: { pairId: number; refs: unknown[]; challenge?: string; deliveryId?: string }[] = [];
   for (const pair of await connectorsRepository.listPairs(ctx.db, { connectorId: connector.id })) {
     if (pair.status === 'deleting') continue;
     const row = await connectorsRepository.findCredential(ctx.db, pair.credential_id);
@@ -61,7 +61,13 @@ export async function handleConnectorEvent({
       credential: credential.value,
       now,
     });
-    if (verdict.ok) verified.push({ pairId: pair.id, refs: verdict.refs, challenge: verdict.challenge });
+    if (verdict.ok)
+      verified.push({
+        pairId: pair.id,
+        refs: verdict.refs,
+        challenge: verdict.challenge,
+        deliveryId: verdict.deliveryId,
+      });
   }
   if (!verified.length) {
     await ctx.authFailures.record(ctx.clientAddress);
@@ -74,7 +80,9 @@ export async function handleConnectorEvent({
   if (challenge !== undefined) return { success: true, challenge, queued: 0 };
 
   // A paused pair keeps its events: they are processed when it is resumed.
-  const rows = verified.filter((v) => v.refs.length).map((v) => ({ cc_pair_id: v.pairId, refs: v.refs }));
+  const rows = verified
+    .filter((v) => v.refs.length)
+    .map((v) => ({ cc_pair_id: v.pairId, refs: v.refs, delivery_id: v.deliveryId?.slice(0, 200) ?? null }));
   const ids = await eventsRepository.insertEvents(ctx.db, rows);
   ctx.logger.info({ connector_id: connector.id, connector_event_ids: ids }, 'connector event queued');
   return { success: true, queued: ids.length };

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { getJson, nextLink } from './http.ts';
 import {
+  type EventVerdict,
   type ExternalAccess,
   type JsonValue,
   type LoadArgs,
@@ -390,9 +391,7 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
 /** The documents one webhook delivery affects, by kind. */
 type GitHubRef = { kind: 'issue' | 'pull'; repo: string; number: number };
 
-function verify(
-  event: SourceEvent<GitHubCredential>,
-): { ok: true; refs: JsonValue[] } | { ok: false; reason: string } {
+function verify(event: SourceEvent<GitHubCredential>): EventVerdict {
   const secret = event.credential.github_webhook_secret;
   if (!secret) return { ok: false, reason: 'the credential has no github_webhook_secret' };
   const signature = event.headers['x-hub-signature-256'] ?? '';
@@ -416,7 +415,8 @@ function verify(
     refs.push({ kind: 'pull', repo, number: payload.pull_request.number });
   else if (repo && typeof payload.issue?.number === 'number')
     refs.push({ kind: payload.issue.pull_request ? 'pull' : 'issue', repo, number: payload.issue.number });
-  return { ok: true, refs: refs as unknown as JsonValue[] };
+  const deliveryId = event.headers['x-github-delivery'];
+  return { ok: true, refs: refs as unknown as JsonValue[], ...(deliveryId ? { deliveryId } : {}) };
 }
 
 async function fetchRefs(

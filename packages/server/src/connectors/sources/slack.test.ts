@@ -314,6 +314,7 @@ describe('slack source', () => {
     slack.channels[0]?.messages.push(reply);
     const event = JSON.stringify({
       type: 'event_callback',
+      event_id: 'Ev0PLATYPUS',
       event: {
         type: 'message',
         channel: 'C1',
@@ -347,6 +348,14 @@ describe('slack source', () => {
     ).toEqual({ success: true, queued: 1 });
     expect(await events()).toBe(1);
     expect(await textOf('C1__1767225600.000100')).toContain('the platypus report is done');
+    // Slack retries a delivery (same event_id, X-Slack-Retry-Num): acknowledged, not stored again.
+    expect(
+      await anonymous.connectorSources.event({
+        connector_id: connectorId,
+        headers: { ...sign(event), 'x-slack-retry-num': '1' },
+        raw_body: event,
+      }),
+    ).toEqual({ success: true, queued: 0 });
     expect(slack.requests.filter((r) => r.startsWith('conversations.history'))).toEqual([]);
 
     const channel = slack.channels[0];

@@ -367,6 +367,7 @@ function verify(event: SourceEvent<SlackCredential>): EventVerdict {
   let payload: {
     type?: string;
     challenge?: string;
+    event_id?: string;
     event?: {
       type?: string;
       subtype?: string;
@@ -393,7 +394,13 @@ function verify(event: SourceEvent<SlackCredential>): EventVerdict {
     e.message?.ts ??
     e.deleted_ts ??
     e.ts;
-  return thread ? { ok: true, refs: [{ channel: e.channel, thread_ts: thread }] } : { ok: true, refs: [] };
+  if (!thread) return { ok: true, refs: [] };
+  const deliveryId = typeof payload.event_id === 'string' ? payload.event_id : undefined;
+  return {
+    ok: true,
+    refs: [{ channel: e.channel, thread_ts: thread }],
+    ...(deliveryId ? { deliveryId } : {}),
+  };
 }
 
 async function fetchRefs(

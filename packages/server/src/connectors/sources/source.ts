@@ -157,7 +157,13 @@ export interface SourceEvent<Credential> {
 
 /** What a verified delivery asks for: an answer to echo (Slack's challenge) and references to re-read. */
 export type EventVerdict =
-  | { ok: true; refs: JsonValue[]; challenge?: string }
+  | {
+      ok: true;
+      refs: JsonValue[];
+      challenge?: string;
+      /** The source's id of this delivery; a redelivery with the same id is not processed again. */
+      deliveryId?: string;
+    }
   | { ok: false; reason: string };
 
 /** Webhook support of a source: signature check, then the affected documents re-read from the source. */

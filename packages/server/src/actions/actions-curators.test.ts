@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeMcpServer, startFakeMcpServer } from '../../../../test/fakes/mcp-server.ts';
+import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
+import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
+import { objs, streamAll } from '../chat/chat.test-helpers.ts';
+import { errorOf } from '../testing/errors.ts';
+import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+
+/**
+ * Actions for user groups: a curator creates and manages actions for the groups they curate and not
+ * others'; only members of an action's groups use it in chat; admins manage everything.
+ */
+let t: TestRuntime;
+let llm: FakeLlmServer;
+let api: FakeOpenApiService;
+let mcp: FakeMcpServer;
+type Key = { key: string; user_id: string };
+let carol: Key; // curates "research"
+let dave: Key; // curates "sales"
+let mia: Key; // member of "research"
+let otto: Key; // in no group
+let research: number;
+let sales: number;
+
+const agentInput = (name: string, tool_ids: number[]) => ({
+  name,
+  description: '',
+  system_prompt: '',
+  task_prompt: '',
+  datetime_aware: false,
+  replace_base_system_prompt: false,
+  is_public: true,
+  is_featured: false,
+  document_set_ids: [],
+  tool_ids,
+});
+
+beforeAll(async () => {
+  [llm, api, mcp] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService(), startFakeMcpServer()]);
+  t = await createTestRuntime({
+    KAS_LLM_PROVIDER: 'openai',
+    KAS_LLM_BASE_URL: llm.baseURL,
+    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+    KAS_OUTBOUND_RETRIES: '0',
+  });
+  carol = await t.createKey('curator', 'carol');
+  dave = await t.createKey('curator', 'dave');
+  mia = await t.createKey('basic', 'mia');
+  otto = await t.createKey('basic', 'otto');
+  const admin = t.caller(t.adminKey);
+  research = (await admin.userGroups.create({ name: 'research', user_ids: [carol.user_id, mia.user_id] })).id;
+  sales = (await admin.userGroups.create({ name: 'sales', user_ids: [dave.user_id] })).id;
+  await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
+  await admin.userGroups.setCurator({ user_group_id: sales, user_id: dave.user_id, is_curator: true });
+});
+afterAll(async () => {
+  await t?.close();
+  await Promise.all([llm?.close(), api?.close(), mcp?.close()]);
+});
+
+describe('actions for user groups', () => {
+  it('lets a curator manage OpenAPI actions of the groups they curate only', async () => {
+    const asCarol = t.caller(carol.key);
+    const asDave = t.caller(dave.key);
+    expect(await errorOf(asCarol.actions.createCustomTool({ definition: api.spec() }))).toMatchObject({
+      status: 400,
+      detail: 'A curator’s action is for the groups they curate: name at least one in `groups`',
+    });
+    expect(
+      await errorOf(asCarol.actions.createCustomTool({ definition: api.spec(), groups: [research, sales] })),
+    ).toMatchObject({ status: 403, detail: `You do not curate user groups ${sales}` });
+    expect(
+      await errorOf(asCarol.actions.createCustomTool({ definition: api.spec(), groups: [999999] })),
+    ).toMatchObject({ status: 400, detail: 'Unknown user groups: 999999' });
+    expect(
+      (await errorOf(t.caller(mia.key).actions.createCustomTool({ definition: api.spec() }))).status,
+    ).toBe(403);
+
+    const action = await asCarol.actions.createCustomTool({ definition: api.spec(), groups: [research] });
+    expect(action.groups).toEqual([research]);
+    expect(
+      await asCarol.actions.updateCustomTool({ tool_id: action.id, description: 'Research weather' }),
+    ).toMatchObject({ description: 'Research weather' });
+    for (const call of [
+      () => asDave.actions.updateCustomTool({ tool_id: action.id, description: 'mine now' }),
+      () => asDave.actions.deleteCustomTool({ tool_id: action.id }),
+      () => asCarol.actions.updateCustomTool({ tool_id: action.id, groups: [sales] }),
+    ])
+      expect((await errorOf(call())).status).toBe(403);
+    // An admin's unscoped action is not a curator's to change.
+    const global = await t
+      .caller(t.adminKey)
+      .actions.createCustomTool({ definition: api.spec(), name: 'Global' });
+    expect(global.groups).toEqual([]);
+    expect(await errorOf(asCarol.actions.deleteCustomTool({ tool_id: global.id }))).toMatchObject({
+      status: 403,
+      detail: `Only an admin or a curator of all of its groups can manage action ${global.id}`,
+    });
+
+    // Only members of the action's groups use it in chat; others get a note, and the API sees nothing.
+    const agent = await t.caller(t.adminKey).personas.create(agentInput('research weather', [action.id]));
+    llm.enqueue(
+      { toolCalls: [{ id: 'f', name: 'getForecast', arguments: '{"city":"Lyon"}' }] },
+      { tokens: ['ok'] },
+    );
+    const miaLines = await streamAll(t.caller(mia.key), {
+      message: 'forecast Lyon',
+      chat_session_info: { persona_id: agent.id },
+    });
+    expect(objs(miaLines).find((o) => o.type === 'custom_tool_delta')).toMatchObject({ error: null });
+    const seen = api.requests.length;
+    const before = llm.requests.length;
+    await streamAll(t.caller(otto.key), {
+      message: 'forecast Lyon',
+      chat_session_info: { persona_id: agent.id },
+    });
+    expect(llm.requests[before]!.tools?.map((x: any) => x.function.name) ?? []).not.toContain('getForecast');
+    expect(llm.requests[before]!.messages[0].content).toContain(
+      'is not available: it is reserved to user groups this user is not in',
+    );
+    expect(api.requests.length).toBe(seen);
+
+    // The curator removes it.
+    await asCarol.actions.deleteCustomTool({ tool_id: action.id });
+    expect((await errorOf(t.caller(t.adminKey).actions.getTool({ tool_id: action.id }))).status).toBe(404);
+  });
+
+  it('lets a curator manage MCP servers of the groups they curate only', async () => {
+    const asCarol = t.caller(carol.key);
+    const asDave = t.caller(dave.key);
+    const base = {
+      name: 'Research calc',
+      server_url: mcp.url,
+      transport: 'STREAMABLE_HTTP' as const,
+      auth_type: 'NONE' as const,
+      auth_performer: 'ADMIN' as const,
+    };
+    expect((await errorOf(asCarol.mcp.create(base))).status).toBe(400);
+    expect((await errorOf(asCarol.mcp.create({ ...base, groups: [sales] }))).status).toBe(403);
+    const server = await asCarol.mcp.create({ ...base, groups: [research] });
+    const listed = await asCarol.mcp.tools({ server_id: server.server_id });
+    expect(listed.tools.map((x) => x.name)).toEqual(['add', 'whoami']);
+    expect((await asCarol.mcp.list({})).mcp_servers.map((s) => s.id)).toEqual([server.server_id]);
+    expect((await asDave.mcp.list({})).mcp_servers).toEqual([]);
+    for (const call of [
+      () => asDave.mcp.get({ server_id: server.server_id }),
+      () => asDave.mcp.tools({ server_id: server.server_id }),
+      () => asDave.mcp.update({ server_id: server.server_id, name: 'x' }),
+      () => asDave.mcp.delete({ server_id: server.server_id }),
+    ])
+      expect((await errorOf(call())).status).toBe(403);
+    expect((await asCarol.mcp.get({ server_id: server.server_id })).groups).toEqual([research]);
+    // Users see the servers they may use.
+    expect((await t.caller(mia.key).mcp.listForUser({})).mcp_servers.map((s) => s.id)).toContain(
+      server.server_id,
+    );
+    expect((await t.caller(otto.key).mcp.listForUser({})).mcp_servers.map((s) => s.id)).not.toContain(
+      server.server_id,
+    );
+
+    const add = listed.tools.find((x) => x.name === 'add')!;
+    const agent = await t.caller(t.adminKey).personas.create(agentInput('research calc', [add.id]));
+    const before = llm.requests.length;
+    await streamAll(t.caller(otto.key), {
+      message: 'add 2 and 3',
+      chat_session_info: { persona_id: agent.id },
+    });
+    expect(llm.requests[before]!.messages[0].content).toContain(
+      'The tools add of MCP server "Research calc" are not available: the server is reserved to user groups this user is not in.',
+    );
+    expect(mcp.calls).toEqual([]);
+
+    // Deleting its only group keeps the server reserved (to admins), never open to all.
+    await t.caller(t.adminKey).userGroups.delete({ user_group_id: research });
+    expect((await errorOf(asCarol.mcp.get({ server_id: server.server_id }))).status).toBe(403);
+    expect((await t.caller(otto.key).mcp.listForUser({})).mcp_servers.map((s) => s.id)).not.toContain(
+      server.server_id,
+    );
+    await t.caller(t.adminKey).mcp.delete({ server_id: server.server_id });
+  });
+});
