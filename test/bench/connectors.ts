@@ -16,9 +16,12 @@ import {
   type Actor,
   type AppDeps,
   apiKeysService,
+  applyMemorySettings,
   configFrom,
   createRuntime,
   type Runtime,
+  releaseStartupGarbage,
+  restartTuned,
 } from '@kas/server';
 import { apiKeyActor } from '@kas/server/auth/roles.ts';
 import * as connectorsService from '@kas/server/connectors/connectors.service.ts';
@@ -27,6 +30,13 @@ import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 
 const PAGES = Number(process.env.BENCH_WEB_PAGES ?? 20_000);
+/** Memory settings (KAS_PGLITE_*, KAS_HEAP_*, KAS_MAX_HEAP_MB, KAS_MEMORY_TUNING) pass through from the environment. */
+const MEMORY_ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => /^KAS_(PGLITE_|HEAP_|MAX_HEAP_MB|MEMORY_TUNING)/.test(k)),
+) as Record<string, string>;
+// As `kas serve` and `kas worker` do first thing: this process is the worker.
+restartTuned(configFrom(MEMORY_ENV));
+applyMemorySettings(configFrom(MEMORY_ENV));
 const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
 
 async function startSite(pages: number, sections: number): Promise<{ url: string; child: ChildProcess }> {
@@ -54,9 +64,11 @@ async function open(env: Record<string, string>): Promise<{ runtime: Runtime; ac
     KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
     KAS_CONNECTOR_CONCURRENCY: '2',
     KAS_RATE_LIMIT_PER_MINUTE: '0',
+    ...MEMORY_ENV,
     ...env,
   });
   const runtime = await createRuntime(config, { skipBootstrap: true });
+  releaseStartupGarbage();
   const key = await apiKeysService.createApiKey({
     ctx: runtime.deps,
     input: { role: 'admin', name: 'bench' },
@@ -101,13 +113,25 @@ interface Peak {
   heapUsed?: number;
   external?: number;
   arrayBuffers?: number;
+  wasm?: number;
 }
 const mb = (n: number | undefined) => ((n ?? 0) / 2 ** 20).toFixed(0);
 
 /** Runs scheduler passes until no attempt is open, sampling RSS. */
-async function drain(deps: AppDeps, peak: Peak, signal = new AbortController().signal) {
+async function drain(
+  deps: AppDeps,
+  peak: Peak,
+  signal = new AbortController().signal,
+  wasm: () => number = () => 0,
+) {
+  let ticks = 0;
   const sampler = setInterval(() => {
     const m = process.memoryUsage();
+    peak.wasm = Math.max(peak.wasm ?? 0, wasm());
+    if (process.env.BENCH_TRACE && ++ticks % 25 === 0)
+      console.log(
+        `  rss ${mb(m.rss)} heap ${mb(m.heapUsed)}/${mb(m.heapTotal)} external ${mb(m.external)} ab ${mb(m.arrayBuffers)} wasm ${mb(wasm())} MB`,
+      );
     peak.rss = Math.max(peak.rss, m.rss);
     peak.heapTotal = Math.max(peak.heapTotal ?? 0, m.heapTotal);
     peak.heapUsed = Math.max(peak.heapUsed ?? 0, m.heapUsed);
@@ -147,7 +171,7 @@ async function throughput(database: 'embedded' | 'postgres') {
     const peak: Peak = { rss: process.memoryUsage().rss };
     const started = performance.now();
     const pairId = await webPair(runtime.deps, actor, `${site.url}/s0/`, 'bench site');
-    await drain(runtime.deps, peak);
+    await drain(runtime.deps, peak, undefined, runtime.database.wasmMemoryBytes);
     const seconds = (performance.now() - started) / 1000;
     const docs = await sql<{
       n: number;
@@ -158,10 +182,11 @@ async function throughput(database: 'embedded' | 'postgres') {
     const fetched = await hits(site.url);
     console.log(
       `${database}: ${indexed} of ${PAGES} pages indexed in ${seconds.toFixed(1)} s = ${(indexed / seconds).toFixed(0)} pages/s ` +
-        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${mb(peak.rss)} MB (peaks: V8 heap ${mb(peak.heapUsed)} used / ${mb(peak.heapTotal)} total, external ${mb(peak.external)}, array buffers ${mb(peak.arrayBuffers)} MB); ` +
+        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${mb(peak.rss)} MB (peaks: V8 heap ${mb(peak.heapUsed)} used / ${mb(peak.heapTotal)} total, external ${mb(peak.external)}, array buffers ${mb(peak.arrayBuffers)}, PGlite wasm memory ${mb(peak.wasm)} MB); ` +
         `site requests ${fetched.total}, distinct pages ${fetched.distinct}, attempts ${(await attemptStatuses(runtime.deps)).join(',')}`,
     );
-    if (database === 'embedded') await pauseLatency(runtime.deps, actor, site.url);
+    if (database === 'embedded' && process.env.BENCH_PAUSE !== '0')
+      await pauseLatency(runtime.deps, actor, site.url);
   } finally {
     await runtime.close();
     await postgres?.stop();

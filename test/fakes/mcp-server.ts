@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 
@@ -87,6 +88,62 @@ export async function startFakeMcpServer(
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
   return {
     url,
+    requests,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * An MCP server that speaks only the legacy HTTP+SSE transport (the SDK's `SSEServerTransport`):
+ * `GET /sse` opens the event stream, whose first event names `/messages?sessionId=…` for the
+ * client's POSTs. A Streamable HTTP POST to `/sse` gets 405, so clients must fall back.
+ */
+export async function startFakeSseMcpServer(): Promise<FakeMcpServer> {
+  const requests: IncomingHttpHeaders[] = [];
+  const calls: FakeMcpServer['calls'] = [];
+  const sessions = new Map<string, SSEServerTransport>();
+  const server: Server = createServer(async (req, res) => {
+    requests.push(req.headers);
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method === 'GET' && path === '/sse') {
+      const transport = new SSEServerTransport('/messages', res);
+      sessions.set(transport.sessionId, transport);
+      const mcp = new McpServer({ name: 'fake-sse-mcp', version: '1.0.0' });
+      mcp.registerTool(
+        'add',
+        { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
+        async ({ a, b }) => {
+          calls.push({ tool: 'add', who: 'sse', args: { a, b } });
+          return { content: [{ type: 'text', text: String(a + b) }] };
+        },
+      );
+      res.on('close', () => {
+        sessions.delete(transport.sessionId);
+        void mcp.close();
+      });
+      await mcp.connect(transport);
+      return;
+    }
+    if (req.method === 'POST' && path === '/messages') {
+      const id = new URL(req.url ?? '/', 'http://x').searchParams.get('sessionId') ?? '';
+      const transport = sessions.get(id);
+      if (!transport) {
+        res.writeHead(404).end('unknown session');
+        return;
+      }
+      await transport.handlePostMessage(req, res);
+      return;
+    }
+    res.writeHead(405, { allow: 'GET' }).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`,
     requests,
     calls,
     close: () =>

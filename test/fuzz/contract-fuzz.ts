@@ -90,6 +90,8 @@ export interface FuzzReport {
   /** 2xx answers per operation: how deep the valid requests got. */
   successes: Record<string, number>;
   slowestMs: number;
+  /** The request that took `slowestMs`. */
+  slowestRequest: string;
   seconds: number;
 }
 
@@ -576,6 +578,7 @@ export async function runContractFuzz(target: FuzzTarget, options: FuzzOptions):
     statuses: {},
     successes: {},
     slowestMs: 0,
+    slowestRequest: '',
     seconds: 0,
   };
   const started = performance.now();
@@ -605,7 +608,10 @@ export async function runContractFuzz(target: FuzzTarget, options: FuzzOptions):
     }
     report.cases++;
     report.statuses[answer.status] = (report.statuses[answer.status] ?? 0) + 1;
-    report.slowestMs = Math.max(report.slowestMs, answer.ms);
+    if (answer.ms > report.slowestMs) {
+      report.slowestMs = answer.ms;
+      report.slowestRequest = `${sent.method} ${sent.path.slice(0, 200)} → ${answer.status}`;
+    }
     const text = answer.body.toString('utf8');
     if (answer.ms > timeoutMs) finding(`answered after ${Math.round(answer.ms)} ms`, answer.status, text);
     if (answer.status >= 500) finding(`server error ${answer.status}`, answer.status, text);

@@ -69,7 +69,7 @@ const report = await runContractFuzz(target, {
 await stop();
 process.stdout.write(
   `${report.cases} cases in ${report.seconds.toFixed(1)} s (${(report.cases / report.seconds).toFixed(0)}/s), ` +
-    `slowest answer ${Math.round(report.slowestMs)} ms\nstatuses ${JSON.stringify(report.statuses)}\n` +
+    `slowest answer ${Math.round(report.slowestMs)} ms (${report.slowestRequest})\nstatuses ${JSON.stringify(report.statuses)}\n` +
     `${Object.keys(report.successes).length} operations answered 2xx\n`,
 );
 if (report.findings.length) {

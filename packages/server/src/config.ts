@@ -86,6 +86,22 @@ const ConfigSchema = z.object({
     .default(50 * 1024 * 1024),
   /** Retries of idempotent outbound requests after network errors, 429, 502, 503, 504. */
   KAS_OUTBOUND_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  /** The embedded database's buffer cache (MB); it stays in the process's memory for good once filled. */
+  KAS_PGLITE_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(4096).default(16),
+  /** kas tunes V8 and the C allocator for a small footprint (restarting itself once on start); false: Node's defaults. */
+  KAS_MEMORY_TUNING: booleanString.default(true),
+  /** V8's young-generation semi-space (MB); 0: V8's own size (~32 MB, young generation ~100 MB). */
+  KAS_HEAP_SEMI_SPACE_MB: z.coerce.number().int().min(0).max(256).default(8),
+  /** A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's own choice (1.1–4×). */
+  KAS_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
+  /** Hard cap on V8's heap (MB; kas restarts itself with --max-old-space-size); 0: no cap of kas's own. */
+  KAS_MAX_HEAP_MB: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65_536)
+    .refine((v) => v === 0 || v >= 128, { message: 'must be 0 (no cap) or at least 128 MB' })
+    .default(0),
   /** Index attempts one worker process runs at once (each pair runs at most one). */
   KAS_CONNECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** How often a running attempt records a heartbeat and checks for a pause (ms). */

@@ -21,6 +21,7 @@ export * as filesService from './files/files.service.ts';
 export * as identityService from './identity/identity.service.ts';
 export * from './identity/principals.ts';
 export * from './logger.ts';
+export * from './memory.ts';
 export * as personasRepository from './personas/personas.repository.ts';
 export { DEFAULT_PERSONA_ID, type PersonaForChat } from './personas/personas.schemas.ts';
 export * as personasService from './personas/personas.service.ts';

@@ -157,6 +157,14 @@ describe('actions for user groups', () => {
     expect((await t.caller(otto.key).mcp.listForUser({})).mcp_servers.map((s) => s.id)).not.toContain(
       server.server_id,
     );
+    expect(await errorOf(t.caller(otto.key).mcp.oauthConnect({ server_id: server.server_id }))).toMatchObject(
+      { status: 404, error_code: 'MCP_SERVER_NOT_FOUND' },
+    );
+    expect(
+      await errorOf(
+        t.caller(otto.key).mcp.saveCredentials({ server_id: server.server_id, credentials: { k: 'v' } }),
+      ),
+    ).toMatchObject({ status: 404, error_code: 'MCP_SERVER_NOT_FOUND' });
 
     const add = listed.tools.find((x) => x.name === 'add')!;
     const agent = await t.caller(t.adminKey).personas.create(agentInput('research calc', [add.id]));

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeMcpServer, startFakeMcpServer } from '../../../../test/fakes/mcp-server.ts';
+import {
+  type FakeMcpServer,
+  startFakeMcpServer,
+  startFakeSseMcpServer,
+} from '../../../../test/fakes/mcp-server.ts';
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
@@ -271,5 +275,53 @@ describe('MCP servers', () => {
     const r = await admin.mcp.tools({ server_id: s.server_id });
     expect(r.tools).toEqual([]);
     expect(r.message).toMatch(/^Could not reach the MCP server at http:\/\/127\.0\.0\.1:9\/mcp/);
+  });
+
+  it('falls back to the legacy HTTP+SSE transport for a server that speaks only that', async () => {
+    const legacy = await startFakeSseMcpServer();
+    try {
+      const admin = t.caller(t.adminKey);
+      // Declared as Streamable HTTP: the POST is refused (405), the client falls back to SSE.
+      const auto = await admin.mcp.create({
+        name: 'Legacy',
+        server_url: legacy.url,
+        transport: 'STREAMABLE_HTTP',
+        auth_type: 'NONE',
+        auth_performer: 'ADMIN',
+      });
+      const listed = await admin.mcp.tools({ server_id: auto.server_id });
+      expect(listed).toMatchObject({ message: null });
+      expect(listed.tools.map((x) => x.name)).toEqual(['add']);
+      expect(legacy.requests.some((h) => String(h.accept).includes('text/event-stream'))).toBe(true);
+
+      const agent = await admin.personas.create(agentInput('legacy calc', [listed.tools[0]!.id]));
+      llm.enqueue(
+        { toolCalls: [{ id: 's', name: 'add', arguments: '{"a":20,"b":22}' }] },
+        { tokens: ['42'] },
+      );
+      const lines = await streamAll(t.caller(alice.key), {
+        message: 'What is 20 + 22?',
+        chat_session_info: { persona_id: agent.id },
+      });
+      expect(objs(lines).find((o) => o.type === 'custom_tool_delta')).toMatchObject({
+        data: '42',
+        error: null,
+      });
+      expect(legacy.calls).toEqual([{ tool: 'add', who: 'sse', args: { a: 20, b: 22 } }]);
+
+      // Declared as SSE: used directly.
+      const direct = await admin.mcp.create({
+        name: 'Legacy direct',
+        server_url: legacy.url,
+        transport: 'SSE',
+        auth_type: 'NONE',
+        auth_performer: 'ADMIN',
+      });
+      expect((await admin.mcp.tools({ server_id: direct.server_id })).tools.map((x) => x.name)).toEqual([
+        'add',
+      ]);
+    } finally {
+      await legacy.close();
+    }
   });
 });

@@ -77,32 +77,66 @@ function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** Sessions a search looks through newest first before it searches the whole history. */
+const RECENT_SESSIONS = 100;
+
 /**
- * The user's live sessions whose name or any message matches, newest first. The messages are found
- * through their indexes (full text and trigrams, a bitmap OR of both), not session by session.
+ * The user's live sessions whose name or any message matches, newest first, in two steps so that a
+ * search costs neither a pass over the whole history nor one over every match:
+ * 1. the newest sessions (at least RECENT_SESSIONS), each through its own messages: a frequent word
+ *    fills the page here;
+ * 2. otherwise the whole history through the messages' indexes (full text and trigrams, a bitmap OR):
+ *    a rarer word costs in proportion to its matches.
  */
-export function searchSessions(
+export async function searchSessions(
   db: DbExecutor,
   filter: { user_id: string; query: string | undefined; limit: number; offset: number },
 ) {
-  let query = db
-    .selectFrom('chat_sessions as s')
-    .selectAll('s')
-    .where('s.user_id', '=', filter.user_id)
-    .where('s.deleted', '=', false);
+  const live = () =>
+    db
+      .selectFrom('chat_sessions as s')
+      .selectAll('s')
+      .where('s.user_id', '=', filter.user_id)
+      .where('s.deleted', '=', false)
+      .orderBy('s.time_created', 'desc')
+      .orderBy('s.id');
   const text = filter.query?.trim();
-  if (text) {
-    const like = likePattern(text);
-    query = query.where(
-      sql<boolean>`(to_tsvector('english', s.description) @@ plainto_tsquery('english', ${text})
-        or s.description ilike ${like}
-        or s.id in (select m.chat_session_id from chat_messages m where m.message_type <> 'system'
-          and (to_tsvector('english', m.message) @@ plainto_tsquery('english', ${text}) or m.message ilike ${like})))`,
-    );
-  }
-  return query
+  if (!text) return live().limit(filter.limit).offset(filter.offset).execute();
+  const like = likePattern(text);
+  const words = sql`plainto_tsquery('english', ${text})`;
+  const nameMatches = sql<boolean>`(s.description ilike ${like} or to_tsvector('english', s.description) @@ ${words})`;
+  const messageMatches = sql<boolean>`m.message_type <> 'system'
+    and (m.message ilike ${like} or to_tsvector('english', m.message) @@ ${words})`;
+
+  const window = Math.max(RECENT_SESSIONS, (filter.offset + filter.limit) * 2);
+  const recent = await db
+    .selectFrom(live().limit(window).as('s'))
+    .leftJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('chat_messages as m')
+          .select(sql<number>`1`.as('hit'))
+          .whereRef('m.chat_session_id', '=', 's.id')
+          .where(messageMatches)
+          .limit(1)
+          .as('h'),
+      (join) => join.onTrue(),
+    )
+    .selectAll('s')
+    .where(sql<boolean>`(${nameMatches} or h.hit is not null)`)
     .orderBy('s.time_created', 'desc')
     .orderBy('s.id')
+    .limit(filter.limit)
+    .offset(filter.offset)
+    .execute();
+  if (recent.length === filter.limit) return recent;
+  const older = await live().select(sql<number>`1`.as('more')).offset(window).limit(1).executeTakeFirst();
+  if (!older) return recent;
+  return live()
+    .where(
+      sql<boolean>`(${nameMatches}
+        or s.id in (select m.chat_session_id from chat_messages m where ${messageMatches}))`,
+    )
     .limit(filter.limit)
     .offset(filter.offset)
     .execute();

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeWebsite, htmlPage, startFakeWebsite } from '../../../../test/fakes/website.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import { schedulerPass } from './scheduler.ts';
+import { createIndexingState } from './service/run-attempt.ts';
 
 let t: TestRuntime;
 let site: FakeWebsite;
@@ -188,6 +189,50 @@ describe('web connector through the scheduler and worker', () => {
     const done = (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 5 }))
       .items;
     expect(done.map((a) => a.status)).toEqual(['success']);
+  });
+
+  it('two workers sharing the queue index every page of four sections exactly once', async () => {
+    const sections = 4;
+    const perSection = 25;
+    for (let s = 0; s < sections; s++)
+      for (let i = 0; i < perSection; i++)
+        site.pages.set(
+          i === 0 ? `/s${s}/` : `/s${s}/p${i}`,
+          htmlPage(`S${s} P${i}`, `section ${s} page ${i} pangolin`, [
+            `/s${s}/p${i + 1}`,
+            `/s${s}/p${i + 2}`,
+          ]),
+        );
+    site.delayMs = 5;
+    const pairs: number[] = [];
+    for (let s = 0; s < sections; s++) pairs.push((await webPair(`/s${s}/`)).pairId);
+    // A second worker: the same database, its own worker id and running set (as another process has).
+    const other = { ...t.deps, indexing: createIndexingState('second-worker') };
+    const drain = async (deps: typeof t.deps) => {
+      for (let round = 0; round < 50; round++) {
+        await schedulerPass(deps, new AbortController().signal);
+        const open = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM index_attempts
+          WHERE cc_pair_id IN (${sql.join(pairs)}) AND status IN ('not_started', 'in_progress')`.execute(
+          t.deps.db,
+        );
+        if (!open.rows[0]?.n) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await Promise.all([drain(t.deps), drain(other)]);
+    const pages = [...site.pages.keys()].filter((p) => p.startsWith('/s'));
+    expect(pages).toHaveLength(sections * perSection);
+    expect(pages.map((p) => site.hits.get(p) ?? 0)).toEqual(pages.map(() => 1));
+    for (const pairId of pairs) expect(await docIds(pairId)).toHaveLength(perSection);
+    const runs = await sql<{ worker_id: string; status: string }>`
+      SELECT worker_id, status FROM index_attempts WHERE cc_pair_id IN (${sql.join(pairs)})`.execute(
+      t.deps.db,
+    );
+    expect(runs.rows.map((r) => r.status)).toEqual(pairs.map(() => 'success'));
+    expect(new Set(runs.rows.map((r) => r.worker_id))).toEqual(
+      new Set([t.deps.indexing.workerId, 'second-worker']),
+    );
   });
 
   it('resumes an attempt whose worker died from its checkpoint, not from zero', async () => {

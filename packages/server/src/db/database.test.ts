@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { migrateToLatest } from './database.ts';
+import { configFrom } from '../config.ts';
+import { createTestRuntime, type TestRuntime, testDbKind } from '../testing/test-runtime.ts';
+import { createDatabase, type Db, migrateToLatest } from './database.ts';
 
 let t: TestRuntime;
 beforeAll(async () => {
@@ -81,5 +82,22 @@ describe('database', () => {
     expect(await migrateToLatest(db)).toEqual(['0015_action_groups']);
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tool_groups`.execute(db);
     expect(rows[0]!.n).toBe(0);
+  });
+});
+
+describe.skipIf(testDbKind() !== 'pglite')('embedded database settings', () => {
+  it('sizes PGlite’s buffer cache from KAS_PGLITE_SHARED_BUFFERS_MB (16 MB by default, not 128)', async () => {
+    const shown = async (db: Db) =>
+      (await sql<{ shared_buffers: string }>`SHOW shared_buffers`.execute(db)).rows[0]?.shared_buffers;
+    expect(await shown(t.deps.db)).toBe('16MB');
+    const database = await createDatabase(configFrom({ KAS_PGLITE_SHARED_BUFFERS_MB: '24' }), {
+      inMemory: true,
+    });
+    try {
+      expect(await shown(database.db)).toBe('24MB');
+      expect(database.wasmMemoryBytes?.()).toBeGreaterThan(0);
+    } finally {
+      await database.close();
+    }
   });
 });

@@ -23,6 +23,8 @@ export interface DatabaseHandle {
   pool?: pg.Pool;
   /** Embedded only: a consistent gzipped tarball of the data directory (PGlite's layout); see snapshot.ts. */
   snapshot?: () => Promise<Uint8Array>;
+  /** Embedded only: the size of PGlite's WebAssembly memory (it grows and never shrinks), for diagnostics. */
+  wasmMemoryBytes?: () => number;
   close(): Promise<void>;
 }
 
@@ -35,12 +37,25 @@ pg.types.setTypeParser(PG_NUMERIC, toNumber);
 
 const PGLITE_PARSERS = { [PG_INT8]: toNumber, [PG_NUMERIC]: toNumber };
 
-/** Opens PGlite with our extensions; `loadDataDir` starts from a dump (tests clone a migrated template). */
+/** PGlite's buffer cache by default (Postgres's own default is 128 MB; see KAS_PGLITE_SHARED_BUFFERS_MB). */
+export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 16;
+
+/**
+ * Opens PGlite with our extensions; `loadDataDir` starts from a dump (tests clone a migrated template).
+ * The buffer cache lives in PGlite's WebAssembly memory, which never shrinks, so it is sized small:
+ * the operating system's page cache keeps the data files warm anyway.
+ */
 export async function openPGlite(
   dataDir: string | undefined,
-  extra: { loadDataDir?: Blob } = {},
+  extra: { loadDataDir?: Blob; sharedBuffersMb?: number } = {},
 ): Promise<PGlite> {
-  const options = { extensions: { pg_trgm, vector }, parsers: PGLITE_PARSERS, ...extra };
+  const { sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB, ...rest } = extra;
+  const options = {
+    extensions: { pg_trgm, vector },
+    parsers: PGLITE_PARSERS,
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`],
+    ...rest,
+  };
   return dataDir ? PGlite.create(dataDir, options) : PGlite.create(options);
 }
 
@@ -95,13 +110,13 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   let pgdata: string | undefined;
   if (!pglite) {
     if (options.inMemory) {
-      pglite = await openPGlite(undefined);
+      pglite = await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
     } else {
       release = acquireDataDirLock(config.KAS_DATA_DIR);
       pgdata = join(config.KAS_DATA_DIR, 'pgdata');
       mkdirSync(pgdata, { recursive: true });
       try {
-        pglite = await openPGlite(pgdata);
+        pglite = await openPGlite(pgdata, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
       } catch (error) {
         release();
         throw error;
@@ -118,6 +133,9 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     snapshot: pgdata
       ? () => snapshotDataDir(instance, pgdata)
       : async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
+    wasmMemoryBytes: () =>
+      (instance as unknown as { mod?: { wasmMemory?: WebAssembly.Memory } }).mod?.wasmMemory?.buffer
+        .byteLength ?? 0,
     close: async () => {
       await db.destroy();
       if (!instance.closed) await instance.close();

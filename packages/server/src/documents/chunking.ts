@@ -1,5 +1,14 @@
-import { countTokens as countTextTokens, decode, encode } from 'gpt-tokenizer';
+import { createRequire } from 'node:module';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants';
+
+type Tokenizer = typeof import('gpt-tokenizer');
+let tokenizer: Tokenizer | undefined;
+
+/** The o200k tokenizer: ~70 MB once loaded, so it is loaded on first use, not when kas starts. */
+function bpe(): Tokenizer {
+  tokenizer ??= createRequire(import.meta.url)('gpt-tokenizer') as Tokenizer;
+  return tokenizer;
+}
 
 /** Tokens per chunk, title included (the reference's embedding context size). */
 export const CHUNK_TOKENS = 512;
@@ -61,7 +70,7 @@ function* piecesOf(text: string): Generator<string> {
 /** Tokens of `text`, encoded piece by piece (linear in its length). */
 function encodeLinear(text: string): number[] {
   const tokens: number[] = [];
-  for (const piece of piecesOf(text)) for (const token of encode(piece)) tokens.push(token);
+  for (const piece of piecesOf(text)) for (const token of bpe().encode(piece)) tokens.push(token);
   return tokens;
 }
 
@@ -79,7 +88,7 @@ export function countTokens(text: string): number {
   for (const piece of piecesOf(text)) {
     let count = pieceTokens.get(piece);
     if (count === undefined) {
-      count = countTextTokens(piece);
+      count = bpe().countTokens(piece);
       if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
       pieceTokens.set(piece, count);
     }
@@ -92,13 +101,13 @@ export function countTokens(text: string): number {
 function splitByTokens(text: string, max: number): string[] {
   const tokens = encodeLinear(text);
   const pieces: string[] = [];
-  for (let i = 0; i < tokens.length; i += max) pieces.push(decode(tokens.slice(i, i + max)));
+  for (let i = 0; i < tokens.length; i += max) pieces.push(bpe().decode(tokens.slice(i, i + max)));
   return pieces;
 }
 
 function truncateToTokens(text: string, max: number): string {
   const tokens = encodeLinear(text);
-  return tokens.length <= max ? text : decode(tokens.slice(0, max));
+  return tokens.length <= max ? text : bpe().decode(tokens.slice(0, max));
 }
 
 /** The first sentences of a chunk, up to BLURB_TOKENS. */

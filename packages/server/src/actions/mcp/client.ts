@@ -1,6 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Outbound } from '../../outbound/outbound.ts';
 import type { McpTransport } from '../actions.table.ts';
 
@@ -34,6 +32,12 @@ export async function withMcpClient<T>(
 ): Promise<T> {
   const url = new URL(server.server_url);
   const fetch = guardedFetch(outbound, headers);
+  // The MCP SDK (~28 MB) loads with the first MCP call, not when kas starts.
+  const [{ Client }, { SSEClientTransport }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/sse.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   const connect = async (kind: McpTransport) => {
     const client = new Client({ name: 'kas', version: '0.1.0' });
     const transport =

@@ -12,7 +12,6 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { checkResourceAllowed } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { OutboundFetch } from '../../outbound/outbound.ts';
 
 export type { OAuthClientInformationMixed, OAuthTokens };
@@ -46,6 +45,8 @@ export async function discoverMcpAuthorization(
 ): Promise<McpAuthDiscovery> {
   let resourceMetadataUrl: URL | undefined;
   let challengeScope: string | undefined;
+  // The SDK's types module (~16 MB with its schemas) loads with the first MCP use, not at start-up.
+  const { LATEST_PROTOCOL_VERSION } = await import('@modelcontextprotocol/sdk/types.js');
   try {
     const probe = await fetch(serverUrl, {
       method: 'POST',

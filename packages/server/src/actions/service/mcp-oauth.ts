@@ -22,6 +22,7 @@ import {
   registerMcpClient,
 } from '../mcp/oauth.ts';
 import { REFRESH_MARGIN_MS } from '../oauth/tokens.ts';
+import { usableServer } from './mcp.ts';
 
 type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 
@@ -174,8 +175,7 @@ export async function connectMcpOauth({
   actor: Actor;
   input: z.infer<typeof McpOauthConnectInput>;
 }): Promise<z.infer<typeof McpOauthConnectResponse>> {
-  const row = await actionsRepository.findMcpServer(ctx.db, input.server_id);
-  if (!row) throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${input.server_id} not found`);
+  const row = await usableServer(ctx, actor, input.server_id);
   if (row.auth_type !== 'OAUTH')
     throw new AppError(
       'INVALID_INPUT',

@@ -237,6 +237,14 @@ async function scopeOfServer(ctx: Ctx, row: McpServerRow): Promise<Scope> {
   return { group_scoped: row.group_scoped, groups: groups.map((g) => g.group_id) };
 }
 
+/** The server, when the actor may use it (not scoped, or a member of one of its groups); 404 otherwise. */
+export async function usableServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
+  const row = await serverOr404(ctx, id);
+  if (!canUse(actor, await memberGroups(ctx.db, actor), await scopeOfServer(ctx, row)))
+    throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+  return row;
+}
+
 /** The server, when the actor manages it (admin, or curator of all its groups); 403 otherwise. */
 async function managedServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
   const row = await serverOr404(ctx, id);
@@ -418,7 +426,7 @@ export async function saveUserCredentials({
   actor: Actor;
   input: z.infer<typeof McpUserCredentialsInput>;
 }): Promise<z.infer<typeof McpUserCredentialsResponse>> {
-  const row = await serverOr404(ctx, input.server_id);
+  const row = await usableServer(ctx, actor, input.server_id);
   if (row.auth_type !== 'API_TOKEN' || row.auth_performer !== 'PER_USER')
     throw new AppError(
       'INVALID_INPUT',

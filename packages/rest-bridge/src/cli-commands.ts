@@ -1,0 +1,380 @@
+/** The `kas` commands (started by cli.ts, which first restarts the process with kas's memory settings). */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import {
+  AppError,
+  apiKeysService,
+  applyMemorySettings,
+  ConfigError,
+  createBackup,
+  createDatabase,
+  createLogger,
+  createRuntime,
+  DataDirLockedError,
+  documentsService,
+  evaluationService,
+  heapLimitMb,
+  identityService,
+  loadConfig,
+  migrateToLatest,
+  Role,
+  releaseStartupGarbage,
+  restoreBackup,
+  startWorker,
+  usersService,
+  WORKER_TASKS,
+} from '@kas/server';
+import { startServer } from './server.ts';
+
+const USAGE = `Usage: kas <command> [options]
+
+Commands:
+  serve [--no-worker]                         Run the API (and the background worker unless --no-worker)
+  worker                                      Run only the background worker (scale-out, with DATABASE_URL)
+  migrate                                     Apply database migrations and exit
+  reindex                                     Rebuild the search index from the database
+  api-key create --role <limited|basic|curator|admin> [--name <name>] [--expires-in-days <n>]
+                                              Create an API key and print it
+  user create --email <email> --role <limited|basic|curator|admin>
+                                              Create a person (they sign in with OIDC or a personal token)
+  user token create --email <email> [--name <name>] [--expires-in-days <n>]
+                                              Create a personal access token for a person and print it
+  backup <file> [--url <url>]                 Write a consistent backup of the embedded database, also while it
+                                              runs (then through the API with KAS_API_KEY, an admin key)
+  restore <file>                              Restore a backup into an empty KAS_DATA_DIR
+  eval <golden.jsonl> [--url <url>] [--no-chat] [--persona <id>] [--json]
+                                              Measure retrieval and cited answers of the running service on
+                                              questions with the document ids that answer them (KAS_API_KEY)
+
+Configuration comes from the environment; see the README.`;
+
+/** Long-running commands apply kas's in-process memory settings before opening anything (see memory.ts). */
+function prepareProcess() {
+  applyMemorySettings(loadConfig());
+}
+
+function fail(message: string, code = 1): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(code);
+}
+
+async function serve(args: string[]) {
+  const { values } = parseArgs({ args, options: { 'no-worker': { type: 'boolean', default: false } } });
+  const config = loadConfig();
+  const logger = createLogger(config);
+  const running = await startServer(config, { logger, worker: !values['no-worker'] });
+  const { bootstrap } = running.runtime;
+  if (bootstrap.created && bootstrap.generated) {
+    process.stdout.write(
+      `\nNo admin API key existed, so one was created. It is shown only this once:\n\n    ${bootstrap.key}\n\n` +
+        `Use it as: curl -H "Authorization: Bearer ${bootstrap.key}" ${running.url}/api/admin/api-key\n\n`,
+    );
+  }
+  releaseStartupGarbage();
+  logger.info(
+    {
+      url: running.url,
+      database: running.runtime.deps.dbKind,
+      docs: `${running.url}/api/docs`,
+      heap_limit_mb: heapLimitMb(),
+    },
+    'kas is listening',
+  );
+  const shutdown = async (signal: string) => {
+    logger.info({ signal }, 'shutting down');
+    await running.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+async function worker() {
+  const config = loadConfig();
+  const logger = createLogger(config);
+  const runtime = await createRuntime(config, { logger });
+  const running = startWorker(runtime.deps, WORKER_TASKS);
+  releaseStartupGarbage();
+  logger.info({ database: runtime.deps.dbKind, heap_limit_mb: heapLimitMb() }, 'kas worker started');
+  const shutdown = async () => {
+    await running.stop();
+    await runtime.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown());
+  process.once('SIGTERM', () => void shutdown());
+}
+
+async function migrate() {
+  const config = loadConfig();
+  const database = await createDatabase(config);
+  try {
+    const applied = await migrateToLatest(database.db);
+    process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Database is up to date.\n');
+  } finally {
+    await database.close();
+  }
+}
+
+async function reindex() {
+  const config = loadConfig();
+  const runtime = await createRuntime(config, {
+    logger: createLogger({ KAS_LOG_LEVEL: 'warn' }),
+    skipBootstrap: true,
+  });
+  try {
+    const started = Date.now();
+    const { documents } = await documentsService.reindexAll({
+      ctx: runtime.deps,
+      onProgress: (n) => process.stderr.write(`\rreindexed ${n} documents`),
+    });
+    process.stdout.write(
+      `\nReindexed ${documents} documents into ${runtime.deps.search.kind} in ${Date.now() - started} ms.\n`,
+    );
+  } finally {
+    await runtime.close();
+  }
+}
+
+function parseRole(value: string): Role {
+  const role = Role.safeParse(value);
+  if (!role.success) fail(`--role must be one of ${Role.options.join(', ')} (got "${value}")`, 2);
+  return role.data as Role;
+}
+
+function parseDays(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const days = Number(value);
+  if (!Number.isInteger(days) || days < 1 || days > 36_500)
+    fail(`--expires-in-days must be a whole number of days from 1 to 36500 (got "${value}")`, 2);
+  return days;
+}
+
+/** Runs `work` against the configured database without starting the API. */
+async function withRuntime<T>(work: (deps: Awaited<ReturnType<typeof createRuntime>>['deps']) => Promise<T>) {
+  const runtime = await createRuntime(loadConfig(), {
+    logger: createLogger({ KAS_LOG_LEVEL: 'warn' }),
+    skipBootstrap: true,
+  });
+  try {
+    return await work(runtime.deps);
+  } finally {
+    await runtime.close();
+  }
+}
+
+async function createKey(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      role: { type: 'string', default: 'basic' },
+      name: { type: 'string' },
+      'expires-in-days': { type: 'string' },
+    },
+  });
+  const role = parseRole(values.role);
+  const days = parseDays(values['expires-in-days']);
+  const key = await withRuntime((deps) =>
+    apiKeysService.createApiKey({
+      ctx: deps,
+      input: { name: values.name ?? null, role, expires_in_days: days },
+    }),
+  );
+  process.stdout.write(`${key.api_key}\n`);
+}
+
+async function createUser(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: 'string' }, role: { type: 'string', default: 'basic' } },
+  });
+  if (!values.email) fail(`--email is required\n\n${USAGE}`, 2);
+  const role = parseRole(values.role);
+  const user = await withRuntime((deps) =>
+    usersService.createPerson({ ctx: deps, email: values.email!, role }),
+  );
+  process.stdout.write(`${JSON.stringify(user)}\n`);
+}
+
+async function createUserToken(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: {
+      email: { type: 'string' },
+      name: { type: 'string', default: 'cli' },
+      'expires-in-days': { type: 'string' },
+    },
+  });
+  if (!values.email) fail(`--email is required\n\n${USAGE}`, 2);
+  const days = parseDays(values['expires-in-days']);
+  const token = await withRuntime(async (deps) => {
+    const user = await usersService.findPersonByEmail({ ctx: deps, email: values.email! });
+    return identityService.createPersonalToken({
+      ctx: deps,
+      userId: user.id,
+      input: { name: values.name, expiration_days: days },
+    });
+  });
+  process.stdout.write(`${token.token}\n`);
+}
+
+async function backup(args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { url: { type: 'string' } },
+  });
+  const file = positionals[0];
+  if (!file) fail(USAGE, 2);
+  const config = loadConfig();
+  if (config.DATABASE_URL)
+    fail(
+      'With DATABASE_URL the database is Postgres: back it up with pg_dump and restore with pg_restore.',
+      2,
+    );
+  let bytes: Uint8Array;
+  try {
+    bytes = await withRuntime((deps) => createBackup({ ctx: deps }));
+  } catch (error) {
+    if (!(error instanceof DataDirLockedError)) throw error;
+    // The service runs on this directory: it takes the snapshot itself.
+    if (!config.KAS_API_KEY)
+      fail('kas is running on this data directory: set KAS_API_KEY to an admin key to back it up.', 2);
+    const url = values.url ?? `http://${config.HOST}:${config.PORT}`;
+    const res = await fetch(`${url}/api/admin/backup`, {
+      headers: { authorization: `Bearer ${config.KAS_API_KEY}` },
+    });
+    if (!res.ok) fail(`The backup request failed: ${res.status} ${await res.text()}`);
+    bytes = new Uint8Array(await res.arrayBuffer());
+  }
+  writeFileSync(file, bytes, { mode: 0o600 });
+  process.stdout.write(`Wrote ${file} (${Math.round(bytes.length / 1024)} KB).\n`);
+}
+
+async function restore(args: string[]) {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  const file = positionals[0];
+  if (!file) fail(USAGE, 2);
+  const config = loadConfig();
+  if (config.DATABASE_URL) fail('With DATABASE_URL the database is Postgres: restore it with pg_restore.', 2);
+  const { created_at } = await restoreBackup(config, new Uint8Array(readFileSync(file)));
+  process.stdout.write(`Restored the backup of ${created_at} into ${config.KAS_DATA_DIR}.\n`);
+}
+
+/** `kas eval`: the evaluation through the public API of a running service, as a user's client would call it. */
+async function evaluate(args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      'no-chat': { type: 'boolean', default: false },
+      persona: { type: 'string', default: '0' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const file = positionals[0];
+  if (!file) fail(USAGE, 2);
+  const config = loadConfig();
+  if (!config.KAS_API_KEY) fail('Set KAS_API_KEY to an admin key of the service to evaluate.', 2);
+  const personaId = Number(values.persona);
+  if (!Number.isInteger(personaId) || personaId < 0) fail('--persona must be an agent id (0 or more).', 2);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    fail(`Cannot read ${file}.`, 2);
+  }
+  const cases = evaluationService.parseGoldenSet(text);
+  const url = (values.url ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${url}/api${path}`, {
+      method,
+      headers: { authorization: `Bearer ${config.KAS_API_KEY}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) {
+      const error = (await res.json().catch(() => null)) as { detail?: string } | null;
+      fail(`${method} /api${path} failed: ${res.status} ${error?.detail ?? ''}`);
+    }
+    return (res.status === 204 ? undefined : await res.json()) as T;
+  };
+  const target: evaluationService.EvaluationTarget = {
+    search: async (question) => {
+      const found = await call<{ documents: { document_id: string }[] }>('POST', '/admin/search', {
+        query: question,
+        filters: {},
+      });
+      return found.documents.map((d) => d.document_id);
+    },
+    ask: async (question, persona) => {
+      const answer = await call<{
+        chat_session_id: string;
+        error_msg: string | null;
+        citation_info: { citation_number: number; document_id: string }[];
+      }>('POST', '/chat/send-chat-message', {
+        message: question,
+        chat_session_info: { persona_id: persona, description: 'evaluation' },
+        stream: false,
+      });
+      await call('DELETE', `/chat/delete-chat-session/${answer.chat_session_id}?hard_delete=true`);
+      if (answer.error_msg) throw new Error(answer.error_msg);
+      return evaluationService.citedDocuments(answer.citation_info);
+    },
+  };
+  const report = await evaluationService.runEvaluation({
+    cases,
+    target,
+    chat: !values['no-chat'],
+    personaId,
+    onProgress: (done, total) => process.stderr.write(`\revaluated ${done}/${total} questions`),
+  });
+  process.stderr.write('\n');
+  process.stdout.write(
+    `${values.json ? JSON.stringify(report, null, 2) : evaluationService.formatReport(report)}\n`,
+  );
+}
+
+async function main(argv: string[]) {
+  const [command, ...rest] = argv;
+  if (command === 'serve' || command === 'worker' || command === 'reindex') prepareProcess();
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'worker':
+      return worker();
+    case 'migrate':
+      return migrate();
+    case 'reindex':
+      return reindex();
+    case 'api-key':
+      if (rest[0] === 'create') return createKey(rest.slice(1));
+      return fail(USAGE, 2);
+    case 'backup':
+      return backup(rest);
+    case 'restore':
+      return restore(rest);
+    case 'eval':
+      return evaluate(rest);
+    case 'user':
+      if (rest[0] === 'create') return createUser(rest.slice(1));
+      if (rest[0] === 'token' && rest[1] === 'create') return createUserToken(rest.slice(2));
+      return fail(USAGE, 2);
+    case undefined:
+    case 'help':
+    case '--help':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      return fail(`Unknown command "${command}".\n\n${USAGE}`, 2);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof DataDirLockedError) fail(error.message);
+  if (error instanceof AppError) fail(error.detail);
+  if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))
+    fail(`${error.message}\n\n${USAGE}`, 2);
+  process.stderr.write(`kas failed to start: ${(error as Error)?.stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,90 @@
+/**
+ * Process-wide memory settings of a kas process (the API, the worker, or both), applied first thing on
+ * start. Measured on the 20,000-page crawl (test/bench/connectors.ts): V8's heap grew lazily to 280–370
+ * MB for a live set under 100 MB, and V8 compiled PGlite's WebAssembly for its optimising tier in
+ * many parallel tasks whose scratch memory stayed with the process. See the README's memory section.
+ */
+import process from 'node:process';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { Config } from './config.ts';
+
+let applied = false;
+let collect: (() => void) | undefined;
+
+/**
+ * Tunes V8 for this process: the old generation grows to at most `1 + KAS_HEAP_GROWTH_PERCENT/100`
+ * times the live set before the next full collection (V8 picks 1.1–4× itself), and WebAssembly is
+ * optimised in one background task. Must run before the embedded database is opened. Idempotent.
+ */
+export function applyMemorySettings(
+  config: Pick<Config, 'KAS_MEMORY_TUNING' | 'KAS_HEAP_GROWTH_PERCENT'>,
+): void {
+  if (applied || !config.KAS_MEMORY_TUNING) return;
+  applied = true;
+  if (config.KAS_HEAP_GROWTH_PERCENT > 0)
+    setFlagsFromString(`--heap-growing-percent=${config.KAS_HEAP_GROWTH_PERCENT}`);
+  setFlagsFromString('--wasm-num-compilation-tasks=1');
+  // A collector to call once after start-up (below); V8 offers it only through this flag.
+  setFlagsFromString('--expose-gc');
+  collect = runInNewContext('gc') as () => void;
+}
+
+/**
+ * One full collection after start-up: the first start creates the embedded database (initdb) and
+ * leaves ~400 MB of garbage that V8 would otherwise keep until its next full collection.
+ */
+export function releaseStartupGarbage(): void {
+  collect?.();
+}
+
+/** Marks a process that already restarted itself with the settings below. */
+const TUNED_MARK = 'KAS_PROCESS_TUNED';
+
+/**
+ * The V8 options and environment a kas process restarts itself with, or null when it need not:
+ * - `--max-semi-space-size` (KAS_HEAP_SEMI_SPACE_MB): V8's young generation otherwise takes ~100 MB;
+ * - `--max-old-space-size` (KAS_MAX_HEAP_MB), a hard cap, when set;
+ * - `MALLOC_MMAP_THRESHOLD_`: glibc otherwise raises its mmap threshold after the first large free and
+ *   keeps ~100–150 MB of V8's freed compiler scratch memory (compiling PGlite) for good.
+ * Options given on the command line win; nothing happens when tuning is off or already done.
+ */
+export function tunedRestart(
+  config: Pick<Config, 'KAS_MEMORY_TUNING' | 'KAS_HEAP_SEMI_SPACE_MB' | 'KAS_MAX_HEAP_MB'>,
+  execArgv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): { flags: string[]; env: Record<string, string> } | null {
+  if (!config.KAS_MEMORY_TUNING || env[TUNED_MARK]) return null;
+  const given = (flag: string) => execArgv.some((a) => a === flag || a.startsWith(`${flag}=`));
+  const flags: string[] = [];
+  if (config.KAS_HEAP_SEMI_SPACE_MB && !given('--max-semi-space-size'))
+    flags.push(`--max-semi-space-size=${config.KAS_HEAP_SEMI_SPACE_MB}`);
+  if (config.KAS_MAX_HEAP_MB && !given('--max-old-space-size'))
+    flags.push(`--max-old-space-size=${config.KAS_MAX_HEAP_MB}`);
+  const extra: Record<string, string> = { [TUNED_MARK]: '1' };
+  if (process.platform === 'linux' && env.MALLOC_MMAP_THRESHOLD_ === undefined)
+    extra.MALLOC_MMAP_THRESHOLD_ = String(128 * 1024);
+  if (!flags.length && Object.keys(extra).length === 1) return null;
+  return { flags, env: extra };
+}
+
+/**
+ * Replaces this process (same pid, same open files, nothing started yet) with one started with
+ * {@link tunedRestart}'s options; returns when there is nothing to do or the platform cannot.
+ */
+export function restartTuned(
+  config: Pick<Config, 'KAS_MEMORY_TUNING' | 'KAS_HEAP_SEMI_SPACE_MB' | 'KAS_MAX_HEAP_MB'>,
+): void {
+  const restart = tunedRestart(config, process.execArgv, process.env);
+  if (!restart || typeof process.execve !== 'function') return;
+  process.execve(
+    process.execPath,
+    [process.execPath, ...restart.flags, ...process.execArgv, ...process.argv.slice(1)],
+    { ...process.env, ...restart.env },
+  );
+}
+
+/** This process's V8 heap limit in MB (old and young generations), as V8 reports it. */
+export function heapLimitMb(): number {
+  return Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
+}
