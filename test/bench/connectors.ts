@@ -6,6 +6,9 @@
  *   2. pause latency: from the pause request until the running attempt has handed itself back (≤ 5 s);
  *   3. two workers on one Postgres indexing a four-section site as four pairs: every page fetched and
  *      indexed exactly once.
+ * Memory: this process restarts itself and applies settings as `kas serve` does (memory.ts); compare with
+ * the old defaults by KAS_MEMORY_TUNING=false KAS_PGLITE_SHARED_BUFFERS_MB=128. BENCH_TRACE=1 prints
+ * memory every 5 s, BENCH_PAUSE=0 skips the pause test.
  * The site runs in its own process; the worker (kas's scheduler pass, as `kas worker` runs it) in this one.
  */
 import { type ChildProcess, spawn } from 'node:child_process';

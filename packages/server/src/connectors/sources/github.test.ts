@@ -356,6 +356,27 @@ describe('github source', () => {
     expect(gone).toEqual({ success: true, queued: 1 });
     expect(await events()).toBe(1);
     expect(await docIds(pairId)).not.toContain(web('widgets/issues/3'));
+
+    // A review comment on a pull request (pull_request_review_comment) re-indexes that pull request.
+    const pull = gh.repos[0]?.issues[3] as FakeIssue;
+    pull.review_comments = [{ id: 77, user: 'rev', body: 'cache the quoll artefacts too', path: 'ci.yml' }];
+    const review = JSON.stringify({
+      action: 'created',
+      comment: { id: 77, body: 'cache the quoll artefacts too' },
+      pull_request: { number: 4 },
+      repository: { full_name: 'acme/widgets' },
+    });
+    const reviewAnswer = await anonymous.connectorSources.event({
+      connector_id: connectorId,
+      headers: {
+        'x-github-event': 'pull_request_review_comment',
+        'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(review).digest('hex')}`,
+      },
+      raw_body: review,
+    });
+    expect(reviewAnswer).toEqual({ success: true, queued: 1 });
+    expect(await events()).toBe(1);
+    expect(await textOf(web('widgets/pull/4'))).toContain('rev on ci.yml: cache the quoll artefacts too');
   });
   it("sync access: a private repository's issues are seen by its collaborators (linked GitHub logins) only; public ones by all", async () => {
     // Repositories of their own: the other tests' public pairs own secret-sauce's issues.
