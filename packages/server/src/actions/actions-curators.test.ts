@@ -97,7 +97,11 @@ describe('actions for user groups', () => {
       detail: `Only an admin or a curator of all of its groups can manage action ${global.id}`,
     });
 
-    // Only members of the action's groups use it in chat; others get a note, and the API sees nothing.
+    // Only members of the action's groups see it in the tool list and use it in chat.
+    expect((await t.caller(mia.key).tools.list({})).map((x) => x.id)).toContain(action.id);
+    expect((await t.caller(otto.key).tools.list({})).map((x) => x.id)).not.toContain(action.id);
+    expect((await t.caller(otto.key).tools.list({})).map((x) => x.id)).toContain(global.id);
+    // Others get a note in chat, and the API sees nothing.
     const agent = await t.caller(t.adminKey).personas.create(agentInput('research weather', [action.id]));
     llm.enqueue(
       { toolCalls: [{ id: 'f', name: 'getForecast', arguments: '{"city":"Lyon"}' }] },
@@ -167,6 +171,8 @@ describe('actions for user groups', () => {
     ).toMatchObject({ status: 404, error_code: 'MCP_SERVER_NOT_FOUND' });
 
     const add = listed.tools.find((x) => x.name === 'add')!;
+    expect((await t.caller(mia.key).tools.list({})).map((x) => x.id)).toContain(add.id);
+    expect((await t.caller(otto.key).tools.list({})).map((x) => x.id)).not.toContain(add.id);
     const agent = await t.caller(t.adminKey).personas.create(agentInput('research calc', [add.id]));
     const before = llm.requests.length;
     await streamAll(t.caller(otto.key), {

@@ -289,6 +289,8 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     for (let q = 0; q < 20; q++) {
       const terms = Array.from({ length: 2 }, () => words[Math.floor(random() * 20)]!);
       const hits = await index.search({ query: terms.join(' '), filters: {}, access: ALL, limit: 10 });
+      // A chunk on both words' champion lists is one result.
+      expect(new Set(hits.map((h) => `${h.document_id}/${h.chunk_id}`)).size).toBe(hits.length);
       agreements.push(overlap(hits, exhaustiveBm25(corpus, terms)) / 10);
     }
     const mean = agreements.reduce((a, b) => a + b, 0) / agreements.length;

@@ -149,10 +149,14 @@ export async function bm25Search(
       WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} ${visible}`);
   }
   if (plan.champions.length) {
+    // A chunk on several of the query's lists is one candidate (UNION dedupes across the arms only
+    // when there are two).
     arms.push(sql`
       SELECT c.document_id, c.chunk_id, ${scored}
-      FROM search_champions s JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id ${arrays}
-      WHERE s.term = ANY(${plan.champions.map((t) => t.term)}::text[]) ${must} ${visible}`);
+      FROM (SELECT DISTINCT document_id, chunk_id FROM search_champions
+            WHERE term = ANY(${plan.champions.map((t) => t.term)}::text[])) s
+        JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id ${arrays}
+      WHERE true ${must} ${visible}`);
   }
   const result = await sql<SearchHit>`
     ${sql.join(arms, sql` UNION `)}

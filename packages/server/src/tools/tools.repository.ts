@@ -11,11 +11,52 @@ export const toolColumns = [
   'tools.enabled',
 ] as const;
 
-export function listTools(db: DbExecutor) {
+/**
+ * The enabled tools `viewer` may use: admins see all; others those of actions not scoped to user
+ * groups, and of scoped ones (OpenAPI actions or MCP servers, migration 0015) in a group they belong to.
+ */
+export function listTools(db: DbExecutor, viewer: { userId: string; isAdmin: boolean }) {
   return db
     .selectFrom('tools')
     .select(toolColumns)
     .where('tools.enabled', '=', true)
+    .$if(!viewer.isAdmin, (q) =>
+      q.where((eb) =>
+        eb.or([
+          eb.and([
+            eb('tools.group_scoped', '=', false),
+            eb.or([
+              eb('tools.mcp_server_id', 'is', null),
+              eb.not(
+                eb.exists(
+                  eb
+                    .selectFrom('mcp_servers')
+                    .select('mcp_servers.id')
+                    .whereRef('mcp_servers.id', '=', 'tools.mcp_server_id')
+                    .where('mcp_servers.group_scoped', '=', true),
+                ),
+              ),
+            ]),
+          ]),
+          eb.exists(
+            eb
+              .selectFrom('tool_groups')
+              .innerJoin('user_group_members', 'user_group_members.group_id', 'tool_groups.group_id')
+              .select('tool_groups.tool_id')
+              .whereRef('tool_groups.tool_id', '=', 'tools.id')
+              .where('user_group_members.user_id', '=', viewer.userId),
+          ),
+          eb.exists(
+            eb
+              .selectFrom('mcp_server_groups')
+              .innerJoin('user_group_members', 'user_group_members.group_id', 'mcp_server_groups.group_id')
+              .select('mcp_server_groups.mcp_server_id')
+              .whereRef('mcp_server_groups.mcp_server_id', '=', 'tools.mcp_server_id')
+              .where('user_group_members.user_id', '=', viewer.userId),
+          ),
+        ]),
+      ),
+    )
     .orderBy('tools.id')
     .execute();
 }
