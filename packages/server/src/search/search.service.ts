@@ -136,6 +136,7 @@ export async function searchChunks({
   filters = {},
   limit = 25,
   fallbacks = true,
+  perDocument,
 }: {
   ctx: Deps;
   actor: Actor;
@@ -144,11 +145,23 @@ export async function searchChunks({
   limit?: number;
   /** Prefix and typo fallbacks when the exact query finds little (see SearchRequest.fallbacks). */
   fallbacks?: boolean;
+  /** Only each document's best chunk, for at most this many documents (loaded and highlighted alone). */
+  perDocument?: number;
 }): Promise<SearchChunk[]> {
   const access = await accessScopeOf(ctx, actor);
   const indexFilters = await resolveFilters(ctx, actor, filters);
   if (indexFilters.document_sets?.length === 0) return [];
-  const hits = await ctx.search.search({ query, filters: indexFilters, access, limit, fallbacks });
+  let hits = await ctx.search.search({ query, filters: indexFilters, access, limit, fallbacks });
+  if (perDocument !== undefined) {
+    const seen = new Set<string>();
+    hits = hits
+      .filter((h) => {
+        if (seen.has(h.document_id)) return false;
+        seen.add(h.document_id);
+        return true;
+      })
+      .slice(0, perDocument);
+  }
   const rows = await searchRepository.loadChunks(ctx.db, hits, access);
   const byKey = new Map(rows.map((r) => [chunkKey(r), r]));
   const words = parseQuery(query).positiveWords;
@@ -214,14 +227,8 @@ export async function adminSearch({
     query: input.query,
     filters: { ...input.filters, include_hidden: true },
     limit: ADMIN_SEARCH_CHUNKS,
+    // Only the chunks shown are loaded and highlighted.
+    perDocument: ADMIN_SEARCH_DOCUMENTS,
   });
-  const documents: SearchDoc[] = [];
-  const seen = new Set<string>();
-  for (const chunk of chunks) {
-    if (seen.has(chunk.document_id)) continue;
-    seen.add(chunk.document_id);
-    documents.push(toSearchDoc(chunk));
-    if (documents.length >= ADMIN_SEARCH_DOCUMENTS) break;
-  }
-  return { documents };
+  return { documents: chunks.map(toSearchDoc) };
 }
