@@ -14,6 +14,7 @@ const persona: ChatPersona = {
   document_ids: [],
   search_enabled: true,
   tool_ids: [],
+  action_tool_ids: [],
   llm_model_version_override: null,
 };
 

@@ -50,13 +50,21 @@ export async function startChatTurn({
       `Model provider "${override.model_provider}" is not configured; this instance uses "${ctx.llm.name}"`,
     );
   const filters = input.internal_search_filters ?? {};
-  await tokenBudgetsService.assertWithinBudget({ ctx, actor });
+  const withinBudget = tokenBudgetsService.assertWithinBudget({ ctx, actor });
 
   let session: SessionRow;
   let created = false;
   if (input.chat_session_id) {
-    session = await ownedSession(ctx, actor, input.chat_session_id);
+    // Both reads at once; a used-up budget is reported first, as when they ran one after the other.
+    const [budget, owned] = await Promise.allSettled([
+      withinBudget,
+      ownedSession(ctx, actor, input.chat_session_id),
+    ]);
+    if (budget.status === 'rejected') throw budget.reason;
+    if (owned.status === 'rejected') throw owned.reason;
+    session = owned.value;
   } else {
+    await withinBudget;
     const info = input.chat_session_info ?? { persona_id: 0 };
     session = await createSessionRow(ctx, actor, {
       persona_id: info.persona_id,
