@@ -202,29 +202,26 @@ export function findRoot(db: DbExecutor, sessionId: string): Promise<MessageNode
     .executeTakeFirst();
 }
 
-/** The messages from the root down to `messageId`, root first; empty when it is not a message of the session. */
-export async function pathTo(db: DbExecutor, sessionId: string, messageId: number): Promise<MessageNode[]> {
+/**
+ * A path through the session's tree, root first: `up` from a message to the root (its ancestors; empty
+ * when it is not a message of the session), or `down` from the root through each latest child (the mainline).
+ */
+export async function walkMessages(
+  db: DbExecutor,
+  sessionId: string,
+  from: number,
+  direction: 'up' | 'down',
+): Promise<MessageNode[]> {
+  const next = direction === 'up' ? sql`walk.parent_message_id` : sql`walk.latest_child_message_id`;
   const result = await sql<MessageNode>`
-    WITH RECURSIVE up AS (
-      SELECT ${NODE}, 0 AS depth FROM chat_messages m WHERE m.id = ${messageId} AND m.chat_session_id = ${sessionId}
+    WITH RECURSIVE walk AS (
+      SELECT ${NODE}, 0 AS depth FROM chat_messages m WHERE m.id = ${from} AND m.chat_session_id = ${sessionId}
       UNION ALL
-      SELECT ${NODE}, up.depth + 1 FROM chat_messages m JOIN up ON m.id = up.parent_message_id
-      WHERE up.depth < ${MAX_DEPTH} AND m.chat_session_id = ${sessionId}
+      SELECT ${NODE}, walk.depth + 1 FROM chat_messages m JOIN walk ON m.id = ${next}
+      WHERE walk.depth < ${MAX_DEPTH} AND m.chat_session_id = ${sessionId}
     )
-    SELECT ${sql.raw(NODE_COLUMNS.join(', '))} FROM up ORDER BY depth DESC`.execute(db);
-  return result.rows;
-}
-
-/** The mainline: from the root down through each message's latest child, root first. */
-export async function mainline(db: DbExecutor, sessionId: string, rootId: number): Promise<MessageNode[]> {
-  const result = await sql<MessageNode>`
-    WITH RECURSIVE down AS (
-      SELECT ${NODE}, 0 AS depth FROM chat_messages m WHERE m.id = ${rootId} AND m.chat_session_id = ${sessionId}
-      UNION ALL
-      SELECT ${NODE}, down.depth + 1 FROM chat_messages m JOIN down ON m.id = down.latest_child_message_id
-      WHERE down.depth < ${MAX_DEPTH} AND m.chat_session_id = ${sessionId}
-    )
-    SELECT ${sql.raw(NODE_COLUMNS.join(', '))} FROM down ORDER BY depth`.execute(db);
+    SELECT ${sql.raw(NODE_COLUMNS.join(', '))} FROM walk
+    ORDER BY depth ${direction === 'up' ? sql`DESC` : sql`ASC`}`.execute(db);
   return result.rows;
 }
 

@@ -278,9 +278,10 @@ async function appendTurn(
     }));
   let path: MessageNode[];
   if (input.parent_message_id === null) path = [root];
-  else if (input.parent_message_id === -1) path = await chatRepository.mainline(ctx.db, session.id, root.id);
+  else if (input.parent_message_id === -1)
+    path = await chatRepository.walkMessages(ctx.db, session.id, root.id, 'down');
   else {
-    path = await chatRepository.pathTo(ctx.db, session.id, input.parent_message_id);
+    path = await chatRepository.walkMessages(ctx.db, session.id, input.parent_message_id, 'up');
     if (!path.length)
       throw new AppError(
         'INVALID_INPUT',
