@@ -53,7 +53,7 @@ export async function createRuntime(
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
       ingestion: createIngestionState(),
-      stopRegistry: new StopRegistry(database.db),
+      stopRegistry: new StopRegistry(database.db, { poll: database.kind === 'postgres' }),
       snapshot: database.snapshot ?? null,
       authFailures: createAuthFailureLimiter({
         limit: config.KAS_AUTH_FAILURES_PER_MINUTE,

@@ -2510,6 +2510,7 @@ export interface components {
             indexing: boolean;
             in_repeated_error_state: boolean;
             progress: components["schemas"]["IndexingProgress"] | null;
+            events: components["schemas"]["CcPairEvents"];
         };
         /** @enum {string} */
         CcPairStatus: "scheduled" | "initial_indexing" | "active" | "paused" | "deleting" | "invalid";
@@ -2522,6 +2523,17 @@ export interface components {
             docs_per_second: number | null;
             /** @description Null until the total and a rate are known */
             eta_seconds: number | null;
+        };
+        /** @description Webhook events of `event` connectors (input_type event) */
+        CcPairEvents: {
+            /** @description Webhook events queued or being processed */
+            pending: number;
+            /** @description Events that failed every try (kept a week) */
+            failed: number;
+            /** @description The latest error of an event try */
+            last_error: string | null;
+            /** @description When an event was last processed */
+            last_processed: string | null;
         };
         CredentialSnapshot: {
             id: number;
@@ -2557,17 +2569,6 @@ export interface components {
             /** @description Of the running attempt */
             progress: components["schemas"]["IndexingProgress"] | null;
             events: components["schemas"]["CcPairEvents"];
-        };
-        /** @description Webhook events of `event` connectors (input_type event) */
-        CcPairEvents: {
-            /** @description Webhook events queued or being processed */
-            pending: number;
-            /** @description Events that failed every try (kept a week) */
-            failed: number;
-            /** @description The latest error of an event try */
-            last_error: string | null;
-            /** @description When an event was last processed */
-            last_processed: string | null;
         };
         IndexAttemptPage: {
             items: components["schemas"]["IndexAttempt"][];

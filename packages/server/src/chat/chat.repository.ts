@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import type { ChatMessagesTable } from './chat.table.ts';
 
 export type SessionRow = Awaited<ReturnType<typeof findSession>> & {};
 export type MessageRow = Awaited<ReturnType<typeof listMessages>>[number];
@@ -172,28 +173,106 @@ export function listMessages(db: DbExecutor, sessionId: string) {
     .execute();
 }
 
-/**
- * A session's message tree with what a new turn needs (not the stored documents and citations of every
- * earlier answer, which grow with the session).
- */
-export function listMessageTree(db: DbExecutor, sessionId: string) {
+/** What a new turn needs of a message (not the stored documents and citations of earlier answers). */
+const NODE_COLUMNS = [
+  'id',
+  'parent_message_id',
+  'latest_child_message_id',
+  'message_type',
+  'message',
+  'error',
+  'files',
+  'time_sent',
+] as const;
+export type MessageNode = Pick<Selectable<ChatMessagesTable>, (typeof NODE_COLUMNS)[number]>;
+const NODE = sql.raw(NODE_COLUMNS.map((c) => `m.${c}`).join(', '));
+/** Longest path walked (a guard against a cycle in damaged data). */
+const MAX_DEPTH = 100_000;
+
+/** The session's root: the system message every turn hangs from (none before the first turn). */
+export function findRoot(db: DbExecutor, sessionId: string): Promise<MessageNode | undefined> {
   return db
     .selectFrom('chat_messages')
-    .select([
-      'id',
-      'parent_message_id',
-      'latest_child_message_id',
-      'message_type',
-      'message',
-      'error',
-      'files',
-      'time_sent',
-    ])
+    .select(NODE_COLUMNS)
     .where('chat_session_id', '=', sessionId)
+    .where('parent_message_id', 'is', null)
+    .where('message_type', '=', 'system')
     .orderBy('id')
-    .execute();
+    .limit(1)
+    .executeTakeFirst();
 }
-export type MessageNode = Awaited<ReturnType<typeof listMessageTree>>[number];
+
+/**
+ * A path through the session's tree, root first: `up` from a message to the root (its ancestors; empty
+ * when it is not a message of the session), or `down` from the root through each latest child (the mainline).
+ */
+export async function walkMessages(
+  db: DbExecutor,
+  sessionId: string,
+  from: number,
+  direction: 'up' | 'down',
+): Promise<MessageNode[]> {
+  const next = direction === 'up' ? sql`walk.parent_message_id` : sql`walk.latest_child_message_id`;
+  const result = await sql<MessageNode>`
+    WITH RECURSIVE walk AS (
+      SELECT ${NODE}, 0 AS depth FROM chat_messages m WHERE m.id = ${from} AND m.chat_session_id = ${sessionId}
+      UNION ALL
+      SELECT ${NODE}, walk.depth + 1 FROM chat_messages m JOIN walk ON m.id = ${next}
+      WHERE walk.depth < ${MAX_DEPTH} AND m.chat_session_id = ${sessionId}
+    )
+    SELECT ${sql.raw(NODE_COLUMNS.join(', '))} FROM walk
+    ORDER BY depth ${direction === 'up' ? sql`DESC` : sql`ASC`}`.execute(db);
+  return result.rows;
+}
+
+/**
+ * A new turn's rows in one statement: the question (unless it regenerates the answer to `parentId`, a
+ * question already), the reserved answer, both linked as their parent's latest child, and the session touched
+ * (`description` only when it has none). Ids come from the sequence first, so the rows link to each other
+ * as they are inserted.
+ */
+export async function appendTurn(
+  db: DbExecutor,
+  args: {
+    sessionId: string;
+    parentId: number;
+    question: { message: string; token_count: number; files: unknown[] } | null;
+    answer: { message: string; model_name: string };
+    session: { description: string | null; alternate_model: string | null; temperature: number | null };
+  },
+): Promise<{ question: MessageNode | null; answer: MessageNode }> {
+  const { question } = args;
+  const ids = question
+    ? sql`SELECT min(v) AS question_id, max(v) AS answer_id
+          FROM (SELECT nextval(pg_get_serial_sequence('chat_messages', 'id')) AS v FROM generate_series(1, 2)) x`
+    : sql`SELECT NULL::bigint AS question_id, nextval(pg_get_serial_sequence('chat_messages', 'id')) AS answer_id`;
+  const insertQuestion = question
+    ? sql`, q AS (
+        INSERT INTO chat_messages AS m (id, chat_session_id, parent_message_id, latest_child_message_id, message_type, message, token_count, files)
+        SELECT question_id, ${args.sessionId}, ${args.parentId}, answer_id, 'user', ${question.message}, ${question.token_count}, ${JSON.stringify(question.files)}::jsonb
+        FROM ids RETURNING ${NODE})`
+    : sql``;
+  const result = await sql<MessageNode>`
+    WITH ids AS MATERIALIZED (${ids})
+    ${insertQuestion}, a AS (
+      INSERT INTO chat_messages AS m (id, chat_session_id, parent_message_id, message_type, message, is_complete, model_name)
+      SELECT answer_id, ${args.sessionId}, coalesce(question_id, ${args.parentId}), 'assistant', ${args.answer.message}, false, ${args.answer.model_name}
+      FROM ids RETURNING ${NODE}
+    ), parent AS (
+      UPDATE chat_messages SET latest_child_message_id = (SELECT coalesce(question_id, answer_id) FROM ids)
+      WHERE id = ${args.parentId}
+    ), session AS (
+      UPDATE chat_sessions SET time_updated = now(),
+        description = CASE WHEN description = '' THEN coalesce(${args.session.description}, '') ELSE description END,
+        current_alternate_model = coalesce(${args.session.alternate_model}, current_alternate_model),
+        current_temperature_override = coalesce(${args.session.temperature}::real, current_temperature_override)
+      WHERE id = ${args.sessionId}
+    )
+    ${question ? sql`SELECT * FROM q UNION ALL ` : sql``}SELECT * FROM a`.execute(db);
+  const answer = result.rows.find((row) => row.message_type === 'assistant')!;
+  const asked = result.rows.find((row) => row.message_type === 'user') ?? null;
+  return { question: asked, answer };
+}
 
 export function setLatestChild(db: DbExecutor, parentId: number, childId: number) {
   return db

@@ -20,6 +20,8 @@ export interface ChatPersona {
   search_enabled: boolean;
   /** The agent's enabled tools (`tool_ids`): the search tool and actions. */
   tool_ids: number[];
+  /** Those of its tools that are actions (OpenAPI, MCP): none means no action to load. */
+  action_tool_ids: number[];
   llm_model_version_override: string | null;
 }
 
@@ -49,6 +51,7 @@ export async function loadPersona({
     document_ids: p.document_ids,
     search_enabled: p.tools.some((t) => t.in_code_tool_id === SEARCH_TOOL_IN_CODE_ID),
     tool_ids: p.tools.map((t) => t.id),
+    action_tool_ids: p.tools.filter((t) => t.kind !== 'builtin').map((t) => t.id),
     llm_model_version_override: p.llm_model_version_override,
   };
 }

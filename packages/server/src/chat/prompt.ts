@@ -22,6 +22,14 @@ export function tokens(text: string): number {
   return text ? countTokens(text) : 0;
 }
 
+/**
+ * An upper bound of `tokens(text)` at no cost: every token of a byte-level BPE covers at least one UTF-8
+ * byte. Prompts that fit by this bound (nearly all: the windows are large) are never tokenized.
+ */
+export function tokensAtMost(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
 // Formatters are built once: `toLocaleDateString` builds a new one on every call (~0.3 ms each).
 const DATE_FORMAT = new Intl.DateTimeFormat('en-US', {
   weekday: 'long',
@@ -103,7 +111,7 @@ function fileBlock(files: AttachedText[], budget: number): string {
 }
 
 export function truncateToTokens(text: string, max: number): string {
-  if (tokens(text) <= max) return text;
+  if (tokensAtMost(text) <= max || tokens(text) <= max) return text;
   // Roughly four characters per token; shrink until it fits.
   let cut = Math.max(0, max * 4);
   let piece = text.slice(0, cut);
@@ -132,6 +140,18 @@ export function buildMessages(parts: PromptParts): LlmMessage[] {
   const reminder = parts.searched ? CITATION_REMINDER : '';
   const context = parts.additionalContext?.trim() ? `Additional context:\n${parts.additionalContext}` : '';
 
+  const toolText = (m: LlmMessage) =>
+    m.content + ('tool_calls' in m && m.tool_calls ? JSON.stringify(m.tool_calls) : '');
+  // Everything fits by the free upper bound: no trimming, so no tokenizing.
+  const fileHeaders = parts.files.map((f) => `\n\n--- Attached file: ${f.name} ---\n${f.text}`);
+  const bound =
+    [system, reminder, parts.question, context, ...fileHeaders, ...parts.toolMessages.map(toolText)].reduce(
+      (n, text) => n + tokensAtMost(text),
+      0,
+    ) + parts.history.reduce((n, turn) => n + tokensAtMost(turn.content) + 4, 0);
+  if (bound <= available)
+    return assemble(parts, system, reminder, context, fileHeaders.join(''), parts.history);
+
   const toolTokens = parts.toolMessages.reduce(
     (n, m) =>
       n + tokens(m.content) + ('tool_calls' in m && m.tool_calls ? tokens(JSON.stringify(m.tool_calls)) : 0),
@@ -141,17 +161,28 @@ export function buildMessages(parts: PromptParts): LlmMessage[] {
   const files = fileBlock(parts.files, Math.max(0, available - fixed));
   let historyBudget = available - fixed - tokens(files);
 
-  const kept: LlmMessage[] = [];
+  const kept: PromptParts['history'] = [];
   for (let i = parts.history.length - 1; i >= 0; i--) {
     const turn = parts.history[i]!;
     const cost = tokens(turn.content) + 4;
     if (cost > historyBudget) break;
     historyBudget -= cost;
-    kept.unshift({ role: turn.role, content: turn.content });
+    kept.unshift(turn);
   }
+  return assemble(parts, system, reminder, context, files, kept);
+}
+
+function assemble(
+  parts: PromptParts,
+  system: string,
+  reminder: string,
+  context: string,
+  files: string,
+  history: PromptParts['history'],
+): LlmMessage[] {
+  const kept: LlmMessage[] = history.map((turn) => ({ role: turn.role, content: turn.content }));
   // A history must not open with an answer whose question was trimmed.
   while (kept[0]?.role === 'assistant') kept.shift();
-
   const messages: LlmMessage[] = [{ role: 'system', content: system }, ...kept];
   if (context) messages.push({ role: 'user', content: context });
   messages.push({ role: 'user', content: parts.question + files });
@@ -172,21 +203,25 @@ export function searchResultJson(
   }>,
   budgetTokens: number,
 ): string {
+  const entries = documents.map((doc) => ({
+    document: doc.number,
+    title: doc.title,
+    ...(doc.updated_at ? { updated_at: doc.updated_at } : {}),
+    source_type: doc.source_type,
+    ...(doc.link ? { url: doc.link } : {}),
+    content: doc.content,
+  }));
+  if (entries.length) {
+    const whole = JSON.stringify({ results: entries });
+    if (20 + tokensAtMost(whole) <= budgetTokens) return whole;
+  }
   const results: unknown[] = [];
   let used = 20;
-  for (const doc of documents) {
-    const entry = {
-      document: doc.number,
-      title: doc.title,
-      ...(doc.updated_at ? { updated_at: doc.updated_at } : {}),
-      source_type: doc.source_type,
-      ...(doc.link ? { url: doc.link } : {}),
-      content: doc.content,
-    };
+  for (const entry of entries) {
     const cost = tokens(JSON.stringify(entry));
     if (used + cost > budgetTokens) {
       const room = budgetTokens - used - 40;
-      if (room > 50) results.push({ ...entry, content: truncateToTokens(doc.content, room) });
+      if (room > 50) results.push({ ...entry, content: truncateToTokens(entry.content, room) });
       break;
     }
     used += cost;

@@ -231,6 +231,7 @@ export const IndexingStatusEntry = z
     indexing: z.boolean(),
     in_repeated_error_state: z.boolean(),
     progress: IndexingProgress.nullable(),
+    events: PairEvents,
   })
   .meta({ id: 'IndexingStatusEntry' });
 export type IndexingStatusEntry = z.infer<typeof IndexingStatusEntry>;

@@ -106,25 +106,51 @@ export interface PairEventSummary {
 
 /** Events of a pair waiting or running, failed for good, the latest error and the latest processed time. */
 export async function pairEventSummary(db: DbExecutor, pairId: number): Promise<PairEventSummary> {
-  const result = await sql<{
+  return (await pairEventSummaries(db, [pairId])).get(pairId) ?? emptyEventSummary();
+}
+
+/** A pair without events. */
+export const emptyEventSummary = (): PairEventSummary => ({
+  pending: 0,
+  failed: 0,
+  last_error: null,
+  last_processed: null,
+});
+
+/** {@link pairEventSummary} of several pairs in two queries; a pair without events gets zeros. */
+export async function pairEventSummaries(
+  db: DbExecutor,
+  pairIds: readonly number[],
+): Promise<Map<number, PairEventSummary>> {
+  const summaries = new Map<number, PairEventSummary>(pairIds.map((id) => [id, emptyEventSummary()]));
+  if (!pairIds.length) return summaries;
+  const ids = [...summaries.keys()];
+  const counts = await sql<{
+    cc_pair_id: number;
     pending: string;
     failed: string;
-    last_error: string | null;
     last_processed: Date | null;
   }>`
-    SELECT count(*) FILTER (WHERE status IN ('queued', 'in_progress')) AS pending,
+    SELECT cc_pair_id, count(*) FILTER (WHERE status IN ('queued', 'in_progress')) AS pending,
       count(*) FILTER (WHERE status = 'failed') AS failed,
-      (SELECT error_msg FROM connector_events l WHERE l.cc_pair_id = ${pairId} AND l.error_msg IS NOT NULL
-        ORDER BY l.time_updated DESC, l.id DESC LIMIT 1) AS last_error,
       max(time_updated) FILTER (WHERE status = 'done') AS last_processed
-    FROM connector_events WHERE cc_pair_id = ${pairId}`.execute(db);
-  const row = result.rows[0];
-  return {
-    pending: Number(row?.pending ?? 0),
-    failed: Number(row?.failed ?? 0),
-    last_error: row?.last_error ?? null,
-    last_processed: row?.last_processed ?? null,
-  };
+    FROM connector_events WHERE cc_pair_id = ANY(${ids}::int[]) GROUP BY cc_pair_id`.execute(db);
+  for (const row of counts.rows) {
+    const summary = summaries.get(Number(row.cc_pair_id));
+    if (!summary) continue;
+    summary.pending = Number(row.pending);
+    summary.failed = Number(row.failed);
+    summary.last_processed = row.last_processed ?? null;
+  }
+  const errors = await sql<{ cc_pair_id: number; error_msg: string }>`
+    SELECT DISTINCT ON (cc_pair_id) cc_pair_id, error_msg FROM connector_events
+    WHERE cc_pair_id = ANY(${ids}::int[]) AND error_msg IS NOT NULL
+    ORDER BY cc_pair_id, time_updated DESC, id DESC`.execute(db);
+  for (const row of errors.rows) {
+    const summary = summaries.get(Number(row.cc_pair_id));
+    if (summary) summary.last_error = row.error_msg;
+  }
+  return summaries;
 }
 
 /** Processed events older than a day and failed ones older than a week are forgotten. */

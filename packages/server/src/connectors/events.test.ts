@@ -110,6 +110,11 @@ async function eventRows(pairId: number) {
   return rows.rows;
 }
 
+/** The pair's `events` in `GET /api/manage/admin/connector/indexing-status`. */
+async function statusEvents(pairId: number) {
+  return (await admin().connectors.indexingStatus({})).find((s) => s.cc_pair_id === pairId)?.events;
+}
+
 const issueReads = () => gh.requests.filter((p) => p.startsWith('/repos/acme/gadgets/issues/1')).length;
 
 describe('queued connector events', () => {
@@ -125,6 +130,12 @@ describe('queued connector events', () => {
       failed: 0,
       last_processed: null,
     });
+    expect(await statusEvents(pairId)).toEqual({
+      pending: 1,
+      failed: 0,
+      last_error: null,
+      last_processed: null,
+    });
 
     expect(await events()).toBe(1);
     expect(await textOf(web('gadgets/issues/1'))).toContain('numbat');
@@ -134,6 +145,7 @@ describe('queued connector events', () => {
     const details = await admin().connectors.getPair({ cc_pair_id: pairId });
     expect(details.events).toMatchObject({ pending: 0, failed: 0, last_error: null });
     expect(details.events.last_processed).toEqual(expect.any(String));
+    expect(await statusEvents(pairId)).toEqual(details.events);
   });
 
   it('two workers draining the queue at once process each event exactly once', async () => {
@@ -213,6 +225,15 @@ describe('queued connector events', () => {
     const details = await admin().connectors.getPair({ cc_pair_id: pairId });
     expect(details.events).toMatchObject({ pending: 0, failed: 1 });
     expect(details.events.last_error).toContain('refused the credential');
+    // The indexing status lists the same counts for every pair, each its own.
+    expect(await statusEvents(pairId)).toEqual(details.events);
+    const { pairId: quiet } = await eventPair();
+    expect(await statusEvents(quiet)).toEqual({
+      pending: 0,
+      failed: 0,
+      last_error: null,
+      last_processed: null,
+    });
     expect(await textOf(web('gadgets/issues/1'))).not.toContain('dingo');
   });
 

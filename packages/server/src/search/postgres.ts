@@ -213,7 +213,10 @@ export function createPostgresSearchIndex(
       access: request.access,
       limit: request.limit,
     };
-    const hits = await searchRepository.bm25Search(db, args);
+    const hits = await searchRepository.bm25Search(db, {
+      ...args,
+      scoredChampions: Math.max(limits.scoredChampions, 4 * request.limit),
+    });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
     if (hits.length < request.limit && plan.champions.length) return searchRepository.bm25SearchAll(db, args);

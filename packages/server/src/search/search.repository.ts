@@ -111,6 +111,8 @@ export async function bm25Search(
     filters: IndexFilters;
     access: AccessScope;
     limit: number;
+    /** Score only this many champion candidates, those the lists alone rank highest (all when absent). */
+    scoredChampions?: number;
     /** Leave the join order to the planner (the exhaustive fallback, where visibility is selective). */
     plannerJoin?: boolean;
   },
@@ -132,36 +134,63 @@ export async function bm25Search(
     sql` + `,
   );
   const arrays = sql`CROSS JOIN LATERAL (SELECT c.bm25_terms || '{}'::text[] AS terms, c.bm25_weights || '{}'::real[] AS weights OFFSET 0) x`;
-  // Each candidate's document is looked up by key, and only when access or filters need it (the boost
-  // is kept on the chunk). OFFSET 0 keeps the planner from turning this into a join that scans every
-  // document: candidates are a few thousand at most, documents can be millions.
-  const visible = !conditions.length
-    ? sql``
-    : args.plannerJoin
-      ? sql`AND EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND ${sql.join(conditions, sql` AND `)})`
-      : sql`AND EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND ${sql.join(conditions, sql` AND `)} OFFSET 0)`;
   const scored = sql`((${score}) * c.bm25_boost)::float8 AS score`;
+  // Access and filters need each candidate's document (the boost is kept on the chunk). Scored
+  // candidates stream out best first and each document is looked up by key only until `limit` visible
+  // ones are found: for a reader who sees most documents that is a few lookups, for a restrictive
+  // scope up to every candidate — never a cut before the conditions apply. The exhaustive fallback
+  // (`plannerJoin`, where visibility is selective) leaves the join order to the planner instead.
+  const visible = sql.join(conditions, sql` AND `);
+  const inArm =
+    args.plannerJoin && conditions.length
+      ? sql`AND EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND ${visible})`
+      : sql``;
+  // OFFSET 0 keeps this a per-row lookup (not a join that would scan every document).
+  const documentCheck =
+    !args.plannerJoin && conditions.length
+      ? sql`EXISTS (SELECT 1 FROM documents d WHERE d.id = c.document_id AND ${visible} OFFSET 0)`
+      : null;
   const arms = [];
   if (plan.full.length) {
     arms.push(sql`
       SELECT c.document_id, c.chunk_id, ${scored}
       FROM chunks c ${arrays}
-      WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} ${visible}`);
+      WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} ${inArm}`);
   }
   if (plan.champions.length) {
     // A chunk on several of the query's lists is one candidate (UNION dedupes across the arms only
     // when there are two).
+    const terms = plan.champions.map((t) => t.term);
+    const idfs = terms.map((term) => plan.scored.find((s) => s.term === term)?.idf ?? 0);
+    // Without a cap every candidate is scored; with one, the candidates the lists alone score highest
+    // (the sum of idf × weight over the lists a chunk is on) are scored exactly, the rest not at all.
+    const candidates =
+      args.scoredChampions === undefined
+        ? sql`SELECT DISTINCT document_id, chunk_id FROM search_champions WHERE term = ANY(${terms}::text[])`
+        : sql`SELECT document_id, chunk_id FROM search_champions WHERE term = ANY(${terms}::text[])
+            GROUP BY document_id, chunk_id
+            ORDER BY sum(weight * (${idfs}::float8[])[array_position(${terms}::text[], term)]) DESC, document_id, chunk_id
+            LIMIT ${args.scoredChampions}`;
     arms.push(sql`
       SELECT c.document_id, c.chunk_id, ${scored}
-      FROM (SELECT DISTINCT document_id, chunk_id FROM search_champions
-            WHERE term = ANY(${plan.champions.map((t) => t.term)}::text[])) s
+      FROM (${candidates}) s
         JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id ${arrays}
-      WHERE true ${must} ${visible}`);
+      WHERE true ${must} ${inArm}`);
   }
-  const result = await sql<SearchHit>`
-    ${sql.join(arms, sql` UNION `)}
-    ORDER BY score DESC, document_id, chunk_id
-    LIMIT ${args.limit}`.execute(db);
+  const candidates = sql.join(arms, sql` UNION `);
+  // OFFSET 0 keeps the planner from pushing the document check below the sort (back onto every candidate).
+  const result = await (documentCheck
+    ? sql<SearchHit>`
+      SELECT document_id, chunk_id, score
+      FROM (${candidates} ORDER BY score DESC, document_id, chunk_id OFFSET 0) c
+      WHERE ${documentCheck}
+      ORDER BY score DESC, document_id, chunk_id
+      LIMIT ${args.limit}`
+    : sql<SearchHit>`
+      ${candidates}
+      ORDER BY score DESC, document_id, chunk_id
+      LIMIT ${args.limit}`
+  ).execute(db);
   return result.rows;
 }
 

@@ -27,28 +27,6 @@ export interface ChatRun {
   done: Promise<void>;
 }
 
-function mainlineTail(messages: MessageNode[], root: MessageNode): MessageNode {
-  const byId = new Map(messages.map((m) => [m.id, m]));
-  let node = root;
-  for (let i = 0; i < messages.length && node.latest_child_message_id !== null; i++) {
-    const child = byId.get(node.latest_child_message_id);
-    if (!child) break;
-    node = child;
-  }
-  return node;
-}
-
-function ancestors(messages: MessageNode[], from: MessageNode): MessageNode[] {
-  const byId = new Map(messages.map((m) => [m.id, m]));
-  const path: MessageNode[] = [];
-  let node: MessageNode | undefined = from;
-  while (node) {
-    path.unshift(node);
-    node = node.parent_message_id === null ? undefined : byId.get(node.parent_message_id);
-  }
-  return path;
-}
-
 /**
  * Everything that can fail with an ordinary HTTP error happens here, before the first byte: validation,
  * access to the session, agent, project, files and document sets, and token budgets. Then the user row and
@@ -72,13 +50,21 @@ export async function startChatTurn({
       `Model provider "${override.model_provider}" is not configured; this instance uses "${ctx.llm.name}"`,
     );
   const filters = input.internal_search_filters ?? {};
-  await tokenBudgetsService.assertWithinBudget({ ctx, actor });
+  const withinBudget = tokenBudgetsService.assertWithinBudget({ ctx, actor });
 
   let session: SessionRow;
   let created = false;
   if (input.chat_session_id) {
-    session = await ownedSession(ctx, actor, input.chat_session_id);
+    // Both reads at once; a used-up budget is reported first, as when they ran one after the other.
+    const [budget, owned] = await Promise.allSettled([
+      withinBudget,
+      ownedSession(ctx, actor, input.chat_session_id),
+    ]);
+    if (budget.status === 'rejected') throw budget.reason;
+    if (owned.status === 'rejected') throw owned.reason;
+    session = owned.value;
   } else {
+    await withinBudget;
     const info = input.chat_session_info ?? { persona_id: 0 };
     session = await createSessionRow(ctx, actor, {
       persona_id: info.persona_id,
@@ -99,70 +85,7 @@ export async function startChatTurn({
   const model = override.model_name ?? persona.llm_model_version_override ?? ctx.llm.defaultModel;
   const temperature = override.temperature ?? undefined;
 
-  const tree = await ctx.db.transaction().execute(async (trx) => {
-    const messages: MessageNode[] = await chatRepository.listMessageTree(trx, session.id);
-    let root = messages.find((m) => m.message_type === 'system' && m.parent_message_id === null);
-    if (!root) {
-      root = await chatRepository.insertMessage(trx, {
-        chat_session_id: session.id,
-        parent_message_id: null,
-        message_type: 'system',
-        message: '',
-      });
-      messages.push(root);
-    }
-    let parent: MessageNode;
-    if (input.parent_message_id === null) parent = root;
-    else if (input.parent_message_id === -1) parent = mainlineTail(messages, root);
-    else {
-      const found = messages.find((m) => m.id === input.parent_message_id);
-      if (!found)
-        throw new AppError(
-          'INVALID_INPUT',
-          `parent_message_id ${input.parent_message_id} is not a message of chat session ${session.id}`,
-        );
-      parent = found;
-    }
-    let userMessage: MessageNode;
-    let userCreated = false;
-    if (parent.message_type === 'user') {
-      // Regenerating: the answer to an existing question; the new text, if any, is ignored.
-      userMessage = parent;
-    } else {
-      if (!input.message.trim()) throw new AppError('INVALID_INPUT', 'message must not be empty');
-      userMessage = await chatRepository.insertMessage(trx, {
-        chat_session_id: session.id,
-        parent_message_id: parent.id,
-        message_type: 'user',
-        message: input.message,
-        token_count: tokens(input.message),
-        files: newFiles.map((f) => f.descriptor),
-      });
-      userCreated = true;
-      await chatRepository.setLatestChild(trx, parent.id, userMessage.id);
-      messages.push(userMessage);
-    }
-    const assistant = await chatRepository.insertMessage(trx, {
-      chat_session_id: session.id,
-      parent_message_id: userMessage.id,
-      message_type: 'assistant',
-      message: PLACEHOLDER_ANSWER,
-      is_complete: false,
-      model_name: model,
-    });
-    await chatRepository.setLatestChild(trx, userMessage.id, assistant.id);
-    await chatRepository.updateSession(trx, session.id, {
-      touch: true,
-      ...(session.description ? {} : { description: userMessage.message.slice(0, 80) }),
-      ...(override.model_name ? { current_alternate_model: override.model_name } : {}),
-      ...(override.temperature !== undefined && override.temperature !== null
-        ? { current_temperature_override: override.temperature }
-        : {}),
-    });
-    const history = ancestors(messages, userMessage).slice(0, -1);
-    return { userMessage, userCreated, assistant, history };
-  });
-
+  const tree = await appendTurn(ctx, session, input, { files: newFiles, model, override });
   const files = tree.userCreated
     ? newFiles
     : await filesService.loadOwnedFiles({
@@ -327,5 +250,69 @@ export async function sendMessage({
     pre_answer_reasoning: reasoning,
     tool_calls: toolCalls,
     error_msg: null,
+  };
+}
+
+/**
+ * The question's place in the session's tree and the turn's rows: the parent is the root (`null`), the
+ * mainline's last message (`-1`) or a message of the session; a parent that is a question is regenerated
+ * (its text is kept, the new one ignored). The history is the path from the root to the question.
+ */
+async function appendTurn(
+  ctx: ChatDeps,
+  session: SessionRow,
+  input: SendMessageInput,
+  turn: {
+    files: Awaited<ReturnType<typeof filesService.loadOwnedFiles>>;
+    model: string;
+    override: NonNullable<SendMessageInput['llm_override']>;
+  },
+) {
+  const root =
+    (await chatRepository.findRoot(ctx.db, session.id)) ??
+    (await chatRepository.insertMessage(ctx.db, {
+      chat_session_id: session.id,
+      parent_message_id: null,
+      message_type: 'system',
+      message: '',
+    }));
+  let path: MessageNode[];
+  if (input.parent_message_id === null) path = [root];
+  else if (input.parent_message_id === -1)
+    path = await chatRepository.walkMessages(ctx.db, session.id, root.id, 'down');
+  else {
+    path = await chatRepository.walkMessages(ctx.db, session.id, input.parent_message_id, 'up');
+    if (!path.length)
+      throw new AppError(
+        'INVALID_INPUT',
+        `parent_message_id ${input.parent_message_id} is not a message of chat session ${session.id}`,
+      );
+  }
+  const parent = path.at(-1)!;
+  const regenerate = parent.message_type === 'user';
+  if (!regenerate && !input.message.trim()) throw new AppError('INVALID_INPUT', 'message must not be empty');
+  const question = regenerate ? parent.message : input.message;
+  const written = await chatRepository.appendTurn(ctx.db, {
+    sessionId: session.id,
+    parentId: parent.id,
+    question: regenerate
+      ? null
+      : {
+          message: input.message,
+          token_count: tokens(input.message),
+          files: turn.files.map((f) => f.descriptor),
+        },
+    answer: { message: PLACEHOLDER_ANSWER, model_name: turn.model },
+    session: {
+      description: question.slice(0, 80),
+      alternate_model: turn.override.model_name ?? null,
+      temperature: turn.override.temperature ?? null,
+    },
+  });
+  return {
+    userMessage: written.question ?? parent,
+    userCreated: !regenerate,
+    assistant: written.answer,
+    history: regenerate ? path.slice(0, -1) : path,
   };
 }

@@ -11,9 +11,11 @@ interface ActiveRun {
 const POLL_MS = 50;
 
 /**
- * The generations running in this process (one registry per application, in its deps). A stop is a timestamp on the session row, so it reaches the
- * process that generates wherever it was requested; one poll every 50 ms covers all active runs. A stop
- * requested in this process also aborts at once.
+ * The generations running in this process (one registry per application, in its deps). A stop is a
+ * timestamp on the session row, so it reaches the process that generates wherever it was requested:
+ * with a shared database (`poll`), one poll every 50 ms covers all active runs. A stop requested in this
+ * process aborts at once — on the embedded database, which one process owns, that is every stop, so it
+ * does not poll (a poll would also queue behind, and delay, the turn's own statements).
  */
 export class StopRegistry {
   private readonly runs = new Set<ActiveRun>();
@@ -21,15 +23,17 @@ export class StopRegistry {
   private polling = false;
 
   private readonly db: Db;
+  private readonly shouldPoll: boolean;
 
-  constructor(db: Db) {
+  constructor(db: Db, options: { poll: boolean }) {
     this.db = db;
+    this.shouldPoll = options.poll;
   }
 
   register(sessionId: string, startedAt: Date): { signal: AbortSignal; release(): void } {
     const run: ActiveRun = { sessionId, startedAt, controller: new AbortController() };
     this.runs.add(run);
-    this.timer ??= setInterval(() => void this.poll(), POLL_MS).unref();
+    if (this.shouldPoll) this.timer ??= setInterval(() => void this.poll(), POLL_MS).unref();
     return {
       signal: run.controller.signal,
       release: () => {

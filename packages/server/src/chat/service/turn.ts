@@ -312,7 +312,7 @@ export async function runTurn({
     if (plan.deepResearch) {
       await deepResearch();
     } else {
-      const loaded = await agentTools({ ctx, actor: plan.actor, toolIds: plan.persona.tool_ids });
+      const loaded = await agentTools({ ctx, actor: plan.actor, toolIds: plan.persona.action_tool_ids });
       actionTools = loaded.tools;
       toolNotes = loaded.notes;
       const maxCycles = ctx.config.KAS_CHAT_MAX_TOOL_CYCLES;

@@ -184,8 +184,13 @@ export async function indexingStatus({
 }): Promise<IndexingStatusEntry[]> {
   const curated = await curatedGroups(ctx.db, actor);
   const pairs = (await connectorsRepository.listPairs(ctx.db)).filter((p) => canManagePair(p, curated));
+  const events = await eventsRepository.pairEventSummaries(
+    ctx.db,
+    pairs.map((p) => p.id),
+  );
   const entries: IndexingStatusEntry[] = [];
   for (const pair of pairs) {
+    const pairEvents = events.get(pair.id) ?? eventsRepository.emptyEventSummary();
     const latest = await connectorsRepository.latestAttempt(ctx.db, pair.id);
     const running = latest?.status === 'in_progress' ? latest : undefined;
     entries.push({
@@ -201,6 +206,7 @@ export async function indexingStatus({
       indexing: Boolean(running),
       in_repeated_error_state: pair.in_repeated_error_state,
       progress: running ? progressOf(running) : null,
+      events: { ...pairEvents, last_processed: iso(pairEvents.last_processed) },
     });
   }
   return entries;

@@ -80,10 +80,13 @@ export async function getPersonaForChat({
   ctx: { db: Db; actor: Actor };
   personaId: number;
 }): Promise<PersonaForChat> {
-  // Every chat turn comes here: the relations are loaded once, for both the access check and the answer.
-  const row = await personasRepository.findPersona(ctx.db, personaId);
+  // Every chat turn comes here: the relations are loaded once (beside the row, not after it), for both the
+  // access check and the answer.
+  const [row, relations] = await Promise.all([
+    personasRepository.findPersona(ctx.db, personaId),
+    personasRepository.loadRelations(ctx.db, [personaId]),
+  ]);
   if (!row || row.deleted) throw notFound(personaId);
-  const relations = await personasRepository.loadRelations(ctx.db, [row.id]);
   const access = (await accessTo(ctx.db, ctx.actor, [row], relations)).get(personaId)!;
   if (!access.canView) throw forbiddenView(personaId);
   const full = assembleSnapshots([row], relations)[0]!;
