@@ -40,8 +40,7 @@ if (values.phases) {
   const applied = await migrateToLatest(db);
   mark(`migrations (${applied.length})`);
   await db.destroy();
-  await pglite.close();
-  mark('close PGlite');
+  mark('close PGlite (Kysely closes it)');
   const config = loadConfig({ ...process.env, KAS_DATA_DIR: dataDir, PORT: '0', KAS_LOG_LEVEL: 'warn' });
   const running = await startServer(config, { worker: true });
   mark('startServer on the migrated directory (open PGlite again, runtime, bootstrap key, listen)');

@@ -36,11 +36,9 @@ if (postgres) {
   await admin.connect();
   await admin.query('CREATE DATABASE kas_trgm');
   await admin.end();
-  db = new Kysely({
-    dialect: new PostgresDialect({
-      pool: new pg.Pool({ connectionString: postgres.urlFor('kas_trgm'), max: 1 }),
-    }),
-  });
+  const pool = new pg.Pool({ connectionString: postgres.urlFor('kas_trgm'), max: 1 });
+  pool.on('error', () => {}); // the server stops at the end
+  db = new Kysely({ dialect: new PostgresDialect({ pool }) });
 } else {
   db = new Kysely({ dialect: new PGliteDialect({ pglite: await openPGlite(dir) }) });
 }
