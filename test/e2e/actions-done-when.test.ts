@@ -5,6 +5,7 @@
  * methods and see its tools; remove a server and see its tools gone from the agent.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { agentInput } from '@kas/server/actions/actions.test-helpers.ts';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMcpServer, startFakeMcpServer } from '../fakes/mcp-server.ts';
@@ -89,18 +90,7 @@ describe.each(['pglite', 'postgres'] as const)('issue 13 done-when on %s', (db) 
     if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`);
     return (text ? JSON.parse(text) : null) as any;
   };
-  const agentBody = (tool_ids: number[]) => ({
-    name: 'helper',
-    description: '',
-    system_prompt: '',
-    task_prompt: '',
-    datetime_aware: false,
-    replace_base_system_prompt: false,
-    is_public: true,
-    is_featured: false,
-    document_set_ids: [],
-    tool_ids,
-  });
+  const agentBody = (tool_ids: number[]) => agentInput('helper', tool_ids);
 
   it('OpenAPI: trailing commas, one tool per endpoint, two enabled, calls streamed', async () => {
     const text = api.specText();

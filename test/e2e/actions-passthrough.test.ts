@@ -4,6 +4,7 @@
  * verify it against the provider's keys. Without OIDC configured, pass-through is refused with a 400.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { agentInput } from '@kas/server/actions/actions.test-helpers.ts';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMcpServer, startFakeMcpServer } from '../fakes/mcp-server.ts';
@@ -45,18 +46,7 @@ afterAll(async () => {
   await Promise.all([provider, llm, api, mcp].map((x) => x?.close()));
 });
 
-const agentBody = (tool_ids: number[]) => ({
-  name: 'pass-through',
-  description: '',
-  system_prompt: '',
-  task_prompt: '',
-  datetime_aware: false,
-  replace_base_system_prompt: false,
-  is_public: true,
-  is_featured: false,
-  document_set_ids: [],
-  tool_ids,
-});
+const agentBody = (tool_ids: number[]) => agentInput('pass-through', tool_ids);
 
 describe.each(['pglite', 'postgres'] as const)('OAuth pass-through on %s', (db) => {
   let s: TestServer;

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
 
 let t: TestRuntime;
 let llm: FakeLlmServer;
@@ -11,26 +12,11 @@ let user: { key: string; user_id: string };
 let actionId: number;
 let agentId: number;
 
-const agentInput = (tool_ids: number[]) => ({
-  name: `agent ${tool_ids.join('-')}`,
-  description: '',
-  system_prompt: 'You are a weather assistant.',
-  task_prompt: '',
-  datetime_aware: false,
-  replace_base_system_prompt: false,
-  is_public: true,
-  is_featured: false,
-  document_set_ids: [],
-  tool_ids,
-});
+const agentFor = (tool_ids: number[]) => agentInput(`agent ${tool_ids.join('-')}`, tool_ids);
 
 beforeAll(async () => {
   [llm, api] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService()]);
-  t = await createTestRuntime({
-    KAS_LLM_PROVIDER: 'openai',
-    KAS_LLM_BASE_URL: llm.baseURL,
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
+  t = await createActionsRuntime(llm.baseURL, {
     KAS_ACTION_MAX_RESPONSE_BYTES: '4096',
     KAS_ACTION_TIMEOUT_MS: '1000',
   });
@@ -41,7 +27,7 @@ beforeAll(async () => {
     custom_headers: [{ key: 'X-Api-Key', value: 'weather-key-1' }],
   });
   actionId = action.id;
-  agentId = (await admin.personas.create(agentInput([1, actionId]))).id;
+  agentId = (await admin.personas.create(agentFor([1, actionId]))).id;
 });
 afterAll(async () => {
   await t?.close();
@@ -139,7 +125,7 @@ describe('chat with OpenAPI actions', () => {
   });
 
   it('does not offer an action to an agent that does not list it', async () => {
-    const other = await t.caller(t.adminKey).personas.create(agentInput([1]));
+    const other = await t.caller(t.adminKey).personas.create(agentFor([1]));
     const before = llm.requests.length;
     await streamAll(t.caller(user.key), {
       message: 'Forecast for Rome?',
@@ -167,7 +153,7 @@ describe('chat with OpenAPI actions', () => {
     const admin = t.caller(t.adminKey);
     const spec = { ...api.spec(), servers: [{ url: 'http://10.255.255.1/v1' }] };
     const blocked = await admin.actions.createCustomTool({ definition: spec, name: 'Internal weather' });
-    const agent = await admin.personas.create(agentInput([blocked.id]));
+    const agent = await admin.personas.create(agentFor([blocked.id]));
     llm.enqueue(
       { toolCalls: [{ id: 'x', name: 'getForecast', arguments: '{"city":"Bern"}' }] },
       { tokens: ['No.'] },

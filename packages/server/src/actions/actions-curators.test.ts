@@ -4,7 +4,8 @@ import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/open
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
 
 /**
  * Actions for user groups: a curator creates and manages actions for the groups they curate and not
@@ -22,27 +23,9 @@ let otto: Key; // in no group
 let research: number;
 let sales: number;
 
-const agentInput = (name: string, tool_ids: number[]) => ({
-  name,
-  description: '',
-  system_prompt: '',
-  task_prompt: '',
-  datetime_aware: false,
-  replace_base_system_prompt: false,
-  is_public: true,
-  is_featured: false,
-  document_set_ids: [],
-  tool_ids,
-});
-
 beforeAll(async () => {
   [llm, api, mcp] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService(), startFakeMcpServer()]);
-  t = await createTestRuntime({
-    KAS_LLM_PROVIDER: 'openai',
-    KAS_LLM_BASE_URL: llm.baseURL,
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
-  });
+  t = await createActionsRuntime(llm.baseURL);
   carol = await t.createKey('curator', 'carol');
   dave = await t.createKey('curator', 'dave');
   mia = await t.createKey('basic', 'mia');

@@ -6,7 +6,8 @@ import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/f
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
 
 let t: TestRuntime;
 let llm: FakeLlmServer;
@@ -22,19 +23,6 @@ let ttl = 3600;
 /** Tokens the MCP servers refuse from now on, as if revoked. */
 const revoked = new Set<string>();
 const indicators: string[] = [];
-
-const agentInput = (name: string, tool_ids: number[]) => ({
-  name,
-  description: '',
-  system_prompt: '',
-  task_prompt: '',
-  datetime_aware: false,
-  replace_base_system_prompt: false,
-  is_public: true,
-  is_featured: false,
-  document_set_ids: [],
-  tool_ids,
-});
 
 /** A bearer-token check as a real resource server does it: JWT from the provider's JWKS, audience = this server. */
 function verifier(issuer: string, audience: () => string) {
@@ -76,12 +64,7 @@ beforeAll(async () => {
     }),
   ]);
   indicators.push(challenged.url, quiet.url);
-  t = await createTestRuntime({
-    KAS_LLM_PROVIDER: 'openai',
-    KAS_LLM_BASE_URL: llm.baseURL,
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
-  });
+  t = await createActionsRuntime(llm.baseURL);
   alice = await t.createKey('basic', 'alice');
   bob = await t.createKey('basic', 'bob');
 });

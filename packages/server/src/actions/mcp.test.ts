@@ -7,7 +7,8 @@ import {
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
 
 let t: TestRuntime;
 let llm: FakeLlmServer;
@@ -16,19 +17,6 @@ let shared: FakeMcpServer;
 let perUser: FakeMcpServer;
 let alice: { key: string; user_id: string };
 let bob: { key: string; user_id: string };
-
-const agentInput = (name: string, tool_ids: number[]) => ({
-  name,
-  description: '',
-  system_prompt: '',
-  task_prompt: '',
-  datetime_aware: false,
-  replace_base_system_prompt: false,
-  is_public: true,
-  is_featured: false,
-  document_set_ids: [],
-  tool_ids,
-});
 
 beforeAll(async () => {
   [llm, open, shared, perUser] = await Promise.all([
@@ -42,12 +30,7 @@ beforeAll(async () => {
         ] ?? null,
     }),
   ]);
-  t = await createTestRuntime({
-    KAS_LLM_PROVIDER: 'openai',
-    KAS_LLM_BASE_URL: llm.baseURL,
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
-  });
+  t = await createActionsRuntime(llm.baseURL);
   alice = await t.createKey('basic', 'alice');
   bob = await t.createKey('basic', 'bob');
 });

@@ -4,7 +4,8 @@ import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/f
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
 
 /**
  * OpenAPI actions with per-user OAuth against a real authorization server (`oidc-provider`): the
@@ -39,11 +40,7 @@ beforeAll(async () => {
       () => false,
     );
   };
-  t = await createTestRuntime({
-    KAS_LLM_PROVIDER: 'openai',
-    KAS_LLM_BASE_URL: llm.baseURL,
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
+  t = await createActionsRuntime(llm.baseURL, {
     KAS_PUBLIC_URL: 'https://kas.example.org',
   });
 });
@@ -81,18 +78,7 @@ describe('OAuth for OpenAPI actions with oidc-provider', () => {
       definition: api.spec(),
       oauth_config_id: config.id,
     });
-    const agent = await admin.personas.create({
-      name: 'weather',
-      description: '',
-      system_prompt: '',
-      task_prompt: '',
-      datetime_aware: false,
-      replace_base_system_prompt: false,
-      is_public: true,
-      is_featured: false,
-      document_set_ids: [],
-      tool_ids: [action.id],
-    });
+    const agent = await admin.personas.create(agentInput('weather', [action.id]));
 
     const connect = async (key: string, login: string) => {
       const start = await t.caller(key).oauthConfigs.initiate({ oauth_config_id: config.id });

@@ -4,7 +4,8 @@ import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/open
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
 
 let t: TestRuntime;
 let llm: FakeLlmServer;
@@ -17,11 +18,7 @@ let agentId: number;
 
 beforeAll(async () => {
   [llm, api, idp] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService(), startFakeOAuthServer()]);
-  t = await createTestRuntime({
-    KAS_LLM_PROVIDER: 'openai',
-    KAS_LLM_BASE_URL: llm.baseURL,
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
+  t = await createActionsRuntime(llm.baseURL, {
     KAS_PUBLIC_URL: 'https://kas.example.org',
   });
   alice = await t.createKey('basic', 'alice');
@@ -37,20 +34,7 @@ beforeAll(async () => {
   });
   configId = config.id;
   const action = await admin.actions.createCustomTool({ definition: api.spec(), oauth_config_id: configId });
-  agentId = (
-    await admin.personas.create({
-      name: 'oauth weather',
-      description: '',
-      system_prompt: '',
-      task_prompt: '',
-      datetime_aware: false,
-      replace_base_system_prompt: false,
-      is_public: true,
-      is_featured: false,
-      document_set_ids: [],
-      tool_ids: [action.id],
-    })
-  ).id;
+  agentId = (await admin.personas.create(agentInput('oauth weather', [action.id]))).id;
 });
 afterAll(async () => {
   await t?.close();
