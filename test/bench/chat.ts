@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createRuntime } from '@kas/server';
 import { apiKeyActor } from '@kas/server/auth/roles.ts';
-import { DEFAULT_PLAN_LIMITS, planQuery } from '@kas/server/search/bm25.ts';
+import { championsToScore, planQuery } from '@kas/server/search/bm25.ts';
 import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
 import * as searchRepository from '@kas/server/search/search.repository.ts';
 import * as searchService from '@kas/server/search/search.service.ts';
@@ -130,7 +130,8 @@ async function retrievalFloor(dataDir: string) {
         filters: {},
         access: { all: true },
         limit: 25,
-        scoredChampions: Math.max(DEFAULT_PLAN_LIMITS.scoredChampions, 4 * 25),
+        scoredChampions: championsToScore(25),
+        rows: {},
       });
       if (i >= 5) {
         search.push(t1 - t0);

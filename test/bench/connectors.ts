@@ -12,9 +12,10 @@
  * The site runs in its own process; the worker (kas's scheduler pass, as `kas worker` runs it) in this one.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { getHeapCodeStatistics } from 'node:v8';
 import {
   type Actor,
   type AppDeps,
@@ -33,9 +34,11 @@ import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 
 const PAGES = Number(process.env.BENCH_WEB_PAGES ?? 20_000);
-/** Memory settings (KAS_PGLITE_*, KAS_HEAP_*, KAS_MAX_HEAP_MB, KAS_MEMORY_TUNING) pass through from the environment. */
+/** Memory settings (KAS_PGLITE_*, KAS_HEAP_*, KAS_MAX_HEAP_MB, KAS_MEMORY_TUNING, KAS_WASM_OPTIMIZE) pass through from the environment. */
 const MEMORY_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => /^KAS_(PGLITE_|HEAP_|MAX_HEAP_MB|MEMORY_TUNING)/.test(k)),
+  Object.entries(process.env).filter(([k]) =>
+    /^KAS_(PGLITE_|HEAP_|MAX_HEAP_MB|MEMORY_TUNING|WASM_OPTIMIZE)/.test(k),
+  ),
 ) as Record<string, string>;
 // As `kas serve` and `kas worker` do first thing: this process is the worker.
 restartTuned(configFrom(MEMORY_ENV));
@@ -117,8 +120,83 @@ interface Peak {
   external?: number;
   arrayBuffers?: number;
   wasm?: number;
+  /** RSS over the second half of the crawl. */
+  steady?: { median: number; min: number; max: number };
+  /** BENCH_SAMPLE: where to write the samples. */
+  sampleFile?: string;
 }
 const mb = (n: number | undefined) => ((n ?? 0) / 2 ** 20).toFixed(0);
+
+/** The kernel's exact high-water mark of this process's RSS (`VmHWM`, Linux; 0 elsewhere). */
+function rssHighWater(): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Resets {@link rssHighWater} to the current RSS (Linux); false when the kernel refuses. */
+function resetRssHighWater(): boolean {
+  try {
+    writeFileSync('/proc/self/clear_refs', '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `/proc/self/smaps_rollup` fields in bytes (Linux), for BENCH_SAMPLE. */
+function smaps(): Record<string, number> {
+  try {
+    const text = readFileSync('/proc/self/smaps_rollup', 'utf8');
+    const fields: Record<string, number> = {};
+    for (const m of text.matchAll(/^(Rss|Anonymous|Private_Dirty|Shared_Clean|Private_Clean):\s+(\d+) kB/gm))
+      fields[m[1] as string] = Number(m[2]) * 1024;
+    return fields;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * BENCH_SAMPLE=<file>: every 200 ms one CSV line (seconds since the start, then MB) with RSS, V8's heap,
+ * external and array buffers, PGlite's WebAssembly memory, V8's code space, and smaps' anonymous and
+ * file-backed shares: where the RSS goes while the crawl runs.
+ */
+function sampleTo(file: string | undefined, wasm: () => number): () => void {
+  if (!file) return () => {};
+  const started = performance.now();
+  writeFileSync(
+    file,
+    't,rss,heapUsed,heapTotal,external,arrayBuffers,wasm,code,bytecode,anonymous,privateDirty,fileBacked,load1\n',
+  );
+  const timer = setInterval(() => {
+    const m = process.memoryUsage();
+    const code = getHeapCodeStatistics();
+    const s = smaps();
+    const row = [
+      ((performance.now() - started) / 1000).toFixed(1),
+      ...[
+        m.rss,
+        m.heapUsed,
+        m.heapTotal,
+        m.external,
+        m.arrayBuffers,
+        wasm(),
+        code.code_and_metadata_size,
+        code.bytecode_and_metadata_size,
+        s.Anonymous,
+        s.Private_Dirty,
+        (s.Shared_Clean ?? 0) + (s.Private_Clean ?? 0),
+      ].map(mb),
+      loadavg()[0]?.toFixed(2),
+    ];
+    appendFileSync(file, `${row.join(',')}\n`);
+  }, 200);
+  return () => clearInterval(timer);
+}
 
 /** Runs scheduler passes until no attempt is open, sampling RSS. */
 async function drain(
@@ -128,6 +206,8 @@ async function drain(
   wasm: () => number = () => 0,
 ) {
   let ticks = 0;
+  const rssSamples: number[] = [];
+  const stopSampling = sampleTo(peak.sampleFile, wasm);
   const sampler = setInterval(() => {
     const m = process.memoryUsage();
     peak.wasm = Math.max(peak.wasm ?? 0, wasm());
@@ -136,6 +216,7 @@ async function drain(
         `  rss ${mb(m.rss)} heap ${mb(m.heapUsed)}/${mb(m.heapTotal)} external ${mb(m.external)} ab ${mb(m.arrayBuffers)} wasm ${mb(wasm())} MB`,
       );
     peak.rss = Math.max(peak.rss, m.rss);
+    rssSamples.push(m.rss);
     peak.heapTotal = Math.max(peak.heapTotal ?? 0, m.heapTotal);
     peak.heapUsed = Math.max(peak.heapUsed ?? 0, m.heapUsed);
     peak.external = Math.max(peak.external ?? 0, m.external);
@@ -160,6 +241,15 @@ async function drain(
   } finally {
     clearInterval(sampler);
     clearInterval(gcProbe);
+    stopSampling();
+    // Steady state: the median and the range of RSS over the crawl's second half.
+    const late = rssSamples.slice(Math.floor(rssSamples.length / 2)).sort((a, b) => a - b);
+    if (late.length)
+      peak.steady = {
+        median: late[Math.floor(late.length / 2)] as number,
+        min: late[0] as number,
+        max: late[late.length - 1] as number,
+      };
   }
 }
 
@@ -171,11 +261,15 @@ async function throughput(database: 'embedded' | 'postgres') {
     postgres ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY } : { KAS_DATA_DIR: dataDir },
   );
   try {
-    const peak: Peak = { rss: process.memoryUsage().rss };
+    // Start-up (creating the embedded database, migrations) is a part of the worker's life too.
+    const startupPeak = rssHighWater();
+    const reset = resetRssHighWater();
+    const peak: Peak = { rss: process.memoryUsage().rss, sampleFile: process.env.BENCH_SAMPLE };
     const started = performance.now();
     const pairId = await webPair(runtime.deps, actor, `${site.url}/s0/`, 'bench site');
     await drain(runtime.deps, peak, undefined, runtime.database.wasmMemoryBytes);
     const seconds = (performance.now() - started) / 1000;
+    const crawlPeak = reset ? rssHighWater() : 0;
     const docs = await sql<{
       n: number;
     }>`SELECT count(*)::int AS n FROM document_by_cc_pair WHERE cc_pair_id = ${pairId}`.execute(
@@ -185,7 +279,11 @@ async function throughput(database: 'embedded' | 'postgres') {
     const fetched = await hits(site.url);
     console.log(
       `${database}: ${indexed} of ${PAGES} pages indexed in ${seconds.toFixed(1)} s = ${(indexed / seconds).toFixed(0)} pages/s ` +
-        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${mb(peak.rss)} MB (peaks: V8 heap ${mb(peak.heapUsed)} used / ${mb(peak.heapTotal)} total, external ${mb(peak.external)}, array buffers ${mb(peak.arrayBuffers)}, PGlite wasm memory ${mb(peak.wasm)} MB); ` +
+        `(target ${database === 'postgres' ? 400 : 150}); peak RSS of the worker process ${mb(peak.rss)} MB sampled every 200 ms; ` +
+        `exact (VmHWM): ${mb(crawlPeak)} MB during the crawl, ${mb(startupPeak)} MB during start-up (target < 400 MB) (peaks: V8 heap ${mb(peak.heapUsed)} used / ${mb(peak.heapTotal)} total, external ${mb(peak.external)}, array buffers ${mb(peak.arrayBuffers)}, PGlite wasm memory ${mb(peak.wasm)} MB); ` +
+        `RSS over the second half: median ${mb(peak.steady?.median)} MB, ${mb(peak.steady?.min)}–${mb(peak.steady?.max)} MB; load average ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' ')}; ` +
         `site requests ${fetched.total}, distinct pages ${fetched.distinct}, attempts ${(await attemptStatuses(runtime.deps)).join(',')}`,
     );
     if (database === 'embedded' && process.env.BENCH_PAUSE !== '0')

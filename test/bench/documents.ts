@@ -14,10 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '@kas/rest-bridge';
 import { configFrom } from '@kas/server';
-import { planQuery } from '@kas/server/search/bm25.ts';
+import { championsToScore, planQuery } from '@kas/server/search/bm25.ts';
 import type { PostgresSearchIndex } from '@kas/server/search/postgres.ts';
 import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
 import * as searchRepository from '@kas/server/search/search.repository.ts';
+import { ADMIN_SEARCH_CHUNKS, ADMIN_SEARCH_DOCUMENTS } from '@kas/server/search/search.service.ts';
 import type { AccessScope } from '@kas/server/search/search-index.ts';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
@@ -309,14 +310,17 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         must: toTsquery(parsed, { conditionsOnly: true }),
       };
     };
+    // As admin search issues it: its limit, scored champions, and the shown chunks' rows returned.
     const bareSql = async (query: string) => {
       const { plan, must } = await planOf(query);
       const rows = await searchRepository.bm25Search(db, {
         plan,
         must,
-        filters: {},
+        filters: { include_hidden: true },
         access: ALL,
-        limit: 100,
+        limit: ADMIN_SEARCH_CHUNKS,
+        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS),
+        rows: { perDocument: ADMIN_SEARCH_DOCUMENTS },
       });
       return rows.length;
     };
@@ -339,7 +343,14 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     const agreement: Record<string, number[]> = { rare: [], mid: [], common: [] };
     for (const q of queries.slice(0, 300)) {
       const { plan, must } = await planOf(q.query);
-      const fast = await searchRepository.bm25Search(db, { plan, must, filters: {}, access: ALL, limit: 10 });
+      const fast = await searchRepository.bm25Search(db, {
+        plan,
+        must,
+        filters: {},
+        access: ALL,
+        limit: 10,
+        scoredChampions: championsToScore(10),
+      });
       const exact = await searchRepository.bm25SearchAll(db, {
         plan,
         must,

@@ -10,7 +10,7 @@ const listening = (output: string) =>
   output
     .split('\n')
     .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { msg?: string; heap_limit_mb?: number })
+    .map((l) => JSON.parse(l) as { msg?: string; heap_limit_mb?: number; wasm_optimizing?: boolean })
     .find((l) => l.msg === 'kas is listening');
 
 describe.skipIf(process.platform !== 'linux')('kas process memory settings', () => {
@@ -39,6 +39,26 @@ describe.skipIf(process.platform !== 'linux')('kas process memory settings', () 
     }
     expect(rss).toBeLessThan(400);
     expect((await fetch(`${running.url}/api/health`)).status).toBe(200);
+    expect(await stop(running.child)).toBe(0);
+  });
+
+  it('KAS_WASM_OPTIMIZE=false keeps PGlite on V8’s baseline compiler: a restarted kas serve never passes 400 MB', {
+    timeout: 90_000,
+  }, async () => {
+    const dataDir = tempDir();
+    const env = { KAS_DATA_DIR: dataDir, KAS_WASM_OPTIMIZE: 'false', KAS_LOG_FORMAT: 'json' };
+    // The first start creates the database (initdb peaks on its own); the figure is of the restart.
+    expect(await stop((await serve(env, 30_000)).child)).toBe(0);
+    const running = await serve(env, 30_000);
+    const pid = running.child.pid!;
+    expect(procFile(pid, 'cmdline').split('\0')).toContain('--liftoff-only');
+    expect(listening(running.output())).toMatchObject({ wasm_optimizing: false });
+    // V8's optimising compiler would now compile PGlite's largest function in the background
+    // (~600 MB for ~1 s; the process then peaks at ~750 MB): give it the time it would take.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect((await fetch(`${running.url}/api/health`)).status).toBe(200);
+    const peakMb = Number(/VmHWM:\s+(\d+)/.exec(procFile(pid, 'status'))?.[1]) / 1024;
+    expect(peakMb).toBeLessThan(400);
     expect(await stop(running.child)).toBe(0);
   });
 

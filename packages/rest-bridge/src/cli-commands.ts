@@ -23,6 +23,7 @@ import {
   startWorker,
   usersService,
   WORKER_TASKS,
+  wasmOptimizing,
 } from '@kas/server';
 import { startServer } from './server.ts';
 
@@ -77,6 +78,7 @@ async function serve(args: string[]) {
       database: running.runtime.deps.dbKind,
       docs: `${running.url}/api/docs`,
       heap_limit_mb: heapLimitMb(),
+      wasm_optimizing: wasmOptimizing(),
     },
     'kas is listening',
   );
@@ -95,7 +97,10 @@ async function worker() {
   const runtime = await createRuntime(config, { logger });
   const running = startWorker(runtime.deps, WORKER_TASKS);
   releaseStartupGarbage();
-  logger.info({ database: runtime.deps.dbKind, heap_limit_mb: heapLimitMb() }, 'kas worker started');
+  logger.info(
+    { database: runtime.deps.dbKind, heap_limit_mb: heapLimitMb(), wasm_optimizing: wasmOptimizing() },
+    'kas worker started',
+  );
   const shutdown = async () => {
     await running.stop();
     await runtime.close();

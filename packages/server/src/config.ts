@@ -90,6 +90,12 @@ const ConfigSchema = z.object({
   KAS_PGLITE_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(4096).default(16),
   /** kas tunes V8 and the C allocator for a small footprint (restarting itself once on start); false: Node's defaults. */
   KAS_MEMORY_TUNING: booleanString.default(true),
+  /**
+   * V8's optimising compiler for the embedded database's WebAssembly: `false` keeps it on the baseline
+   * compiler (`--liftoff-only`: ~30 % slower, but no ~500 MB compile); `auto`: `false` when the process
+   * may use less than 1.5 GiB (cgroup limit or the machine's memory).
+   */
+  KAS_WASM_OPTIMIZE: z.enum(['auto', 'true', 'false']).default('auto'),
   /** V8's young-generation semi-space (MB); 0: V8's own size (~32 MB, young generation ~100 MB). */
   KAS_HEAP_SEMI_SPACE_MB: z.coerce.number().int().min(0).max(256).default(8),
   /** A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's own choice (1.1–4×). */

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { configFrom } from './config.ts';
-import { tunedRestart } from './memory.ts';
+import { optimizesWasm, tunedRestart, WASM_OPTIMIZE_MIN_BYTES } from './memory.ts';
+
+const GiB = 2 ** 30;
 
 describe('memory settings', () => {
   it('restarts once with a small young generation, the heap cap when set, and glibc’s fixed mmap threshold', () => {
-    const restart = tunedRestart(configFrom({ KAS_MAX_HEAP_MB: '512' }), [], {});
+    const restart = tunedRestart(configFrom({ KAS_MAX_HEAP_MB: '512' }), [], {}, 8 * GiB);
     expect(restart?.flags).toEqual(['--max-semi-space-size=8', '--max-old-space-size=512']);
     if (process.platform === 'linux') expect(restart?.env.MALLOC_MMAP_THRESHOLD_).toBe('131072');
     // The restarted process carries the mark and does not restart again.
@@ -19,6 +21,33 @@ describe('memory settings', () => {
     );
     expect(restart?.flags).toEqual(['--max-semi-space-size=4']);
     expect(restart?.env.MALLOC_MMAP_THRESHOLD_).toBeUndefined();
+  });
+
+  it('keeps the embedded database’s WebAssembly off V8’s optimising compiler when asked, or by default with under 1.5 GiB', () => {
+    const flags = (env: Record<string, string>, limit: number, execArgv: string[] = []) =>
+      tunedRestart(configFrom(env), execArgv, {}, limit)?.flags ?? [];
+    // auto: by the memory the process may use
+    expect(flags({}, 8 * GiB)).not.toContain('--liftoff-only');
+    expect(flags({}, GiB)).toContain('--liftoff-only');
+    expect(optimizesWasm(configFrom({}), WASM_OPTIMIZE_MIN_BYTES)).toBe(true);
+    expect(optimizesWasm(configFrom({}), WASM_OPTIMIZE_MIN_BYTES - 1)).toBe(false);
+    // explicit either way
+    expect(flags({ KAS_WASM_OPTIMIZE: 'false' }, 8 * GiB)).toEqual([
+      '--max-semi-space-size=8',
+      '--liftoff-only',
+    ]);
+    expect(flags({ KAS_WASM_OPTIMIZE: 'true' }, GiB)).not.toContain('--liftoff-only');
+    // not twice, and not at all with Postgres (no WebAssembly database) or with tuning off
+    expect(flags({ KAS_WASM_OPTIMIZE: 'false' }, GiB, ['--liftoff-only'])).not.toContain('--liftoff-only');
+    const postgres = {
+      DATABASE_URL: 'postgres://kas@localhost/kas',
+      KAS_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+    };
+    expect(flags({ ...postgres, KAS_WASM_OPTIMIZE: 'false' }, GiB)).not.toContain('--liftoff-only');
+    expect(
+      tunedRestart(configFrom({ KAS_MEMORY_TUNING: 'false', KAS_WASM_OPTIMIZE: 'false' }), [], {}, GiB),
+    ).toBeNull();
+    expect(() => configFrom({ KAS_WASM_OPTIMIZE: 'sometimes' })).toThrow(/KAS_WASM_OPTIMIZE/);
   });
 
   it('does nothing with KAS_MEMORY_TUNING=false, and refuses a heap cap too small to run kas', () => {

@@ -1,9 +1,15 @@
 /**
  * Process-wide memory settings of a kas process (the API, the worker, or both), applied first thing on
  * start. Measured on the 20,000-page crawl (test/bench/connectors.ts): V8's heap grew lazily to 280–370
- * MB for a live set under 100 MB, and V8 compiled PGlite's WebAssembly for its optimising tier in
- * many parallel tasks whose scratch memory stayed with the process. See the README's memory section.
+ * MB for a live set under 100 MB; and V8's optimising compiler, compiling one large function of
+ * PGlite's WebAssembly (~105 KB of code, hot from the first queries), takes ~600 MB of compiler memory
+ * for ~1 s (`--turbo-stats-wasm`: Turboshaft's first graph-copying phase) — the process's whole peak:
+ * 726 MB on a restart, 1,024 MB on a first start, when it lives at 220–360 MB before and after. No V8
+ * option short of `--liftoff-only` bounds it (none of loop unrolling/peeling, inlining, wasm-opt, the
+ * tiering budget, eager or lazy compilation, compilation tasks, code space reservation, GC or malloc
+ * options changed it; upstream: nodejs/node#63421). See the README's memory section.
  */
+import { totalmem } from 'node:os';
 import process from 'node:process';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -24,6 +30,8 @@ export function applyMemorySettings(
   applied = true;
   if (config.KAS_HEAP_GROWTH_PERCENT > 0)
     setFlagsFromString(`--heap-growing-percent=${config.KAS_HEAP_GROWTH_PERCENT}`);
+  // One compile job at a time: the large function's ~600 MB is then not joined by others' (measured:
+  // the peak is that one function's either way, so this bounds rather than lowers it).
   setFlagsFromString('--wasm-num-compilation-tasks=1');
   // A collector to call once after start-up (below); V8 offers it only through this flag.
   setFlagsFromString('--expose-gc');
@@ -42,17 +50,53 @@ export function releaseStartupGarbage(): void {
 const TUNED_MARK = 'KAS_PROCESS_TUNED';
 
 /**
+ * Below this much memory for the process, `KAS_WASM_OPTIMIZE=auto` keeps the embedded database's
+ * WebAssembly on V8's baseline compiler: with the optimising compiler the process peaks at ~0.75–1 GB.
+ */
+export const WASM_OPTIMIZE_MIN_BYTES = 1536 * 2 ** 20;
+
+/** Memory this process may use: its cgroup limit when it has one, else the machine's memory. */
+export function processMemoryLimit(): number {
+  const constrained = process.constrainedMemory?.() ?? 0;
+  const total = totalmem();
+  return constrained > 0 ? Math.min(constrained, total) : total;
+}
+
+/** Whether V8 may optimise the embedded database's WebAssembly (see `KAS_WASM_OPTIMIZE`). */
+export function optimizesWasm(
+  config: Pick<Config, 'KAS_WASM_OPTIMIZE' | 'DATABASE_URL'>,
+  memoryLimit: number,
+): boolean {
+  if (config.DATABASE_URL) return true; // no embedded database, nothing to decide
+  if (config.KAS_WASM_OPTIMIZE === 'auto') return memoryLimit >= WASM_OPTIMIZE_MIN_BYTES;
+  return config.KAS_WASM_OPTIMIZE === 'true';
+}
+
+/** False when this process runs WebAssembly on V8's baseline compiler only. */
+export function wasmOptimizing(): boolean {
+  return !process.execArgv.includes('--liftoff-only');
+}
+
+type TuningConfig = Pick<
+  Config,
+  'KAS_MEMORY_TUNING' | 'KAS_HEAP_SEMI_SPACE_MB' | 'KAS_MAX_HEAP_MB' | 'KAS_WASM_OPTIMIZE' | 'DATABASE_URL'
+>;
+
+/**
  * The V8 options and environment a kas process restarts itself with, or null when it need not:
  * - `--max-semi-space-size` (KAS_HEAP_SEMI_SPACE_MB): V8's young generation otherwise takes ~100 MB;
  * - `--max-old-space-size` (KAS_MAX_HEAP_MB), a hard cap, when set;
+ * - `--liftoff-only` when the embedded database's WebAssembly is not to be optimised ({@link optimizesWasm}):
+ *   the crawl then peaks at ~320 MB for good, ~30 % slower (it can only be given on the command line);
  * - `MALLOC_MMAP_THRESHOLD_`: glibc otherwise raises its mmap threshold after the first large free and
  *   keeps ~100–150 MB of V8's freed compiler scratch memory (compiling PGlite) for good.
  * Options given on the command line win; nothing happens when tuning is off or already done.
  */
 export function tunedRestart(
-  config: Pick<Config, 'KAS_MEMORY_TUNING' | 'KAS_HEAP_SEMI_SPACE_MB' | 'KAS_MAX_HEAP_MB'>,
+  config: TuningConfig,
   execArgv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
+  memoryLimit = processMemoryLimit(),
 ): { flags: string[]; env: Record<string, string> } | null {
   if (!config.KAS_MEMORY_TUNING || env[TUNED_MARK]) return null;
   const given = (flag: string) => execArgv.some((a) => a === flag || a.startsWith(`${flag}=`));
@@ -61,6 +105,7 @@ export function tunedRestart(
     flags.push(`--max-semi-space-size=${config.KAS_HEAP_SEMI_SPACE_MB}`);
   if (config.KAS_MAX_HEAP_MB && !given('--max-old-space-size'))
     flags.push(`--max-old-space-size=${config.KAS_MAX_HEAP_MB}`);
+  if (!optimizesWasm(config, memoryLimit) && !given('--liftoff-only')) flags.push('--liftoff-only');
   const extra: Record<string, string> = { [TUNED_MARK]: '1' };
   if (process.platform === 'linux' && env.MALLOC_MMAP_THRESHOLD_ === undefined)
     extra.MALLOC_MMAP_THRESHOLD_ = String(128 * 1024);
@@ -72,9 +117,7 @@ export function tunedRestart(
  * Replaces this process (same pid, same open files, nothing started yet) with one started with
  * {@link tunedRestart}'s options; returns when there is nothing to do or the platform cannot.
  */
-export function restartTuned(
-  config: Pick<Config, 'KAS_MEMORY_TUNING' | 'KAS_HEAP_SEMI_SPACE_MB' | 'KAS_MAX_HEAP_MB'>,
-): void {
+export function restartTuned(config: TuningConfig): void {
   const restart = tunedRestart(config, process.execArgv, process.env);
   if (!restart || typeof process.execve !== 'function') return;
   process.execve(

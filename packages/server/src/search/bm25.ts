@@ -64,6 +64,11 @@ export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   scoredChampions: 200,
 };
 
+/** How many champion candidates a query for `limit` results scores exactly. */
+export function championsToScore(limit: number, limits: PlanLimits = DEFAULT_PLAN_LIMITS): number {
+  return Math.max(limits.scoredChampions, 4 * limit);
+}
+
 /** At most this many terms of a query are scored. */
 export const MAX_TERMS = 16;
 

@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
-import { DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
+import { championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
@@ -212,10 +212,11 @@ export function createPostgresSearchIndex(
       filters: request.filters,
       access: request.access,
       limit: request.limit,
+      rows: request.rows,
     };
     const hits = await searchRepository.bm25Search(db, {
       ...args,
-      scoredChampions: Math.max(limits.scoredChampions, 4 * request.limit),
+      scoredChampions: championsToScore(request.limit, limits),
     });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
