@@ -21,7 +21,7 @@ export interface AppDeps {
   dbKind: 'pglite' | 'postgres';
   logger: Logger;
   rateLimiter: RateLimiter;
-  /** Embedded mode only (one process owns the database); null with a shared Postgres. */
+  /** Credential → actor and the key list; on Postgres with cross-process invalidation (auth/pg-auth-cache.ts). */
   authCache: AuthCache | null;
   /** Encrypts credentials and tokens at rest. */
   secrets: SecretBox;

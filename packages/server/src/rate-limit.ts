@@ -37,62 +37,166 @@ function createStore(options: { points: number; pool?: pg.Pool | undefined; keyP
 }
 
 /**
+ * How many points a process reserves from Postgres at once: a request is then served from the local
+ * reservation without a statement, and the limit holds across processes exactly (points are counted in
+ * Postgres when reserved), at the price that a process may hold up to one unused batch per key that others
+ * cannot spend until the window ends. A fiftieth of the limit, at most 100 (a 600/min limit: 12).
+ */
+export function batchSizeFor(limit: number): number {
+  return Math.max(1, Math.min(100, Math.floor(limit / 50)));
+}
+
+interface Reservation {
+  /** Points reserved and not yet served. */
+  left: number;
+  /** Points the shared window had left after this reservation (for `RateLimit-Remaining`). */
+  sharedLeft: number;
+  /** When the shared window ends (epoch ms). */
+  resetAt: number;
+}
+
+/**
  * Requests per API key per minute: in memory for the embedded single process, in Postgres when several
- * processes share one database so the limit holds across them. `limit` 0 disables it.
+ * processes share one database so the limit holds across them. On Postgres each process reserves points
+ * in batches (`batchSizeFor`) and serves them locally; `RateLimit-Remaining` is the shared window's
+ * remainder at the last reservation plus what this process still holds, so it is exact for one process
+ * and an upper bound with several. `limit` 0 disables it.
  */
 export function createRateLimiter(options: { limit: number; pool?: pg.Pool }): RateLimiter {
   const { limit } = options;
   if (limit === 0) return { limit, consume: async () => ({}) };
   const store = createStore({ points: limit, pool: options.pool });
+  const refuse = (msBeforeNext: number): AppError => {
+    const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
+    return new AppError(
+      'RATE_LIMITED',
+      `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter} s`,
+      {
+        headers: {
+          'RateLimit-Limit': String(limit),
+          'RateLimit-Remaining': '0',
+          'RateLimit-Reset': String(Math.ceil(msBeforeNext / 1000)),
+          'Retry-After': retryAfter,
+        },
+      },
+    );
+  };
+  if (!options.pool) {
+    return {
+      limit,
+      async consume(key) {
+        try {
+          return headersFor(limit, await store.consume(key));
+        } catch (rejection) {
+          if (!(rejection instanceof RateLimiterRes)) throw rejection;
+          throw refuse(rejection.msBeforeNext);
+        }
+      },
+    };
+  }
+  const batch = batchSizeFor(limit);
+  const reservations = new Map<string, Reservation>();
+  const served = (reservation: Reservation, now: number): Record<string, string> => {
+    reservation.left--;
+    return {
+      'RateLimit-Limit': String(limit),
+      'RateLimit-Remaining': String(Math.max(0, reservation.sharedLeft + reservation.left)),
+      'RateLimit-Reset': String(Math.max(0, Math.ceil((reservation.resetAt - now) / 1000))),
+    };
+  };
   return {
     limit,
     async consume(key) {
+      const now = Date.now();
+      const held = reservations.get(key);
+      if (held && held.left > 0 && now < held.resetAt) return served(held, now);
+      let res: RateLimiterRes;
       try {
-        return headersFor(limit, await store.consume(key));
+        res = await store.consume(key, batch);
       } catch (rejection) {
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
-        const retryAfter = String(Math.max(1, Math.ceil(rejection.msBeforeNext / 1000)));
-        throw new AppError(
-          'RATE_LIMITED',
-          `Rate limit of ${limit} requests per minute exceeded; retry in ${retryAfter} s`,
-          {
-            headers: { ...headersFor(limit, rejection), 'Retry-After': retryAfter },
-          },
-        );
+        // Over the limit with this batch: the points still free before it are ours (a partial batch).
+        res = rejection;
       }
+      const before = res.consumedPoints - batch;
+      const granted = Math.max(0, Math.min(batch, limit - before));
+      if (granted === 0) {
+        reservations.delete(key);
+        throw refuse(res.msBeforeNext);
+      }
+      if (reservations.size >= 10_000) reservations.clear();
+      const reservation: Reservation = {
+        left: granted,
+        sharedLeft: Math.max(0, limit - res.consumedPoints),
+        resetAt: now + res.msBeforeNext,
+      };
+      reservations.set(key, reservation);
+      return served(reservation, now);
     },
   };
 }
 
 /** Failed authentications per client address: past the limit, the address is refused until the window ends. */
 export interface AuthFailureLimiter {
-  /** Throws 429 RATE_LIMITED while `address` has failed too often. */
-  assertAllowed(address: string | undefined): Promise<void>;
+  /**
+   * Throws 429 RATE_LIMITED while `address` has failed too often. With `cached` (the credential is
+   * answered from the auth cache) on Postgres, only the blocks this process knows of are checked: its
+   * own, and those other processes announce on `kas_auth_block` (auth/pg-auth-cache.ts).
+   */
+  assertAllowed(address: string | undefined, options?: { cached?: boolean }): Promise<void>;
   /** Counts one failed authentication from `address`. */
   record(address: string | undefined): Promise<void>;
+  /** Another process announced that `address` is blocked until `until` (epoch ms). */
+  noteBlocked(address: string, until: number): void;
 }
 
-export function createAuthFailureLimiter(options: { limit: number; pool?: pg.Pool }): AuthFailureLimiter {
+export function createAuthFailureLimiter(options: {
+  limit: number;
+  pool?: pg.Pool;
+  /** Announces a block to the other processes (Postgres). */
+  announce?: (address: string, until: number) => Promise<void>;
+}): AuthFailureLimiter {
   const { limit } = options;
-  if (limit === 0) return { assertAllowed: async () => {}, record: async () => {} };
+  if (limit === 0) return { assertAllowed: async () => {}, record: async () => {}, noteBlocked: () => {} };
   const store = createStore({ points: limit, pool: options.pool, keyPrefix: 'authfail' });
+  const blocked = new Map<string, number>();
+  const refuse = (msBeforeNext: number): AppError => {
+    const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
+    return new AppError(
+      'RATE_LIMITED',
+      `Too many failed authentications from this address; retry in ${retryAfter} s`,
+      { headers: { 'Retry-After': retryAfter } },
+    );
+  };
+  const noteBlocked = (address: string, until: number) => {
+    if (blocked.size >= 10_000) blocked.clear();
+    if (until > (blocked.get(address) ?? 0)) blocked.set(address, until);
+  };
   return {
-    async assertAllowed(address) {
+    async assertAllowed(address, check) {
       if (!address) return;
+      const until = blocked.get(address);
+      if (until !== undefined) {
+        if (until > Date.now()) throw refuse(until - Date.now());
+        blocked.delete(address);
+      }
+      if (check?.cached && options.pool) return;
       const state = await store.get(address);
       if (!state || state.consumedPoints < limit) return;
-      const retryAfter = String(Math.max(1, Math.ceil(state.msBeforeNext / 1000)));
-      throw new AppError(
-        'RATE_LIMITED',
-        `Too many failed authentications from this address; retry in ${retryAfter} s`,
-        { headers: { 'Retry-After': retryAfter } },
-      );
+      throw refuse(state.msBeforeNext);
     },
     async record(address) {
       if (!address) return;
-      await store.consume(address).catch((rejection: unknown) => {
+      const res = await store.consume(address).catch((rejection: unknown) => {
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
+        return rejection;
       });
+      if (res.consumedPoints === limit) {
+        const until = Date.now() + res.msBeforeNext;
+        noteBlocked(address, until);
+        await options.announce?.(address, until);
+      }
     },
+    noteBlocked,
   };
 }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
+import * as authSync from './auth/auth-sync.repository.ts';
+import { PgAuthCache } from './auth/pg-auth-cache.ts';
 import { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
 import { createIndexingState } from './connectors/service/run-attempt.ts';
@@ -36,17 +38,37 @@ export async function createRuntime(
       logger.warn({ err: error }, 'idle database connection failed; the pool will reconnect'),
     ...options.db,
   });
+  let authCache: AuthCache | undefined;
   try {
     const applied = await migrateToLatest(database.db);
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
     const outbound = createOutbound(outboundOptionsFrom(config));
+    const authFailures = createAuthFailureLimiter({
+      limit: config.KAS_AUTH_FAILURES_PER_MINUTE,
+      pool: database.pool,
+      ...(database.kind === 'postgres'
+        ? { announce: (address: string, until: number) => authSync.publishBlock(database.db, address, until) }
+        : {}),
+    });
+    // On a shared Postgres the cache is served only while its listener is healthy (auth/pg-auth-cache.ts).
+    authCache =
+      database.kind === 'postgres' && config.DATABASE_URL
+        ? new PgAuthCache({
+            connectionString: config.DATABASE_URL,
+            db: database.db,
+            logger,
+            onBlock: (address, until) => authFailures.noteBlocked(address, until),
+            failureLimit: config.KAS_AUTH_FAILURES_PER_MINUTE,
+          })
+        : new AuthCache();
+    if (authCache instanceof PgAuthCache) await authCache.start();
     const deps: AppDeps = {
       config,
       db: database.db,
       dbKind: database.kind,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
-      authCache: database.kind === 'pglite' ? new AuthCache() : null,
+      authCache,
       secrets: createSecretBox(
         loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) }),
       ),
@@ -55,10 +77,7 @@ export async function createRuntime(
       ingestion: createIngestionState(),
       stopRegistry: new StopRegistry(database.db, { poll: database.kind === 'postgres' }),
       snapshot: database.snapshot ?? null,
-      authFailures: createAuthFailureLimiter({
-        limit: config.KAS_AUTH_FAILURES_PER_MINUTE,
-        pool: database.pool,
-      }),
+      authFailures,
       outbound,
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
@@ -72,11 +91,13 @@ export async function createRuntime(
       database,
       bootstrap,
       close: async () => {
+        await authCache?.close();
         await deps.search.close?.();
         await database.close();
       },
     };
   } catch (error) {
+    await authCache?.close();
     await database.close();
     throw error;
   }

@@ -55,9 +55,12 @@ export const publicProcedure = t.procedure;
  */
 async function authenticateCaller(ctx: Context): Promise<Actor> {
   if (ctx.actor) return ctx.actor;
-  await ctx.authFailures.assertAllowed(ctx.clientAddress);
   try {
-    return await apiKeysService.authenticate({ ctx, authorization: ctx.authorization });
+    return await apiKeysService.authenticate({
+      ctx,
+      authorization: ctx.authorization,
+      admit: (cached) => ctx.authFailures.assertAllowed(ctx.clientAddress, { cached }),
+    });
   } catch (error) {
     if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED' && ctx.authorization)
       await ctx.authFailures.record(ctx.clientAddress);

@@ -43,9 +43,11 @@ function toDescriptor(row: Awaited<ReturnType<typeof apiKeysRepository.findKey>>
 }
 
 export async function listApiKeys({ ctx }: { ctx: Deps }): Promise<ApiKeyDescriptor[]> {
-  if (ctx.authCache?.keyList) return [...ctx.authCache.keyList];
+  const cache = ctx.authCache;
+  if (cache?.keyList) return [...cache.keyList];
+  const generation = cache?.generation ?? 0;
   const keys = (await apiKeysRepository.listKeys(ctx.db)).map(toDescriptor);
-  if (ctx.authCache) ctx.authCache.keyList = keys;
+  cache?.setKeyList(keys, generation);
   return [...keys];
 }
 
@@ -78,7 +80,7 @@ export async function createApiKey({
     });
     return row.id;
   });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   return { ...(await getApiKey({ ctx, id })), api_key: key };
 }
 
@@ -88,7 +90,7 @@ export async function regenerateApiKey({ ctx, id }: { ctx: Deps; id: number }): 
     hashed_key: hashApiKey(key),
     display: displayApiKey(key),
   });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   if (!updated) throw notFound(id);
   return { ...(await getApiKey({ ctx, id })), api_key: key };
 }
@@ -112,7 +114,7 @@ export async function updateApiKey({
     }
     if (role !== undefined) await usersRepository.updateUser(trx, owner.user_id, { role });
   });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   return getApiKey({ ctx, id });
 }
 
@@ -121,7 +123,7 @@ export async function deleteApiKey({ ctx, id }: { ctx: Deps; id: number }): Prom
   const owner = await apiKeysRepository.findUserIdOfKey(ctx.db, id);
   if (!owner) throw notFound(id);
   await usersRepository.deleteUser(ctx.db, owner.user_id);
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
 }
 
 function checkUsable(entry: CachedActor, what: string, now: number): Actor {
@@ -174,11 +176,18 @@ function deactivated(): AppError {
 export async function authenticate({
   ctx,
   authorization,
+  admit,
 }: {
   ctx: Deps;
   authorization: string | undefined;
+  /**
+   * Called before the credential is checked: `cached` says whether it is answered from the cache (the
+   * failed-authentication limiter then needs no database statement).
+   */
+  admit?: (cached: boolean) => Promise<void> | void;
 }): Promise<Actor> {
   const credential = parseAuthorizationHeader(authorization);
+  if (admit && (!credential || looksLikeJwt(credential))) await admit(false);
   if (!credential)
     throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
   if (looksLikeJwt(credential)) return oidcService.authenticateOidc({ ctx, token: credential });
@@ -187,11 +196,13 @@ export async function authenticate({
   const hash = hashApiKey(credential);
   const now = Date.now();
   const cached = ctx.authCache?.get(hash);
+  if (admit) await admit(cached !== undefined);
   if (cached) return checkUsable(cached, what, now);
+  const generation = ctx.authCache?.generation ?? 0;
   const entry = await loadByHash(ctx, credential, hash);
   if (!entry)
     throw new AppError('UNAUTHENTICATED', isToken ? 'Invalid personal access token' : 'Invalid API key');
-  ctx.authCache?.set(hash, entry);
+  ctx.authCache?.set(hash, entry, generation);
   return checkUsable(entry, what, now);
 }
 
@@ -213,7 +224,7 @@ export async function ensureBootstrapAdminKey({
     if (existing) {
       if (existing.role !== ('admin' satisfies Role)) {
         await usersRepository.updateUser(ctx.db, existing.user_id, { role: 'admin' });
-        ctx.authCache?.clear();
+        await ctx.authCache?.invalidate();
       }
       return { created: false };
     }

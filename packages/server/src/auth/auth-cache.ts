@@ -8,29 +8,63 @@ export interface CachedActor {
 }
 
 /**
- * API key hash → actor, and the key list, for the embedded database only. The data directory lock guarantees one
- * process, and every change to keys or roles goes through this process and clears the cache, so a
- * cached answer is never stale. With a shared Postgres (several processes) there is no cache: every
- * request reads the database, so revocation holds at once across processes.
+ * API key hash → actor, and the key list. Embedded: the data directory lock guarantees one process, and
+ * every change to keys or roles goes through this process and clears the cache, so a cached answer is
+ * never stale. On a shared Postgres the subclass `PgAuthCache` adds cross-process invalidation and
+ * serves only while its listener is healthy.
+ *
+ * A read that missed the cache stores its result only if no invalidation happened since the read began
+ * (`generation`), so a load racing with a write can never put the old row back.
  */
 export class AuthCache {
   readonly #entries = new Map<string, CachedActor>();
-  /** The admin key list (without secrets), filled on first read. */
-  keyList: readonly ApiKeyDescriptor[] | undefined;
+  #keyList: readonly ApiKeyDescriptor[] | undefined;
+  #generation = 0;
   static readonly MAX_ENTRIES = 10_000;
 
-  get(hash: string): CachedActor | undefined {
-    return this.#entries.get(hash);
+  /** Whether the cache may be served from now (always, embedded). */
+  usable(): boolean {
+    return true;
   }
 
-  set(hash: string, entry: CachedActor): void {
+  /** Read before a database load; pass to `set` / `setKeyList`. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  get(hash: string): CachedActor | undefined {
+    return this.usable() ? this.#entries.get(hash) : undefined;
+  }
+
+  set(hash: string, entry: CachedActor, generation: number): void {
+    if (generation !== this.#generation || !this.usable()) return;
     if (this.#entries.size >= AuthCache.MAX_ENTRIES) this.#entries.clear();
     this.#entries.set(hash, entry);
   }
 
-  /** Every write to keys, tokens, users, roles or the active flag calls this. */
-  clear(): void {
-    this.#entries.clear();
-    this.keyList = undefined;
+  /** The admin key list (without secrets), filled on first read. */
+  get keyList(): readonly ApiKeyDescriptor[] | undefined {
+    return this.usable() ? this.#keyList : undefined;
   }
+
+  setKeyList(list: readonly ApiKeyDescriptor[], generation: number): void {
+    if (generation === this.#generation && this.usable()) this.#keyList = list;
+  }
+
+  /** Drops this process's entries at once. */
+  clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+    this.#keyList = undefined;
+  }
+
+  /**
+   * Every write to keys, tokens, users, roles or the active flag awaits this after committing: when it
+   * resolves, no process serves the old state any more.
+   */
+  async invalidate(): Promise<void> {
+    this.clear();
+  }
+
+  async close(): Promise<void> {}
 }

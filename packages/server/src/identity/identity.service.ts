@@ -72,7 +72,7 @@ export async function revokePersonalToken({
   id: number;
 }): Promise<void> {
   const deleted = await identityRepository.deleteToken(ctx.db, ctx.actor.user_id, id);
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   if (!deleted) throw new AppError('TOKEN_NOT_FOUND', `Personal access token ${id} not found`);
 }
 

@@ -40,7 +40,7 @@ export async function authenticateOidc({ ctx, token }: { ctx: Deps; token: strin
   let role = user.role;
   if (!roleAtLeast(role, identity.role)) {
     await usersRepository.updateUser(ctx.db, user.id, { role: identity.role });
-    ctx.authCache?.clear();
+    await ctx.authCache?.invalidate();
     role = identity.role;
   }
   return {

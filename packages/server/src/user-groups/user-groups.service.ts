@@ -154,7 +154,7 @@ export async function setCurator({
   ctx,
   input,
 }: {
-  ctx: Deps & { authCache?: { clear(): void } | null };
+  ctx: Deps & { authCache?: { invalidate(): Promise<void> } | null };
   input: SetCuratorInput;
 }): Promise<UserGroup> {
   const { user_group_id: id, user_id: userId, is_curator: isCurator } = input;
@@ -175,6 +175,6 @@ export async function setCurator({
     }
   });
   // A role is part of the cached actor.
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   return getGroup(ctx.db, id);
 }

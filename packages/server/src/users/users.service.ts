@@ -106,7 +106,7 @@ export async function setUserRole({
   const user = await userByEmail(ctx, input.user_email);
   if (user.role !== input.new_role) refuseSelf(ctx.actor, user.id, 'change the role of');
   await usersRepository.updateUser(ctx.db, user.id, { role: input.new_role });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   return { ...user, role: input.new_role };
 }
 
@@ -122,7 +122,7 @@ export async function setUserActive({
   const user = await userByEmail(ctx, input.user_email);
   if (!active) refuseSelf(ctx.actor, user.id, 'deactivate');
   await usersRepository.updateUser(ctx.db, user.id, { is_active: active });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   return { ...user, is_active: active };
 }
 
@@ -140,7 +140,7 @@ export async function deleteUser({ ctx, input }: { ctx: Deps & { actor: Actor };
     await usersRepository.deletePrivatePersonasOf(trx, user.id);
     await usersRepository.deleteUser(trx, user.id);
   });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
 }
 
 /** The accounts at sources linked to a person (permission sync matches documents' ACLs against them). */
@@ -157,7 +157,7 @@ export async function linkExternalIdentity({ ctx, input }: { ctx: Deps; input: E
     source: input.source,
     external_id: input.external_id,
   });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
   return identityRepository.identitiesOfUser(ctx.db, user.id);
 }
 
@@ -168,5 +168,5 @@ export async function unlinkExternalIdentity({ ctx, input }: { ctx: Deps; input:
     source: input.source,
     external_id: input.external_id,
   });
-  ctx.authCache?.clear();
+  await ctx.authCache?.invalidate();
 }
