@@ -1,17 +1,24 @@
 /**
  * `node test/soak/run.ts [--minutes 10] [--rate 20] [--postgres]`: the soak. Starts `kas serve` as a
- * child process, sends mixed traffic at a steady rate (open loop: requests start on schedule whether or
- * not earlier ones finished) — chat streams, document search, chat search, ingestion, listings — and
- * every 30 s samples the server's RSS, open file descriptors and the latency percentiles of that
- * window. Prints a table, compares the second minute with the last, and exits 1 on any error.
+ * child process (on the embedded database, or with `--postgres` on a throw-away real Postgres started by
+ * the test harness), sends mixed traffic at a steady rate (open loop: requests start on schedule whether
+ * or not earlier ones finished) — chat streams, document search, chat search, ingestion, listings — and
+ * reports, per minute: the server's RSS, its open file descriptors by kind, kas's p99 latency, the p99
+ * of a bare baseline, of kas's `/api/health`, and the load average. It ends with a verdict line (flat or
+ * not, and the rule used) and exits 1 on any error or when not flat.
  *
- * To tell the machine from kas when latency moves, every window also reports: the load average; the
- * p99 of a bare baseline (a trivial HTTP server in its own process, probed 5 times a second: scheduling
- * noise of the machine); the p99 of kas's `/api/health` (no database: what blocks kas's event loop, such
- * as PGlite work, which runs on the main thread); the p99 per kind of request; and the slowest requests.
+ * To tell the machine from kas when latency moves: the bare baseline is a trivial HTTP server in its
+ * own process, probed 5 times a second (scheduling noise of the machine); `/api/health` uses no database
+ * (what blocks kas's event loop, such as PGlite work, which runs on the main thread).
+ *
+ * File descriptors are read every 5 s from `/proc/<pid>/fd` and sorted by kind: `http-in` (accepted
+ * HTTP connections, matched through `/proc/<pid>/net/tcp*`), `pg` (connections to Postgres), `tcp-out`
+ * (other outbound TCP), `unix`, `pipe`, `anon` (epoll, eventfd, timerfd), `data` (files under the data
+ * directory) and `file` (other files). Accepted HTTP connections are bounded by the client's keep-alive
+ * pool, which grows to the highest concurrency recently seen; the report prints that peak beside them.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startPostgres } from '../harness/postgres.ts';
@@ -27,8 +34,9 @@ const { values } = parseArgs({
 const KEY = `svck-${'p'.repeat(43)}`;
 const minutes = Number(values.minutes);
 const rate = Number(values.rate);
+const dataDir = tempDir();
 const env: Record<string, string> = {
-  KAS_DATA_DIR: tempDir(),
+  KAS_DATA_DIR: dataDir,
   KAS_BOOTSTRAP_ADMIN_KEY: KEY,
   KAS_LOG_LEVEL: 'warn',
   KAS_RATE_LIMIT_PER_MINUTE: '0',
@@ -44,11 +52,69 @@ if (postgres) {
 }
 const server = await serve(env, 60_000);
 const pid = server.child.pid!;
+const serverPort = Number(new URL(server.url).port);
 const rssMb = () =>
   Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
-const fds = () => readdirSync(`/proc/${pid}/fd`).length;
+
+const FD_KINDS = ['http-in', 'pg', 'tcp-out', 'unix', 'pipe', 'anon', 'data', 'file'] as const;
+type FdKind = (typeof FD_KINDS)[number];
+/** Socket inode → local and remote port, from the process's view of its network namespace. */
+function tcpSockets(): Map<string, { local: number; remote: number }> {
+  const sockets = new Map<string, { local: number; remote: number }>();
+  for (const table of ['tcp', 'tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const port = (address: string) => Number.parseInt(address.split(':')[1]!, 16);
+      sockets.set(f[9]!, { local: port(f[1]!), remote: port(f[2]!) });
+    }
+  }
+  return sockets;
+}
+/** The server's open file descriptors by kind, and the data-directory files among them. */
+function fdsByKind(): { total: number; kinds: Record<FdKind, number>; dataFiles: string[] } {
+  const kinds = Object.fromEntries(FD_KINDS.map((k) => [k, 0])) as Record<FdKind, number>;
+  const dataFiles: string[] = [];
+  let tcp: Map<string, { local: number; remote: number }> | undefined;
+  const names = readdirSync(`/proc/${pid}/fd`);
+  for (const name of names) {
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${name}`);
+    } catch {
+      continue; // closed between the listing and the read
+    }
+    let kind: FdKind;
+    const socket = /^socket:\[(\d+)\]$/.exec(target);
+    if (socket) {
+      tcp ??= tcpSockets();
+      const entry = tcp.get(socket[1]!);
+      if (!entry) kind = 'unix';
+      else if (entry.local === serverPort) kind = 'http-in';
+      else if (postgres && entry.remote === postgres.port) kind = 'pg';
+      else kind = 'tcp-out';
+    } else if (target.startsWith('pipe:')) kind = 'pipe';
+    else if (target.startsWith('anon_inode:')) kind = 'anon';
+    else if (target.startsWith(dataDir)) {
+      kind = 'data';
+      dataFiles.push(target.slice(dataDir.length));
+    } else kind = 'file';
+    kinds[kind]++;
+  }
+  return { total: names.length, kinds, dataFiles };
+}
 await new Promise((r) => setTimeout(r, 2000));
-process.stdout.write(`kas serve pid ${pid}: idle RSS ${rssMb()} MB, ${fds()} open fds\n`);
+const idle = fdsByKind();
+process.stdout.write(
+  `kas serve pid ${pid} on ${postgres ? 'Postgres' : 'the embedded database (PGlite)'}: idle RSS ${rssMb()} MB, ` +
+    `${idle.total} open fds (${kindsText(idle.kinds)})\n`,
+);
 
 /** The bare baseline: a trivial HTTP server in a process of its own. */
 const bare = spawn(
@@ -62,16 +128,19 @@ const bare = spawn(
 const barePort = await new Promise<number>((resolve) =>
   bare.stdout!.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim()))),
 );
-const probes: Record<'bare' | 'health', number[]> = { bare: [], health: [] };
+const started = Date.now();
+const now = () => (Date.now() - started) / 1000;
+/** Every latency measured, with the second it ended at. */
+const timings: { t: number; ms: number; kind: string }[] = [];
 async function probe(kind: 'bare' | 'health') {
-  const started = performance.now();
+  const begun = performance.now();
   const url = kind === 'bare' ? `http://127.0.0.1:${barePort}/` : `${server.url}/api/health`;
   try {
     await (await fetch(url)).text();
   } catch {
     return;
   }
-  probes[kind].push(performance.now() - started);
+  timings.push({ t: now(), ms: performance.now() - begun, kind: `probe:${kind}` });
 }
 
 const WORDS = [
@@ -88,14 +157,14 @@ const word = (i: number) => WORDS[i % WORDS.length]!;
 let sequence = 0;
 let errors = 0;
 const errorSamples: string[] = [];
-let window: number[] = [];
-/** This window's latencies per kind, and its slowest requests. */
-let byKind: Record<string, number[]> = {};
-let slowest: { ms: number; kind: string; at: number }[] = [];
 const counts: Record<string, number> = {};
+let inFlightCount = 0;
+let peakInFlight = 0;
 
 async function call(kind: string, method: string, path: string, body?: unknown) {
-  const started = performance.now();
+  const begun = performance.now();
+  inFlightCount++;
+  peakInFlight = Math.max(peakInFlight, inFlightCount);
   try {
     const res = await fetch(`${server.url}${path}`, {
       method,
@@ -113,16 +182,11 @@ async function call(kind: string, method: string, path: string, body?: unknown) 
   } catch (error) {
     errors++;
     if (errorSamples.length < 10) errorSamples.push(`${kind} ${method} ${path}: ${(error as Error).message}`);
+  } finally {
+    inFlightCount--;
   }
-  const ms = performance.now() - started;
-  window.push(ms);
-  const ofKind = byKind[kind] ?? [];
-  byKind[kind] = ofKind;
-  ofKind.push(ms);
-  slowest.push({ ms, kind, at: Math.round((Date.now() - soakStart) / 100) / 10 });
-  if (slowest.length > 20) slowest = slowest.sort((a, b) => b.ms - a.ms).slice(0, 5);
+  timings.push({ t: now(), ms: performance.now() - begun, kind });
 }
-const soakStart = Date.now();
 
 /** One scheduled request of the mix: 10% chat streams, 25% search, 15% ingestion, 50% listings. */
 function fire() {
@@ -155,21 +219,111 @@ function fire() {
   return call('me', 'GET', '/api/me');
 }
 
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
-interface Sample {
-  at: number;
+function kindsText(kinds: Record<FdKind, number>): string {
+  return FD_KINDS.filter((k) => kinds[k] > 0)
+    .map((k) => `${k} ${kinds[k]}`)
+    .join(', ');
+}
+const percentile = (list: number[], p: number) => {
+  const sorted = [...list].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0);
+};
+/** A reading every 5 s: RSS, fds by kind, load average, the peak of requests in flight since the last one. */
+interface Reading {
+  t: number;
   rss: number;
   fds: number;
+  kinds: Record<FdKind, number>;
+  dataFiles: string[];
+  load: number;
+  peakInFlight: number;
+}
+const readings: Reading[] = [];
+function read() {
+  const fd = fdsByKind();
+  readings.push({
+    t: now(),
+    rss: rssMb(),
+    fds: fd.total,
+    kinds: fd.kinds,
+    dataFiles: fd.dataFiles,
+    load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
+    peakInFlight,
+  });
+  peakInFlight = inFlightCount;
+}
+
+interface Minute {
+  minute: number;
+  rss: number;
+  fdsMin: number;
+  fdsMax: number;
+  /** Each kind's highest count in the minute. */
+  kinds: Record<FdKind, number>;
+  /** The highest number of requests in flight in this minute and the one before (the keep-alive pool's reach). */
+  peakInFlight: number;
+  requests: number;
   p50: number;
   p99: number;
-  requests: number;
-  load: number;
   bare: number;
   health: number;
+  load: number;
+  slowest: string;
 }
-const samples: Sample[] = [];
-const started = Date.now();
+function summarize(minute: number): Minute {
+  const from = (minute - 1) * 60;
+  const to = minute * 60;
+  const rs = readings.filter((r) => r.t > from && r.t <= to);
+  const ts = timings.filter((x) => x.t > from && x.t <= to);
+  const requests = ts.filter((x) => !x.kind.startsWith('probe:'));
+  const kinds = Object.fromEntries(
+    FD_KINDS.map((k) => [k, Math.max(0, ...rs.map((r) => r.kinds[k]))]),
+  ) as Record<FdKind, number>;
+  const slow = [...requests]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3)
+    .map((x) => `${x.kind} ${Math.round(x.ms)} ms at ${Math.round(x.t)} s`)
+    .join(', ');
+  return {
+    minute,
+    rss: Math.round(rs.reduce((a, r) => a + r.rss, 0) / (rs.length || 1)),
+    fdsMin: Math.min(...rs.map((r) => r.fds)),
+    fdsMax: Math.max(...rs.map((r) => r.fds)),
+    kinds,
+    peakInFlight: Math.max(
+      0,
+      ...readings.filter((r) => r.t > from - 60 && r.t <= to).map((r) => r.peakInFlight),
+    ),
+    requests: requests.length,
+    p50: percentile(
+      requests.map((x) => x.ms),
+      0.5,
+    ),
+    p99: percentile(
+      requests.map((x) => x.ms),
+      0.99,
+    ),
+    bare: percentile(
+      ts.filter((x) => x.kind === 'probe:bare').map((x) => x.ms),
+      0.99,
+    ),
+    health: percentile(
+      ts.filter((x) => x.kind === 'probe:health').map((x) => x.ms),
+      0.99,
+    ),
+    load: Math.round((rs.reduce((a, r) => a + r.load, 0) / (rs.length || 1)) * 10) / 10,
+    slowest: slow,
+  };
+}
+const minuteLine = (m: Minute) =>
+  `  ${String(m.minute).padStart(3)}  ${String(m.rss).padStart(6)}  ${`${m.fdsMin}-${m.fdsMax}`.padStart(7)}  ` +
+  `${String(m.peakInFlight).padStart(8)}  ${String(m.requests).padStart(8)}  ${String(m.p50).padStart(6)}  ` +
+  `${String(m.p99).padStart(6)}  ${String(m.bare).padStart(8)}  ${String(m.health).padStart(10)}  ${m.load.toFixed(1).padStart(5)}` +
+  `  ${kindsText(m.kinds)}`;
+const HEADER =
+  '  min  RSS MB  fds min-max  inflight  requests  p50 ms  p99 ms  bare p99  health p99  load1  fds by kind (max)\n';
+
+read();
 const inFlight = new Set<Promise<void>>();
 const ticker = setInterval(() => {
   const p = fire();
@@ -180,68 +334,70 @@ const prober = setInterval(() => {
   void probe('bare');
   void probe('health');
 }, 200);
-process.stdout.write(
-  `${minutes} min at ${rate} requests/s\n  t(s)  RSS MB  fds  p50 ms  p99 ms  requests  load1  bare p99  health p99\n`,
-);
-const sampler = setInterval(() => {
-  const sorted = window.sort((a, b) => a - b);
-  const p99Of = (list: number[]) =>
-    Math.round(
-      percentile(
-        list.sort((a, b) => a - b),
-        0.99,
-      ),
-    );
-  const sample = {
-    at: Math.round((Date.now() - started) / 1000),
-    rss: rssMb(),
-    fds: fds(),
-    p50: Math.round(percentile(sorted, 0.5)),
-    p99: Math.round(percentile(sorted, 0.99)),
-    requests: sorted.length,
-    load: Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]),
-    bare: p99Of(probes.bare),
-    health: p99Of(probes.health),
-  };
-  const kinds = Object.entries(byKind)
-    .map(([kind, list]) => `${kind} ${p99Of(list)}`)
-    .join(', ');
-  const slow = slowest
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, 3)
-    .map((r) => `${r.kind} ${Math.round(r.ms)} ms at ${r.at} s`)
-    .join(', ');
-  window = [];
-  byKind = {};
-  slowest = [];
-  probes.bare = [];
-  probes.health = [];
-  samples.push(sample);
-  process.stdout.write(
-    `  ${String(sample.at).padStart(4)}  ${String(sample.rss).padStart(6)}  ${String(sample.fds).padStart(3)}  ${String(sample.p50).padStart(6)}  ${String(sample.p99).padStart(6)}  ${String(sample.requests).padStart(8)}  ${sample.load.toFixed(1).padStart(5)}  ${String(sample.bare).padStart(8)}  ${String(sample.health).padStart(10)}\n` +
-      `        p99 by kind: ${kinds}\n        slowest: ${slow}\n`,
-  );
-}, 30_000);
-await new Promise((r) => setTimeout(r, minutes * 60_000));
+const reader = setInterval(read, 5000);
+process.stdout.write(`${minutes} min at ${rate} requests/s\n${HEADER}`);
+const minutesDone: Minute[] = [];
+const printer = setInterval(() => {
+  const m = summarize(minutesDone.length + 1);
+  minutesDone.push(m);
+  process.stdout.write(`${minuteLine(m)}\n        slowest: ${m.slowest}\n`);
+}, 60_000);
+await new Promise((r) => setTimeout(r, minutes * 60_000 + 500));
 clearInterval(ticker);
-clearInterval(sampler);
+clearInterval(printer);
 clearInterval(prober);
+clearInterval(reader);
 bare.kill();
 await Promise.all(inFlight);
 const code = await stop(server.child);
 stopAllProcesses();
 await postgres?.stop();
+while (minutesDone.length < minutes) minutesDone.push(summarize(minutesDone.length + 1));
 
-const minute2 = samples.filter((s) => s.at > 60 && s.at <= 120);
-const last = samples.slice(-2);
-const avg = (list: Sample[], key: keyof Sample) =>
-  Math.round(list.reduce((a, s) => a + s[key], 0) / (list.length || 1));
+/**
+ * The verdict, from the second minute to the last (the first holds start-up: JIT, caches, pools):
+ * - RSS: no minute's mean exceeds the second minute's by more than 10 %;
+ * - fds: the floor does not rise: the last minute's lowest count is at most the second minute's highest
+ *   (a leak raises the floor; the keep-alive pool following the load moves the peaks);
+ * - p99: the last minute's p99 is at most 1.5 × the second minute's + 25 ms, or, when the machine got
+ *   slower, kas's p99 rose by no more than 1.5 × the bare baseline's ratio;
+ * - zero errors.
+ */
+const m2 = minutesDone[1];
+const last = minutesDone.at(-1);
+const lines: string[] = [];
+let flat = errors === 0 && code === 0;
+if (m2 && last && minutes >= 3) {
+  const rssMax = Math.max(...minutesDone.slice(1).map((m) => m.rss));
+  const rssOk = rssMax <= m2.rss * 1.1;
+  const fdsOk = last.fdsMin <= m2.fdsMax;
+  const bareRatio = m2.bare > 0 ? last.bare / m2.bare : 1;
+  const p99Ok = last.p99 <= m2.p99 * 1.5 + 25 || last.p99 / Math.max(1, m2.p99) <= 1.5 * bareRatio;
+  flat &&= rssOk && fdsOk && p99Ok;
+  lines.push(
+    `RSS: second minute ${m2.rss} MB, highest minute ${rssMax} MB, last ${last.rss} MB (rule: ≤ +10 %) — ${rssOk ? 'flat' : 'GREW'}`,
+    `fds: second minute ${m2.fdsMin}-${m2.fdsMax}, last ${last.fdsMin}-${last.fdsMax} (rule: last minute's lowest ≤ second minute's highest) — ${fdsOk ? 'flat' : 'FLOOR ROSE'}`,
+    `p99: second minute ${m2.p99} ms (bare ${m2.bare}), last ${last.p99} ms (bare ${last.bare}) (rule: ≤ 1.5× + 25 ms, or ≤ 1.5× the bare ratio ${bareRatio.toFixed(2)}) — ${p99Ok ? 'flat' : 'GREW'}`,
+  );
+  const first = readings.find((r) => r.t > 60);
+  const final = readings.at(-1);
+  if (first && final) {
+    const opened = final.dataFiles.filter((f) => !first.dataFiles.includes(f));
+    const closed = first.dataFiles.filter((f) => !final.dataFiles.includes(f));
+    const deleted = final.dataFiles.filter((f) => f.endsWith('(deleted)')).length;
+    lines.push(
+      `data-directory files held open: ${first.dataFiles.length} at ${Math.round(first.t)} s, ${final.dataFiles.length} at the end (${deleted} of them deleted files)` +
+        (opened.length
+          ? `; newly held: ${opened.slice(0, 12).join(' ')}${opened.length > 12 ? ' …' : ''}`
+          : '') +
+        (closed.length ? `; released: ${closed.length}` : ''),
+    );
+  }
+} else lines.push('(fewer than 3 minutes: no flatness verdict)');
 process.stdout.write(
-  `requests ${JSON.stringify(counts)}\nerrors ${errors}${errorSamples.length ? `\n  ${errorSamples.join('\n  ')}` : ''}\n` +
-    `second minute: RSS ${avg(minute2, 'rss')} MB, fds ${avg(minute2, 'fds')}, p99 ${avg(minute2, 'p99')} ms, ` +
-    `bare p99 ${avg(minute2, 'bare')} ms, health p99 ${avg(minute2, 'health')} ms, load ${avg(minute2, 'load')}\n` +
-    `last minute:   RSS ${avg(last, 'rss')} MB, fds ${avg(last, 'fds')}, p99 ${avg(last, 'p99')} ms, ` +
-    `bare p99 ${avg(last, 'bare')} ms, health p99 ${avg(last, 'health')} ms, load ${avg(last, 'load')}\n` +
-    `SIGTERM exit code ${code}\n`,
+  `\n${postgres ? 'Postgres' : 'PGlite'}, ${minutes} min at ${rate} requests/s\n${HEADER}${minutesDone.map(minuteLine).join('\n')}\n` +
+    `requests ${JSON.stringify(counts)}\nerrors ${errors}${errorSamples.length ? `\n  ${errorSamples.join('\n  ')}` : ''}\n` +
+    `SIGTERM exit code ${code}\n${lines.join('\n')}\n` +
+    `VERDICT: ${minutes < 3 ? 'none (run at least 3 minutes)' : flat ? 'FLAT' : 'NOT FLAT'} from the second minute to the last (RSS ≤ +10 %, fd floor not above the second minute's peak, p99 ≤ 1.5× + 25 ms or within 1.5× the bare baseline's change, 0 errors)\n`,
 );
-process.exitCode = errors || code !== 0 ? 1 : 0;
+process.exitCode = flat ? 0 : 1;

@@ -41,6 +41,15 @@ const PGLITE_PARSERS = { [PG_INT8]: toNumber, [PG_NUMERIC]: toNumber };
 export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 16;
 
 /**
+ * The most files PGlite's Postgres keeps open at once (its `max_files_per_process`, 1000 by default):
+ * Postgres holds each relation file it touched open in a cache, so with the default the server's open
+ * file descriptors grew for as long as traffic, maintenance and VACUUM reached new tables, indexes and
+ * forks (the soak: 145 → 198 in ten minutes, ~510 after touching every table). Beyond this Postgres
+ * closes its least recently used files and reopens them on demand (cheap: the OS caches them).
+ */
+export const PGLITE_MAX_FILES = 128;
+
+/**
  * Opens PGlite with our extensions; `loadDataDir` starts from a dump (tests clone a migrated template).
  * The buffer cache lives in PGlite's WebAssembly memory, which never shrinks, so it is sized small:
  * the operating system's page cache keeps the data files warm anyway.
@@ -53,7 +62,13 @@ export async function openPGlite(
   const options = {
     extensions: { pg_trgm, vector },
     parsers: PGLITE_PARSERS,
-    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`],
+    startParams: [
+      ...PGlite.defaultStartParams,
+      '-c',
+      `shared_buffers=${sharedBuffersMb}MB`,
+      '-c',
+      `max_files_per_process=${PGLITE_MAX_FILES}`,
+    ],
     ...rest,
   };
   return dataDir ? PGlite.create(dataDir, options) : PGlite.create(options);
