@@ -141,9 +141,11 @@ describe('MCP servers with per-user OAuth', () => {
       status: 'already_authenticated',
       authorization_url: null,
     });
-    // Tokens are stored encrypted: nothing readable in the table.
+    // Tokens are stored encrypted: nothing readable in the table (no JWT — `header.payload` cannot occur in
+    // base64url ciphertext, which has no dot — and no JSON field name; a bare "eyJ" can, by chance).
     const stored = await t.deps.db.selectFrom('mcp_user_configs').select('config_enc').execute();
-    expect(stored.map((r) => r.config_enc).join()).not.toMatch(/eyJ|access_token/);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.map((r) => r.config_enc).join()).not.toMatch(/eyJ[\w-]+\.eyJ|access_token/);
 
     const agent = await admin.personas.create(agentInput('notes', [whoami.id]));
     const ask = async (key: string) => {
