@@ -109,7 +109,12 @@ export function createRateLimiter(options: { limit: number; pool?: pg.Pool }): R
     async consume(key) {
       const now = Date.now();
       const held = reservations.get(key);
-      if (held && held.left > 0 && now < held.resetAt) return served(held, now);
+      if (held && now < held.resetAt) {
+        if (held.left > 0) return served(held, now);
+        // The shared window was spent when this process last asked: points are never given back, so it
+        // stays spent until it ends; refuse without asking Postgres again.
+        if (held.sharedLeft === 0) throw refuse(held.resetAt - now);
+      }
       let res: RateLimiterRes;
       try {
         res = await store.consume(key, batch);
@@ -118,13 +123,13 @@ export function createRateLimiter(options: { limit: number; pool?: pg.Pool }): R
         // Over the limit with this batch: the points still free before it are ours (a partial batch).
         res = rejection;
       }
+      if (reservations.size >= 10_000) reservations.clear();
       const before = res.consumedPoints - batch;
       const granted = Math.max(0, Math.min(batch, limit - before));
       if (granted === 0) {
-        reservations.delete(key);
+        reservations.set(key, { left: 0, sharedLeft: 0, resetAt: now + res.msBeforeNext });
         throw refuse(res.msBeforeNext);
       }
-      if (reservations.size >= 10_000) reservations.clear();
       const reservation: Reservation = {
         left: granted,
         sharedLeft: Math.max(0, limit - res.consumedPoints),
