@@ -131,7 +131,6 @@ async function retrievalFloor(dataDir: string) {
         access: { all: true },
         limit: 25,
         scoredChampions: championsToScore(25),
-        rows: {},
       });
       if (i >= 5) {
         search.push(t1 - t0);

@@ -18,7 +18,7 @@ import { championsToScore, planQuery } from '@kas/server/search/bm25.ts';
 import type { PostgresSearchIndex } from '@kas/server/search/postgres.ts';
 import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
 import * as searchRepository from '@kas/server/search/search.repository.ts';
-import { ADMIN_SEARCH_CHUNKS, ADMIN_SEARCH_DOCUMENTS } from '@kas/server/search/search.service.ts';
+import { ADMIN_SEARCH_CHUNKS } from '@kas/server/search/search.service.ts';
 import type { AccessScope } from '@kas/server/search/search-index.ts';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
@@ -310,7 +310,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         must: toTsquery(parsed, { conditionsOnly: true }),
       };
     };
-    // As admin search issues it: its limit, scored champions, and the shown chunks' rows returned.
+    // As admin search issues it: hidden documents included, its limit and scored champions.
     const bareSql = async (query: string) => {
       const { plan, must } = await planOf(query);
       const rows = await searchRepository.bm25Search(db, {
@@ -320,7 +320,6 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         access: ALL,
         limit: ADMIN_SEARCH_CHUNKS,
         scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS),
-        rows: { perDocument: ADMIN_SEARCH_DOCUMENTS },
       });
       return rows.length;
     };

@@ -82,8 +82,7 @@ export function createHybridIndex(options: {
       if (!parsed.positiveWords.length || exact) return keyword.search(request);
       const depth = Math.max(request.limit, 50);
       const [keywordHits, vectorHits] = await Promise.all([
-        // Rows follow the fused order, not the keyword list's: the caller loads them.
-        keyword.search({ ...request, limit: depth, rows: undefined }),
+        keyword.search({ ...request, limit: depth }),
         embedder.embed([request.query]).then(([embedding]) =>
           searchRepository.vectorSearch(db, {
             embedding: embedding!,

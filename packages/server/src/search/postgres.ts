@@ -212,7 +212,6 @@ export function createPostgresSearchIndex(
       filters: request.filters,
       access: request.access,
       limit: request.limit,
-      rows: request.rows,
     };
     const hits = await searchRepository.bm25Search(db, {
       ...args,

@@ -3,7 +3,6 @@ import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import type { IngestedDocument } from '../documents/documents.schemas.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import * as searchRepository from './search.repository.ts';
 import * as searchService from './search.service.ts';
 
 type Doc = Omit<IngestedDocument, 'doc_updated_at' | 'metadata'> & {
@@ -162,23 +161,6 @@ export function searchIndexContract(
       expect(chunk!.score).toBeGreaterThan(0);
       expect(chunk!.blurb).toContain('Restart the ingress controller');
       expect(chunk!.match_highlights.join(' ')).toContain('<hi>node</hi>');
-    });
-
-    it('returns stored rows with the ranking only as a lookup would give them', async () => {
-      const request = { query: 'ingress', filters: {}, access: { all: true } as const, limit: 10 };
-      const all = await t.deps.search.search({ ...request, rows: {} });
-      const best = await t.deps.search.search({ ...request, rows: { perDocument: 1 } });
-      expect(all.length).toBeGreaterThan(1);
-      for (const hit of [...all, ...best].filter((h) => h.row)) {
-        const [looked] = await searchRepository.loadChunks(t.deps.db, [hit], { all: true });
-        expect(hit.row).toEqual(looked);
-      }
-      // The index kept in the database returns them: every hit's, or the first document's best only.
-      if (t.deps.search.kind === 'postgres') {
-        expect(all.every((h) => h.row)).toBe(true);
-        expect(best.filter((h) => h.row).map((h) => h.document_id)).toEqual([best[0]!.document_id]);
-        expect(best.map(({ row: _, ...h }) => h)).toEqual(all.map(({ row: _, ...h }) => h));
-      }
     });
 
     it('understands web-search syntax: phrases, exclusions and or', async () => {

@@ -151,14 +151,7 @@ export async function searchChunks({
   const access = await accessScopeOf(ctx, actor);
   const indexFilters = await resolveFilters(ctx, actor, filters);
   if (indexFilters.document_sets?.length === 0) return [];
-  let hits = await ctx.search.search({
-    query,
-    filters: indexFilters,
-    access,
-    limit,
-    fallbacks,
-    rows: { perDocument },
-  });
+  let hits = await ctx.search.search({ query, filters: indexFilters, access, limit, fallbacks });
   if (perDocument !== undefined) {
     const seen = new Set<string>();
     hits = hits
@@ -169,11 +162,8 @@ export async function searchChunks({
       })
       .slice(0, perDocument);
   }
-  // Rows the index did not return with the ranking are loaded here.
-  const missing = hits.filter((h) => !h.row);
-  const loaded = missing.length ? await searchRepository.loadChunks(ctx.db, missing, access) : [];
-  const byKey = new Map(loaded.map((r) => [chunkKey(r), r]));
-  for (const hit of hits) if (hit.row) byKey.set(chunkKey(hit), hit.row);
+  const rows = await searchRepository.loadChunks(ctx.db, hits, access);
+  const byKey = new Map(rows.map((r) => [chunkKey(r), r]));
   const words = parseQuery(query).positiveWords;
   const chunks: SearchChunk[] = [];
   for (const hit of hits) {
