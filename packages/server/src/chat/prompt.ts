@@ -97,10 +97,14 @@ export interface PromptParts {
   contextWindow: number;
 }
 
+function fileHeader(file: AttachedText): string {
+  return `\n\n--- Attached file: ${file.name} ---\n`;
+}
+
 function fileBlock(files: AttachedText[], budget: number): string {
   let out = '';
   for (const file of files) {
-    const header = `\n\n--- Attached file: ${file.name} ---\n`;
+    const header = fileHeader(file);
     let text = file.text;
     const room = budget - tokens(out) - tokens(header);
     if (room <= 0) break;
@@ -143,14 +147,14 @@ export function buildMessages(parts: PromptParts): LlmMessage[] {
   const toolText = (m: LlmMessage) =>
     m.content + ('tool_calls' in m && m.tool_calls ? JSON.stringify(m.tool_calls) : '');
   // Everything fits by the free upper bound: no trimming, so no tokenizing.
-  const fileHeaders = parts.files.map((f) => `\n\n--- Attached file: ${f.name} ---\n${f.text}`);
+  const wholeFiles = parts.files.map((f) => fileHeader(f) + f.text);
   const bound =
-    [system, reminder, parts.question, context, ...fileHeaders, ...parts.toolMessages.map(toolText)].reduce(
+    [system, reminder, parts.question, context, ...wholeFiles, ...parts.toolMessages.map(toolText)].reduce(
       (n, text) => n + tokensAtMost(text),
       0,
     ) + parts.history.reduce((n, turn) => n + tokensAtMost(turn.content) + 4, 0);
   if (bound <= available)
-    return assemble(parts, system, reminder, context, fileHeaders.join(''), parts.history);
+    return assemble(parts, system, reminder, context, wholeFiles.join(''), parts.history);
 
   const toolTokens = parts.toolMessages.reduce(
     (n, m) =>

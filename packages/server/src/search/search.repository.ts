@@ -164,7 +164,7 @@ export async function bm25Search(
     const idfs = terms.map((term) => plan.scored.find((s) => s.term === term)?.idf ?? 0);
     // Without a cap every candidate is scored; with one, the candidates the lists alone score highest
     // (the sum of idf × weight over the lists a chunk is on) are scored exactly, the rest not at all.
-    const candidates =
+    const listed =
       args.scoredChampions === undefined
         ? sql`SELECT DISTINCT document_id, chunk_id FROM search_champions WHERE term = ANY(${terms}::text[])`
         : sql`SELECT document_id, chunk_id FROM search_champions WHERE term = ANY(${terms}::text[])
@@ -173,7 +173,7 @@ export async function bm25Search(
             LIMIT ${args.scoredChampions}`;
     arms.push(sql`
       SELECT c.document_id, c.chunk_id, ${scored}
-      FROM (${candidates}) s
+      FROM (${listed}) s
         JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id ${arrays}
       WHERE true ${must} ${inArm}`);
   }

@@ -209,7 +209,7 @@ export function toSearchDoc(chunk: SearchChunk): SearchDoc {
 
 /** Chunks retrieved per admin search; results are then one per document. */
 export const ADMIN_SEARCH_CHUNKS = 100;
-export const ADMIN_SEARCH_DOCUMENTS = 50;
+const ADMIN_SEARCH_DOCUMENTS = 50;
 
 /** Admin search: one result per document (its best chunk), ordered by relevance; hidden documents included. */
 export async function adminSearch({
