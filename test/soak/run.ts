@@ -18,7 +18,8 @@
  * pool, which grows to the highest concurrency recently seen; the report prints that peak beside them.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startPostgres } from '../harness/postgres.ts';
@@ -35,7 +36,11 @@ const KEY = `svck-${'p'.repeat(43)}`;
 const minutes = Number(values.minutes);
 const rate = Number(values.rate);
 const dataDir = tempDir();
+/** The kas process's event-loop trace (loop-monitor.ts), kept after the run for reading. */
+const traceFile = `/tmp/kas-soak-trace-${process.pid}.jsonl`;
 const env: Record<string, string> = {
+  NODE_OPTIONS: `--import ${join(import.meta.dirname, 'loop-monitor.ts')}`,
+  SOAK_TRACE_FILE: traceFile,
   KAS_DATA_DIR: dataDir,
   KAS_BOOTSTRAP_ADMIN_KEY: KEY,
   KAS_LOG_LEVEL: 'warn',
@@ -253,6 +258,32 @@ function read() {
   peakInFlight = inFlightCount;
 }
 
+/** The kas process's event-loop trace so far, on this script's clock (seconds since the traffic began). */
+interface TraceRecord {
+  type: 'loop' | 'stall' | 'statement' | 'statements';
+  t: number;
+  ms?: number;
+  max?: number;
+  p99?: number;
+  cpuMs?: number;
+  runMs?: number;
+  waitMs?: number;
+  bySql?: Record<string, [number, number]>;
+  sqlMs?: number;
+  statements?: number;
+  gcMs?: number;
+  inside?: string[];
+  sql?: string;
+}
+function trace(): TraceRecord[] {
+  if (!existsSync(traceFile)) return [];
+  return readFileSync(traceFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as TraceRecord)
+    .map((r) => ({ ...r, t: r.t - started / 1000 }));
+}
+
 interface Minute {
   minute: number;
   rss: number;
@@ -269,11 +300,22 @@ interface Minute {
   health: number;
   load: number;
   slowest: string;
+  /** kas's event-loop delay: the highest of the minute, and the highest 5-second p99. */
+  loopMax: number;
+  loopP99: number;
+  /** Stalls of the event loop of 100 ms or more. */
+  stalls: number;
+  /** The share of the minute kas's main thread spent waiting for a core (the machine's contention). */
+  waitPct: number;
+  /** Its CPU time in the minute, ms. */
+  runMs: number;
 }
 function summarize(minute: number): Minute {
   const from = (minute - 1) * 60;
   const to = minute * 60;
   const rs = readings.filter((r) => r.t > from && r.t <= to);
+  const tr = trace().filter((x) => x.t > from && x.t <= to);
+  const loops = tr.filter((x) => x.type === 'loop');
   const ts = timings.filter((x) => x.t > from && x.t <= to);
   const requests = ts.filter((x) => !x.kind.startsWith('probe:'));
   const kinds = Object.fromEntries(
@@ -313,15 +355,20 @@ function summarize(minute: number): Minute {
     ),
     load: Math.round((rs.reduce((a, r) => a + r.load, 0) / (rs.length || 1)) * 10) / 10,
     slowest: slow,
+    loopMax: Math.max(0, ...loops.map((x) => x.max ?? 0)),
+    loopP99: Math.max(0, ...loops.map((x) => x.p99 ?? 0)),
+    stalls: tr.filter((x) => x.type === 'stall' && (x.ms ?? 0) >= 100).length,
+    waitPct: Math.round(loops.reduce((a, x) => a + (x.waitMs ?? 0), 0) / 600),
+    runMs: loops.reduce((a, x) => a + (x.runMs ?? 0), 0),
   };
 }
 const minuteLine = (m: Minute) =>
   `  ${String(m.minute).padStart(3)}  ${String(m.rss).padStart(6)}  ${`${m.fdsMin}-${m.fdsMax}`.padStart(7)}  ` +
   `${String(m.peakInFlight).padStart(8)}  ${String(m.requests).padStart(8)}  ${String(m.p50).padStart(6)}  ` +
   `${String(m.p99).padStart(6)}  ${String(m.bare).padStart(8)}  ${String(m.health).padStart(10)}  ${m.load.toFixed(1).padStart(5)}` +
-  `  ${kindsText(m.kinds)}`;
+  `  ${`${m.loopP99}/${m.loopMax}`.padStart(13)}  ${String(m.stalls).padStart(6)}  ${String(m.runMs).padStart(6)}  ${`${m.waitPct}%`.padStart(5)}  ${kindsText(m.kinds)}`;
 const HEADER =
-  '  min  RSS MB  fds min-max  inflight  requests  p50 ms  p99 ms  bare p99  health p99  load1  fds by kind (max)\n';
+  '  min  RSS MB  fds min-max  inflight  requests  p50 ms  p99 ms  bare p99  health p99  load1  loop p99/max  stalls  cpu ms  wait  fds by kind (max)\n';
 
 read();
 const inFlight = new Set<Promise<void>>();
@@ -394,6 +441,69 @@ if (m2 && last && minutes >= 3) {
     );
   }
 } else lines.push('(fewer than 3 minutes: no flatness verdict)');
+/**
+ * The statements that cost the most thread CPU, with their mean CPU per execution in the second minute
+ * and in the last (a cost that grows with the data shows here whatever the machine's load).
+ */
+function statementGrowth(all: TraceRecord[]): string[] {
+  const perMinute = new Map<string, Map<number, { n: number; cpu: number }>>();
+  for (const x of all) {
+    if (x.type !== 'statements' || x.t < 0) continue;
+    const minute = Math.floor(x.t / 60) + 1;
+    for (const [sql, [n, cpu]] of Object.entries(x.bySql ?? {})) {
+      const minutes = perMinute.get(sql) ?? new Map<number, { n: number; cpu: number }>();
+      const entry = minutes.get(minute) ?? { n: 0, cpu: 0 };
+      entry.n += n;
+      entry.cpu += cpu;
+      minutes.set(minute, entry);
+      perMinute.set(sql, minutes);
+    }
+  }
+  if (!perMinute.size) return [];
+  const total = (m: Map<number, { n: number; cpu: number }>) =>
+    [...m.values()].reduce((a, e) => a + e.cpu, 0);
+  const mean = (e?: { n: number; cpu: number }) => (e?.n ? (e.cpu / e.n).toFixed(2) : '-');
+  return [
+    `PGlite statements by thread CPU (total s; mean ms per execution in minutes 2 and ${minutes}):`,
+    ...[...perMinute]
+      .sort((a, b) => total(b[1]) - total(a[1]))
+      .slice(0, 12)
+      .map(
+        ([sql, m]) =>
+          `  ${(total(m) / 1000).toFixed(1)} s; ${mean(m.get(2))} → ${mean(m.get(minutes))} ms: ${sql.slice(0, 110)}`,
+      ),
+  ];
+}
+/** What blocked kas's event loop: the longest stalls and the statements that held the thread longest. */
+const records = trace();
+const stalls = records
+  .filter((x) => x.type === 'stall' && x.t >= 0)
+  .sort((a, b) => (b.ms ?? 0) - (a.ms ?? 0));
+const statements = records.filter((x) => x.type === 'statement' && x.t >= 0);
+const bySql = new Map<string, { n: number; total: number; max: number }>();
+for (const x of statements) {
+  const key = x.sql ?? '';
+  const entry = bySql.get(key) ?? { n: 0, total: 0, max: 0 };
+  entry.n++;
+  entry.total += x.ms ?? 0;
+  entry.max = Math.max(entry.max, x.ms ?? 0);
+  bySql.set(key, entry);
+}
+lines.push(
+  `event-loop stalls during the traffic ≥ 50 ms: ${stalls.length}, ≥ 100 ms: ${stalls.filter((x) => (x.ms ?? 0) >= 100).length} (trace: ${traceFile})`,
+  ...stalls
+    .slice(0, 10)
+    .map(
+      (x) =>
+        `  ${x.ms} ms at ${Math.round(x.t)} s: thread CPU ${x.cpuMs} ms, waiting for a core ${x.waitMs} ms; ${x.statements} statements ${x.sqlMs} ms, GC ${x.gcMs} ms; longest: ${(x.inside ?? []).join(' | ')}`,
+    ),
+  ...statementGrowth(records),
+  'PGlite statements that held the thread ≥ 20 ms (count, total, max):',
+  ...[...bySql]
+    .sort((a, b) => b[1].total - a[1].total)
+    .slice(0, 10)
+    .map(([sql, e]) => `  ${e.n}× ${e.total} ms, max ${e.max} ms: ${sql}`),
+);
 process.stdout.write(
   `\n${postgres ? 'Postgres' : 'PGlite'}, ${minutes} min at ${rate} requests/s\n${HEADER}${minutesDone.map(minuteLine).join('\n')}\n` +
     `requests ${JSON.stringify(counts)}\nerrors ${errors}${errorSamples.length ? `\n  ${errorSamples.join('\n  ')}` : ''}\n` +

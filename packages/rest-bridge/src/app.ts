@@ -2,12 +2,12 @@ import { type AppDeps, AppError, appRouter, createInnerContext, toErrorResponse 
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import cors from 'cors';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import helmet from 'helmet';
-import { registerChatRoutes } from './chat-routes.ts';
+import { CHAT_ROUTES, registerChatRoutes } from './chat-routes.ts';
 import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
+import { helmetOptions, securityHeaders } from './security-headers.ts';
 
 function requestContext(deps: AppDeps, req: Request, res: Response) {
   const controller = new AbortController();
@@ -31,19 +31,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
   // API answers are not cached by validators: hashing every body for an ETag costs more than it saves.
   app.set('etag', false);
   // Security headers on every answer; the CSP lets /api/docs load only its own scripts and styles.
-  app.use(
-    helmet({
-      contentSecurityPolicy: {
-        directives: {
-          'img-src': ["'self'", 'data:'],
-          'style-src': ["'self'", "'unsafe-inline'"],
-          'upgrade-insecure-requests': null,
-        },
-      },
-      strictTransportSecurity: false,
-      crossOriginResourcePolicy: { policy: deps.config.KAS_CORS_ORIGINS ? 'cross-origin' : 'same-origin' },
-    }),
-  );
+  app.use(securityHeaders(helmetOptions({ crossOrigin: Boolean(deps.config.KAS_CORS_ORIGINS) })));
   // CORS is off unless KAS_CORS_ORIGINS names the browser origins that may call the API.
   const origins = deps.config.KAS_CORS_ORIGINS?.split(',')
     .map((origin) => origin.trim())
@@ -74,15 +62,30 @@ export function createHttpApp(deps: AppDeps): express.Express {
   });
   // Whatever fails while reading a body (a corrupt gzip or brotli stream, a broken connection) is the
   // request's fault; the mapping knows the parser's own errors (too large, bad JSON) by their type.
-  api.use((req, res, next) =>
+  const readBody: express.RequestHandler = (req, res, next) =>
     jsonBody(req, res, (error?: unknown) =>
       next(
         error === undefined || (error as { type?: unknown }).type
           ? error
           : new AppError('VALIDATION_ERROR', 'Unreadable request body (check Content-Encoding)'),
       ),
+    );
+  const rest = createRestAdapter({
+    router: appRouter,
+    createContext: (req, res) => requestContext(deps, req, res),
+    logger: deps.logger,
+    maxUploadBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+  });
+  // Procedures at parameterless paths are answered first, without passing the routes below that
+  // cannot answer them: the document, the reference, /trpc, and the chat stream (which answers its own).
+  api.use(
+    rest.front(
+      readBody,
+      (method, path) =>
+        CHAT_ROUTES.has(`${method} ${path}`) || path === '/openapi.json' || /^\/(docs|trpc)(\/|$)/.test(path),
     ),
   );
+  api.use(readBody);
   api.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openApiDocument);
   });
@@ -113,12 +116,6 @@ export function createHttpApp(deps: AppDeps): express.Express {
     }),
   );
   registerChatRoutes(api, deps);
-  const rest = createRestAdapter({
-    router: appRouter,
-    createContext: (req, res) => requestContext(deps, req, res),
-    logger: deps.logger,
-    maxUploadBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
-  });
   api.use(rest.handler);
   api.use((req, res) => {
     sendError(

@@ -64,7 +64,15 @@ async function sendChatMessage(deps: AppDeps, req: Request, res: Response) {
   }
 }
 
+const SEND_MESSAGE_PATH = '/chat/send-chat-message';
+
+/**
+ * The routes `registerChatRoutes` adds, as `METHOD /path`: they answer before the REST adapter, so its
+ * front handler (rest-adapter.ts) leaves these paths to them.
+ */
+export const CHAT_ROUTES: ReadonlySet<string> = new Set([`POST ${SEND_MESSAGE_PATH}`]);
+
 /** The hand-written chat route: the NDJSON stream. */
 export function registerChatRoutes(api: express.Router, deps: AppDeps): void {
-  api.post('/chat/send-chat-message', (req, res) => sendChatMessage(deps, req, res));
+  api.post(SEND_MESSAGE_PATH, (req, res) => sendChatMessage(deps, req, res));
 }

@@ -1,8 +1,10 @@
 import { AppError, type Context, type KasMeta, type Logger } from '@kas/server';
 import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import multer from 'multer';
 import { sendError } from './errors.ts';
+import { invokeProcedure } from './invoke.ts';
+import { sendJson } from './send-json.ts';
 
 type ZodLike = { _zod: { def: Record<string, any> } };
 
@@ -130,7 +132,16 @@ export function createRestAdapter(options: {
   logger: Logger;
   /** Largest uploaded file a multipart procedure accepts. */
   maxUploadBytes: number;
-}): { handler: RequestHandler; routes: RestRoute[] } {
+}): {
+  handler: RequestHandler;
+  routes: RestRoute[];
+  /**
+   * A handler for the front of the router: it answers the parameterless paths (after `readBody`) at
+   * once, so they skip the routes registered before the adapter, and passes on every other request and
+   * every path `claimedBefore` says an earlier route answers.
+   */
+  front(readBody: RequestHandler, claimedBefore: (method: string, path: string) => boolean): RequestHandler;
+} {
   const router = express.Router();
   const routes: RestRoute[] = [];
   // Paths without parameters are found by one map lookup instead of testing every route's pattern in
@@ -165,14 +176,12 @@ export function createRestAdapter(options: {
           input = isPlainObject(body) ? { ...body, ...pathParams } : body;
         }
         const ctx = options.createContext(req, res);
-        // Invoked directly, as tRPC's own caller does, without building a caller proxy per request.
-        const result = await (procedure as unknown as (opts: object) => Promise<unknown>)({
+        // Invoked directly, without building a caller proxy per request (invoke.ts).
+        const result = await invokeProcedure(procedure, {
           path: procedurePath,
           getRawInput: async () => input,
           ctx,
-          type: procedure._def.type,
           signal: ctx.signal,
-          batchIndex: 0,
         });
         if (meta?.noContent) {
           res.status(204).end();
@@ -181,7 +190,7 @@ export function createRestAdapter(options: {
           res.setHeader('content-disposition', `attachment; filename="${meta.download.fileName}"`);
           res.end(result);
         } else {
-          res.json(result ?? null);
+          sendJson(req, res, result ?? null);
         }
       } catch (error) {
         sendError(res, error, options.logger);
@@ -191,9 +200,7 @@ export function createRestAdapter(options: {
     if (!expressPath.includes(':'))
       exact.set(`${openapi.method.toUpperCase()} ${expressPath}`, [...before, serve]);
   }
-  const handler: RequestHandler = (req, res, next) => {
-    const chain = exact.get(`${req.method} ${req.path}`);
-    if (!chain) return router(req, res, next);
+  const runChain = (chain: RequestHandler[], req: Request, res: Response, next: NextFunction) => {
     req.params = {};
     const run = (index: number) => {
       const step = chain[index];
@@ -201,5 +208,25 @@ export function createRestAdapter(options: {
     };
     run(0);
   };
-  return { handler, routes };
+  const handler: RequestHandler = (req, res, next) => {
+    const chain = exact.get(`${req.method} ${req.path}`);
+    if (!chain) return router(req, res, next);
+    runChain(chain, req, res, next);
+  };
+  const front = (
+    readBody: RequestHandler,
+    claimedBefore: (method: string, path: string) => boolean,
+  ): RequestHandler => {
+    const served = new Map<string, RequestHandler[]>();
+    for (const [key, chain] of exact) {
+      const [method, path] = key.split(' ') as [string, string];
+      if (!claimedBefore(method, path)) served.set(key, [readBody, ...chain]);
+    }
+    return (req, res, next) => {
+      const chain = served.get(`${req.method} ${req.path}`);
+      if (!chain) return next();
+      runChain(chain, req, res, next);
+    };
+  };
+  return { handler, routes, front };
 }

@@ -42,17 +42,26 @@ export function deleteSession(db: DbExecutor, id: string) {
 
 const FAILED_AFTER = sql`interval '5 minutes'`;
 
-export function listSessions(
-  db: DbExecutor,
-  filter: {
-    user_id: string;
-    before: Date | undefined;
-    project_id: number | undefined;
-    only_non_project_chats: boolean;
-    include_failed_chats: boolean;
-    limit: number;
-  },
-) {
+export interface ListSessionsFilter {
+  user_id: string;
+  before: Date | undefined;
+  project_id: number | undefined;
+  only_non_project_chats: boolean;
+  include_failed_chats: boolean;
+  limit: number;
+}
+
+export function listSessions(db: DbExecutor, filter: ListSessionsFilter) {
+  return listSessionsQuery(db, filter).execute();
+}
+
+/**
+ * The newest sessions first, through the (user_id, time_created DESC, id) index, each checked for an
+ * answer by probing its own messages. The probes are scalar subqueries with LIMIT 1 on purpose: as
+ * EXISTS, the planner (which expects to check every session of the user, not just the page) hashed
+ * every assistant message the user ever received, so a listing grew with the whole history.
+ */
+export function listSessionsQuery(db: DbExecutor, filter: ListSessionsFilter) {
   let query = db
     .selectFrom('chat_sessions as s')
     .selectAll('s')
@@ -64,14 +73,14 @@ export function listSessions(
   if (!filter.include_failed_chats) {
     // Failed: no answer ever succeeded, and one failed or none came within five minutes.
     query = query.where(
-      sql<boolean>`(exists (select 1 from chat_messages m where m.chat_session_id = s.id
-        and m.message_type = 'assistant' and m.error is null)
-      or (not exists (select 1 from chat_messages m where m.chat_session_id = s.id
-        and m.message_type = 'assistant' and m.error is not null)
+      sql<boolean>`((select true from chat_messages m where m.chat_session_id = s.id
+        and m.message_type = 'assistant' and m.error is null limit 1) is not null
+      or ((select true from chat_messages m where m.chat_session_id = s.id
+        and m.message_type = 'assistant' and m.error is not null limit 1) is null
         and s.time_created > now() - ${FAILED_AFTER}))`,
     );
   }
-  return query.orderBy('s.time_created', 'desc').orderBy('s.id').limit(filter.limit).execute();
+  return query.orderBy('s.time_created', 'desc').orderBy('s.id').limit(filter.limit);
 }
 
 function likePattern(text: string): string {

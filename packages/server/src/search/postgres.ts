@@ -118,8 +118,17 @@ export function createPostgresSearchIndex(
    */
   const maintain = async (mode: { untilDone?: boolean } = {}): Promise<boolean> => {
     rounds++;
+    const step = { began: performance.now() };
+    const lap = () => {
+      const at = performance.now();
+      const ms = Math.round((at - step.began) * 10) / 10;
+      step.began = at;
+      return ms;
+    };
     const folded = await searchRepository.foldTermDeltas(db);
+    const foldMs = lap();
     const reweighted = await reweightIfDrifted();
+    const reweightMs = lap();
     let rebuilt = 0;
     let more = false;
     const quiet = mode.untilDone || Date.now() - lastWrite >= QUIET_MS;
@@ -143,12 +152,25 @@ export function createPostgresSearchIndex(
     } else {
       more = true;
     }
+    const championsMs = lap();
+    const statistics = reweighted || rebuilt > 0 || rounds % STATISTICS_VACUUM_EVERY === 0;
     if (folded || reweighted || rebuilt) {
-      await searchRepository.vacuumSearchTables(db, {
-        statistics: reweighted || rebuilt > 0 || rounds % STATISTICS_VACUUM_EVERY === 0,
-        chunks: reweighted,
-      });
+      await searchRepository.vacuumSearchTables(db, { statistics, chunks: reweighted });
     }
+    // Each step's duration: on the embedded database every statement runs on the event loop's thread.
+    options.logger?.debug(
+      {
+        folded,
+        foldMs,
+        reweighted,
+        reweightMs,
+        rebuilt,
+        championsMs,
+        vacuum: folded || reweighted || rebuilt ? (statistics ? 'statistics' : 'deltas') : 'none',
+        vacuumMs: lap(),
+      },
+      'search index maintenance round',
+    );
     return more;
   };
   const runMaintenance = () => {
