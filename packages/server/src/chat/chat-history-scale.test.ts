@@ -22,12 +22,10 @@ const WORDS = [
 
 let t: TestRuntime;
 let key: string;
-let userId: string;
 beforeAll(async () => {
   t = await createTestRuntime();
   const user = await t.createKey('basic', 'long history');
   key = user.key;
-  userId = user.user_id;
   const db = t.deps.db;
   await sql`INSERT INTO chat_sessions (user_id, description, time_created, time_updated)
     SELECT ${user.user_id}::uuid, '', now() - (g || ' seconds')::interval, now() - (g || ' seconds')::interval
