@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'svck-';
 
@@ -9,7 +9,7 @@ export function generateApiKey(): string {
 
 /** Keys are 256-bit random values, so an unsalted SHA-256 is a safe, fast lookup hash. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function displayApiKey(key: string): string {

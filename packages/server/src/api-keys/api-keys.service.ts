@@ -187,10 +187,11 @@ export async function authenticate({
   admit?: (cached: boolean) => Promise<void> | void;
 }): Promise<Actor> {
   const credential = parseAuthorizationHeader(authorization);
-  if (admit && (!credential || looksLikeJwt(credential))) await admit(false);
+  const isJwt = credential !== undefined && looksLikeJwt(credential);
+  if (admit && (!credential || isJwt)) await admit(false);
   if (!credential)
     throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
-  if (looksLikeJwt(credential)) return oidcService.authenticateOidc({ ctx, token: credential });
+  if (isJwt) return oidcService.authenticateOidc({ ctx, token: credential });
   const isToken = credential.startsWith(PERSONAL_TOKEN_PREFIX);
   const what = isToken ? 'personal access token' : 'API key';
   const hash = hashApiKey(credential);
