@@ -13,3 +13,24 @@ export async function tryAdvisoryTransactionLock(trx: DbExecutor, key: number): 
   );
   return rows[0]?.locked === true;
 }
+
+/**
+ * Tables changed by more than 50 rows + 10 % since they were last analysed (autovacuum's default
+ * autoanalyze rule), most changed first, except `exclude`.
+ */
+export async function tablesToAnalyze(
+  db: DbExecutor,
+  args: { limit: number; exclude: string[] },
+): Promise<{ table: string; changed: number }[]> {
+  const { rows } = await sql<{ table: string; changed: number }>`
+    SELECT s.relname AS table, s.n_mod_since_analyze::float8 AS changed
+    FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+    WHERE s.schemaname = current_schema() AND s.relname <> ALL(${args.exclude}::text[])
+      AND s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)
+    ORDER BY s.n_mod_since_analyze DESC, s.relname LIMIT ${args.limit}`.execute(db);
+  return rows;
+}
+
+export async function analyzeTable(db: DbExecutor, table: string): Promise<void> {
+  await sql`ANALYZE ${sql.id(table)}`.execute(db);
+}
