@@ -46,6 +46,14 @@ describe('worker', () => {
     for (let run = 0; run < 5 && (await tuples()) < 500; run++) await worker.runOnce();
     await worker.stop();
     expect(await tuples()).toBeGreaterThanOrEqual(500);
+    // Bounded work: a small sample (10 histogram buckets, not Postgres's 100), and the expression
+    // index on to_tsvector(description) is not evaluated row by row.
+    const stats = await sql<{ name: string; bounds: number | null }>`
+      SELECT tablename AS name, array_length(histogram_bounds, 1) AS bounds FROM pg_stats
+      WHERE tablename IN ('chat_sessions', 'chat_sessions_description_fts_idx') AND attname IN ('description', 'to_tsvector')`.execute(
+      t.deps.db,
+    );
+    expect(stats.rows).toEqual([{ name: 'chat_sessions', bounds: 11 }]);
   });
 
   it('keeps running after a task fails, and stops cleanly', async () => {
