@@ -22,6 +22,7 @@ import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
 import * as searchRepository from '@kas/server/search/search.repository.ts';
 import { ADMIN_SEARCH_CHUNKS } from '@kas/server/search/search.service.ts';
 import type { AccessScope } from '@kas/server/search/search-index.ts';
+import { rng } from '@kas/server/testing/random.ts';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 
@@ -33,17 +34,6 @@ const SEARCH_QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
 export const ADMIN_KEY = `svck-${'D'.repeat(43)}`;
 const ALL: AccessScope = { all: true };
 export const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-export function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // English roots with prefixes and suffixes: 20k word-like terms that tokenize like real text (made-up
 // syllables would make the BPE tokenizer an order of magnitude slower than it is on real documents).

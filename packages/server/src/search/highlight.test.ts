@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { rng } from '../testing/random.ts';
 import { highlighter } from './highlight.ts';
 
 /** The definition: scan the whole text with the pattern (what `highlighter` must give, faster). */
@@ -21,17 +22,6 @@ function scanned(content: string, words: string[], max = 3): string[] {
     if (excerpts.length >= max) break;
   }
   return excerpts;
-}
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('highlighter', () => {
