@@ -16,7 +16,8 @@ export async function tryAdvisoryTransactionLock(trx: DbExecutor, key: number): 
 
 /**
  * Tables changed by more than 50 rows + 10 % since they were last analysed (autovacuum's default
- * autoanalyze rule), most changed first, except `exclude`.
+ * autoanalyze rule), except `exclude`: the longest unanalysed first (never analysed, then oldest), so a
+ * busy table cannot starve the others (most changed first, the soak analysed chat_messages every run).
  */
 export async function tablesToAnalyze(
   db: DbExecutor,
@@ -27,7 +28,9 @@ export async function tablesToAnalyze(
     FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
     WHERE s.schemaname = current_schema() AND s.relname <> ALL(${args.exclude}::text[])
       AND s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)
-    ORDER BY s.n_mod_since_analyze DESC, s.relname LIMIT ${args.limit}`.execute(db);
+    ORDER BY coalesce(greatest(s.last_analyze, s.last_autoanalyze), '-infinity') ASC, s.n_mod_since_analyze DESC,
+      s.relname
+    LIMIT ${args.limit}`.execute(db);
   return rows;
 }
 
