@@ -19,6 +19,7 @@ import { championsToScore, planQuery } from '@kas/server/search/bm25.ts';
 import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
 import * as searchRepository from '@kas/server/search/search.repository.ts';
 import * as searchService from '@kas/server/search/search.service.ts';
+import { rng } from '@kas/server/testing/random.ts';
 import { sql } from 'kysely';
 import { ndjson } from '../e2e/chat-helpers.ts';
 import { startFakeOpenAi } from '../fakes/openai.ts';
@@ -34,17 +35,6 @@ const TOKEN_INTERVAL_MS = 10;
 const ADMIN_KEY = `svck-${'B'.repeat(43)}`;
 const CHUNKS = Number(process.env.BENCH_CHAT_CHUNKS ?? 100_000);
 const QUESTION = 'What does the travel policy say about quarterly reports?';
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Seeds the data directory with `count` one-chunk public documents before kas starts: filler words, with

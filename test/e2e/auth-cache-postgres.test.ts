@@ -1,16 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../harness/net.ts';
 import { startPgProxy } from '../harness/pg-proxy.ts';
+import { serve } from '../harness/process.ts';
 
 // The auth cache on a shared Postgres (packages/server/src/auth/pg-auth-cache.ts): two kas processes on
 // one database, a change made through A (or straight in SQL) must hold on the very next request through B,
 // whose cache was warm.
 
-const CLI = join(import.meta.dirname, '../../packages/rest-bridge/src/cli.ts');
 const ADMIN_KEY = `svck-${'Q'.repeat(43)}`;
 const RATE_LIMIT = 200;
 
@@ -19,25 +17,9 @@ interface Proc {
   child: ChildProcess;
 }
 
-async function startProcess(env: Record<string, string>): Promise<Proc> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve', '--no-worker'], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', KAS_LOG_LEVEL: 'error' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`kas exited: ${stderr}`);
-    try {
-      if ((await fetch(`${url}/api/health`)).ok) return { url, child };
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`kas did not start: ${stderr}`);
+/** A `kas serve` process without the worker, on the test's database. */
+function startProcess(env: Record<string, string>): Promise<Proc> {
+  return serve({ ...env, HOST: '127.0.0.1', KAS_LOG_LEVEL: 'error' }, 30_000, ['--no-worker']);
 }
 
 function call(p: Proc, method: string, path: string, key: string, body?: unknown): Promise<Response> {

@@ -1,33 +1,20 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
-import { freePort } from '../harness/net.ts';
+import { serve } from '../harness/process.ts';
 import { ndjson } from './chat-helpers.ts';
 
-const CLI = join(import.meta.dirname, '../../packages/rest-bridge/src/cli.ts');
 const ADMIN_KEY = `svck-${'M'.repeat(43)}`;
 
-async function startProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve', '--no-worker'], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', KAS_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`kas exited: ${stderr}`);
-    try {
-      if ((await fetch(`${url}/api/health`)).ok) return { url, child };
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`kas did not start: ${stderr}`);
+interface Proc {
+  url: string;
+  child: ChildProcess;
+}
+
+/** A `kas serve` process without the worker, on the test's database. */
+function startProcess(env: Record<string, string>): Promise<Proc> {
+  return serve({ ...env, HOST: '127.0.0.1', KAS_LOG_LEVEL: 'warn' }, 30_000, ['--no-worker']);
 }
 
 describe('stopping a stream from another server process (shared Postgres)', () => {

@@ -30,10 +30,15 @@ export function cleanEnv(extra: Record<string, string>): Record<string, string> 
   return { ...env, KAS_LOG_LEVEL: 'info', ...extra };
 }
 
-/** Starts `kas serve` and resolves once /api/health answers, with everything it printed so far. */
-export async function serve(env: Record<string, string>, timeoutMs = 10_000) {
+/**
+ * Starts `kas serve` (with `args`, e.g. `--no-worker`) and resolves once /api/health answers, with
+ * everything it printed so far.
+ */
+export async function serve(env: Record<string, string>, timeoutMs = 10_000, args: string[] = []) {
   const port = await freePort();
-  const child = spawn(process.execPath, [cli, 'serve'], { env: cleanEnv({ PORT: String(port), ...env }) });
+  const child = spawn(process.execPath, [cli, 'serve', ...args], {
+    env: cleanEnv({ PORT: String(port), ...env }),
+  });
   children.push(child);
   let output = '';
   child.stdout.on('data', (d) => {

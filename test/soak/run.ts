@@ -16,6 +16,13 @@
  * (other outbound TCP), `unix`, `pipe`, `anon` (epoll, eventfd, timerfd), `data` (files under the data
  * directory) and `file` (other files). Accepted HTTP connections are bounded by the client's keep-alive
  * pool, which grows to the highest concurrency recently seen; the report prints that peak beside them.
+ *
+ * kas runs with loop-monitor.ts preloaded, which traces its event loop: per minute the report adds the
+ * event-loop delay (p99 of 5-second windows / max), stalls of 100 ms or more, the main thread's CPU time
+ * and the share of the minute it spent waiting for a core (run-queue wait: the machine, which the bare
+ * baseline, a process that barely uses the CPU, does not feel). At the end it lists the longest stalls,
+ * each split into the thread's CPU, its wait for a core, the PGlite statements and garbage collections
+ * inside, and the statements whose CPU per execution grew from the second minute to the last.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';

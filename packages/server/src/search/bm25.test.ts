@@ -1,23 +1,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../db/database.ts';
+import { rng } from '../testing/random.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import { B, idf, K1, TITLE_WEIGHT } from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
 import type { AccessScope, SearchHit } from './search-index.ts';
 
 const ALL: AccessScope = { all: true };
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function rng(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Words that the English stemmer leaves alone and that are no stop words: `w<letters>`. */
 function vocabulary(size: number): string[] {

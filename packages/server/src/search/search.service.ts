@@ -5,6 +5,7 @@ import * as documentSetsRepository from '../document-sets/document-sets.reposito
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
 import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
+import { highlighter } from './highlight.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
@@ -96,35 +97,6 @@ async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilte
   };
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Up to three excerpts around the query's words, matches wrapped in `<hi></hi>`. */
-export function highlight(content: string, words: string[], max = 3): string[] {
-  if (!words.length || !content) return [];
-  // Match on a crude stem so that "clusters" also marks "cluster".
-  const stems = words.map((w) => (w.length > 5 ? w.slice(0, w.length - 2) : w));
-  const pattern = new RegExp(
-    `(?<![\\p{L}\\p{N}])(?:${stems.map(escapeRegExp).join('|')})[\\p{L}\\p{N}]*`,
-    'giu',
-  );
-  const excerpts: string[] = [];
-  let lastEnd = -1;
-  for (const match of content.matchAll(pattern)) {
-    if (match.index < lastEnd) continue;
-    const start = Math.max(0, match.index - 60);
-    const end = Math.min(content.length, match.index + match[0].length + 60);
-    const piece = content.slice(start, end).replace(pattern, (m) => `<hi>${m}</hi>`);
-    excerpts.push(
-      `${start > 0 ? '…' : ''}${piece.replace(/\s+/g, ' ').trim()}${end < content.length ? '…' : ''}`,
-    );
-    lastEnd = end;
-    if (excerpts.length >= max) break;
-  }
-  return excerpts;
-}
-
 /**
  * Retrieval with the actor's access: chunks matching the query and filters, best first. Chat calls
  * this for its search tool; admin search builds on it.
@@ -164,7 +136,7 @@ export async function searchChunks({
   }
   const rows = await searchRepository.loadChunks(ctx.db, hits, access);
   const byKey = new Map(rows.map((r) => [chunkKey(r), r]));
-  const words = parseQuery(query).positiveWords;
+  const mark = highlighter(parseQuery(query).positiveWords);
   const chunks: SearchChunk[] = [];
   for (const hit of hits) {
     const row = byKey.get(chunkKey(hit));
@@ -181,7 +153,7 @@ export async function searchChunks({
       score: hit.score,
       updated_at: new Date(row.updated_at).toISOString(),
       metadata: row.metadata,
-      match_highlights: highlight(row.content, words),
+      match_highlights: mark(row.content),
       hidden: row.hidden,
       boost: row.boost,
     });

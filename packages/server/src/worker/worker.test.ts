@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { purgeExpiredRateLimits } from './tasks.ts';
+import { analyzeChangedTables, purgeExpiredRateLimits } from './tasks.ts';
 import { startWorker, type WorkerTask } from './worker.ts';
 
 let t: TestRuntime;
@@ -22,6 +22,38 @@ describe('worker', () => {
     await worker.stop();
     const { rows } = await sql<{ key: string }>`SELECT key FROM rate_limits ORDER BY key`.execute(t.deps.db);
     expect(rows.map((r) => r.key)).toEqual(['live']);
+  });
+
+  it('analyses tables changed since their last ANALYZE on the embedded database (it has no autovacuum)', async (ctx) => {
+    if (t.deps.dbKind !== 'pglite') ctx.skip();
+    const user = await t.createKey('basic', 'many sessions');
+    await sql`INSERT INTO chat_sessions (user_id, description) SELECT ${user.user_id}::uuid, 's' || g
+      FROM generate_series(1, 500) g`.execute(t.deps.db);
+    // The change counts reach pg_stat_user_tables when the session next reports its statistics.
+    await sql`SELECT pg_stat_force_next_flush()`.execute(t.deps.db);
+    await sql`SELECT 1`.execute(t.deps.db);
+    const tuples = async () =>
+      (
+        await sql<{
+          n: number;
+        }>`SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'chat_sessions'::regclass`.execute(
+          t.deps.db,
+        )
+      ).rows[0]!.n;
+    expect(await tuples()).toBeLessThan(500);
+    const worker = startWorker(t.deps, [analyzeChangedTables]);
+    // One table per run, the most changed first.
+    for (let run = 0; run < 5 && (await tuples()) < 500; run++) await worker.runOnce();
+    await worker.stop();
+    expect(await tuples()).toBeGreaterThanOrEqual(500);
+    // Bounded work: a small sample (10 histogram buckets, not Postgres's 100), and the expression
+    // index on to_tsvector(description) is not evaluated row by row.
+    const stats = await sql<{ name: string; bounds: number | null }>`
+      SELECT tablename AS name, array_length(histogram_bounds, 1) AS bounds FROM pg_stats
+      WHERE tablename IN ('chat_sessions', 'chat_sessions_description_fts_idx') AND attname IN ('description', 'to_tsvector')`.execute(
+      t.deps.db,
+    );
+    expect(stats.rows).toEqual([{ name: 'chat_sessions', bounds: 11 }]);
   });
 
   it('keeps running after a task fails, and stops cleanly', async () => {
