@@ -5,7 +5,7 @@
  * (no key). kas runs on the embedded database and again on a real Postgres.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -23,17 +23,44 @@ export interface LoadResult {
   p50_ms: number;
   p99_ms: number;
   non_2xx: number;
+  /**
+   * The server process's CPU time (user + system, all threads) per request while loaded, in µs: unlike
+   * requests/s it hardly moves when other work shares the machine. Null where /proc cannot tell.
+   */
+  server_cpu_us: number | null;
 }
 
-async function load(name: string, url: string, headers: Record<string, string> = {}): Promise<LoadResult> {
+/** A process's CPU time so far in ms (Linux /proc; clock ticks of 10 ms), or null elsewhere. */
+function cpuTimeMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+async function load(
+  name: string,
+  url: string,
+  headers: Record<string, string> = {},
+  serverPid?: number,
+): Promise<LoadResult> {
   await autocannon({ url, headers, connections: CONNECTIONS, duration: 2 });
+  const cpuBefore = cpuTimeMs(serverPid);
   const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: DURATION });
+  const cpuAfter = cpuTimeMs(serverPid);
   return {
     name,
     requests_per_s: Math.round(result.requests.average),
     p50_ms: result.latency.p50,
     p99_ms: result.latency.p99,
     non_2xx: result.non2xx,
+    server_cpu_us:
+      cpuBefore === null || cpuAfter === null || !result.requests.total
+        ? null
+        : +(((cpuAfter - cpuBefore) * 1000) / result.requests.total).toFixed(1),
   };
 }
 
@@ -117,14 +144,25 @@ export async function benchPlatform(): Promise<{ load: LoadResult[]; auth: AuthL
   };
   const bare = spawn(process.execPath, [join(import.meta.dirname, 'bare-express.ts')]);
   const barePort = JSON.parse(await waitForLine(bare, /\{"port":\d+\}/)).port;
-  results.push(await load('bare express GET /hello', `http://127.0.0.1:${barePort}/hello`));
+  results.push(await load('bare express GET /hello', `http://127.0.0.1:${barePort}/hello`, {}, bare.pid));
   await stop(bare);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-'));
   const embedded = await startKas({ KAS_DATA_DIR: dataDir });
-  results.push(await load('embedded: GET /api/health (no key)', `${embedded.url}/api/health`));
-  results.push(await load('embedded: GET /api/me (auth only)', `${embedded.url}/api/me`, auth));
-  results.push(await load('embedded: GET /api/admin/api-key', `${embedded.url}/api/admin/api-key`, auth));
+  results.push(
+    await load('embedded: GET /api/health (no key)', `${embedded.url}/api/health`, {}, embedded.child.pid),
+  );
+  results.push(
+    await load('embedded: GET /api/me (auth only)', `${embedded.url}/api/me`, auth, embedded.child.pid),
+  );
+  results.push(
+    await load(
+      'embedded: GET /api/admin/api-key',
+      `${embedded.url}/api/admin/api-key`,
+      auth,
+      embedded.child.pid,
+    ),
+  );
   await measureAuth('embedded', embedded.url);
   await stop(embedded.child);
   rmSync(dataDir, { recursive: true, force: true });
@@ -135,9 +173,20 @@ export async function benchPlatform(): Promise<{ load: LoadResult[]; auth: AuthL
       DATABASE_URL: postgres.url,
       KAS_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
     });
-    results.push(await load('postgres: GET /api/health (no key)', `${server.url}/api/health`));
-    results.push(await load('postgres: GET /api/me (auth only)', `${server.url}/api/me`, auth));
-    results.push(await load('postgres: GET /api/admin/api-key', `${server.url}/api/admin/api-key`, auth));
+    results.push(
+      await load('postgres: GET /api/health (no key)', `${server.url}/api/health`, {}, server.child.pid),
+    );
+    results.push(
+      await load('postgres: GET /api/me (auth only)', `${server.url}/api/me`, auth, server.child.pid),
+    );
+    results.push(
+      await load(
+        'postgres: GET /api/admin/api-key',
+        `${server.url}/api/admin/api-key`,
+        auth,
+        server.child.pid,
+      ),
+    );
     await measureAuth('postgres', server.url);
     await stop(server.child);
     // The floor: bare express running the same two prepared statements on the same database.
@@ -150,6 +199,7 @@ export async function benchPlatform(): Promise<{ load: LoadResult[]; auth: AuthL
         'postgres floor: bare express + the same 2 statements',
         `http://127.0.0.1:${floorPort}/keys`,
         auth,
+        floor.pid,
       ),
     );
     await stop(floor);
@@ -174,6 +224,11 @@ export function summarisePlatform({
     const keys = find(`${mode}: GET /api/admin/api-key`);
     return [
       `${mode}: authenticated GET /api/admin/api-key = ${((keys.requests_per_s / bare.requests_per_s) * 100).toFixed(0)}% of bare express req/s (target ≥ ${mode === 'embedded' ? 50 : 30}%)`,
+      ...(keys.server_cpu_us !== null && bare.server_cpu_us !== null
+        ? [
+            `${mode}: server CPU per request ${keys.server_cpu_us} µs vs bare express ${bare.server_cpu_us} µs (bare ÷ kas = ${((bare.server_cpu_us / keys.server_cpu_us) * 100).toFixed(0)}%, moved less than req/s by other load on the machine)`,
+          ]
+        : []),
       `${mode}: under load (16 connections) GET /api/me p50 ${me.p50_ms} ms vs /api/health ${health.p50_ms} ms`,
       `${mode}: authentication adds ${auth.find((a) => a.mode === mode)?.auth_ms} ms p50 unloaded (sequential GET /api/me vs /api/health; target < 1 ms)`,
       ...(mode === 'postgres'

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DbExecutor } from '../db/database.ts';
+import type { Db, DbExecutor } from '../db/database.ts';
 
 /** Deletes rate-limit windows (rate-limiter-flexible's Postgres store) that expired before `now` (ms). */
 export async function deleteExpiredRateLimits(db: DbExecutor, now: number): Promise<void> {
@@ -16,7 +16,8 @@ export async function tryAdvisoryTransactionLock(trx: DbExecutor, key: number): 
 
 /**
  * Tables changed by more than 50 rows + 10 % since they were last analysed (autovacuum's default
- * autoanalyze rule), most changed first, except `exclude`.
+ * autoanalyze rule), except `exclude`: the longest unanalysed first (never analysed, then oldest), so a
+ * busy table cannot starve the others (most changed first, the soak analysed chat_messages every run).
  */
 export async function tablesToAnalyze(
   db: DbExecutor,
@@ -27,10 +28,25 @@ export async function tablesToAnalyze(
     FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
     WHERE s.schemaname = current_schema() AND s.relname <> ALL(${args.exclude}::text[])
       AND s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)
-    ORDER BY s.n_mod_since_analyze DESC, s.relname LIMIT ${args.limit}`.execute(db);
+    ORDER BY coalesce(greatest(s.last_analyze, s.last_autoanalyze), '-infinity') ASC, s.n_mod_since_analyze DESC,
+      s.relname
+    LIMIT ${args.limit}`.execute(db);
   return rows;
 }
 
-export async function analyzeTable(db: DbExecutor, table: string): Promise<void> {
-  await sql`ANALYZE ${sql.id(table)}`.execute(db);
+/**
+ * Analyses a table's columns with a small sample (300 × `statisticsTarget` rows), so the work is
+ * bounded whatever the table's size. The columns are named so that expression indexes are skipped:
+ * a whole-table ANALYZE also evaluates their expressions on every sampled row (chat_messages'
+ * `to_tsvector(message)`: 2.8 s for 40,000 messages on PGlite, against 35 ms for its columns).
+ */
+export async function analyzeTable(db: Db, table: string, statisticsTarget: number): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ name: string }>`
+      SELECT attname AS name FROM pg_attribute
+      WHERE attrelid = ${table}::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`.execute(trx);
+    if (!rows.length) return;
+    await sql`SELECT set_config('default_statistics_target', ${String(statisticsTarget)}, true)`.execute(trx);
+    await sql`ANALYZE ${sql.id(table)} (${sql.join(rows.map((r) => sql.id(r.name)))})`.execute(trx);
+  });
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import * as maintenanceRepository from './maintenance.repository.ts';
 import { analyzeChangedTables, purgeExpiredRateLimits } from './tasks.ts';
 import { startWorker, type WorkerTask } from './worker.ts';
 
@@ -42,10 +43,37 @@ describe('worker', () => {
       ).rows[0]!.n;
     expect(await tuples()).toBeLessThan(500);
     const worker = startWorker(t.deps, [analyzeChangedTables]);
-    // One table per run, the most changed first.
-    for (let run = 0; run < 5 && (await tuples()) < 500; run++) await worker.runOnce();
+    // One table per run, the longest unanalysed first.
+    for (let run = 0; run < 30 && (await tuples()) < 500; run++) await worker.runOnce();
     await worker.stop();
     expect(await tuples()).toBeGreaterThanOrEqual(500);
+    // Bounded work: a small sample (10 histogram buckets, not Postgres's 100), and the expression
+    // index on to_tsvector(description) is not evaluated row by row.
+    const stats = await sql<{ name: string; bounds: number | null }>`
+      SELECT tablename AS name, array_length(histogram_bounds, 1) AS bounds FROM pg_stats
+      WHERE tablename IN ('chat_sessions', 'chat_sessions_description_fts_idx') AND attname IN ('description', 'to_tsvector')`.execute(
+      t.deps.db,
+    );
+    expect(stats.rows).toEqual([{ name: 'chat_sessions', bounds: 11 }]);
+  });
+
+  it('analyses the longest unanalysed table first, so a busy one cannot starve the others', async (ctx) => {
+    if (t.deps.dbKind !== 'pglite') ctx.skip();
+    const db = t.deps.db;
+    const user = await t.createKey('basic', 'busy table');
+    await maintenanceRepository.analyzeTable(db, 'chat_sessions', 10);
+    await sql`SELECT pg_stat_force_next_flush()`.execute(db);
+    await sql`INSERT INTO chat_sessions (user_id, description) SELECT ${user.user_id}::uuid, 'b' || g
+      FROM generate_series(1, 2000) g`.execute(db);
+    await sql`INSERT INTO user_projects (user_id, name) SELECT ${user.user_id}::uuid, 'p' || g
+      FROM generate_series(1, 100) g`.execute(db);
+    await sql`SELECT pg_stat_force_next_flush()`.execute(db);
+    await sql`SELECT 1`.execute(db);
+    const due = await maintenanceRepository.tablesToAnalyze(db, { limit: 100, exclude: [] });
+    const names = due.map((d) => d.table);
+    expect(names).toContain('chat_sessions');
+    expect(names.indexOf('user_projects')).toBeGreaterThanOrEqual(0);
+    expect(names.indexOf('user_projects')).toBeLessThan(names.indexOf('chat_sessions'));
   });
 
   it('keeps running after a task fails, and stops cleanly', async () => {
