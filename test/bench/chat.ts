@@ -96,7 +96,7 @@ function cpuMs(pid: number | undefined): number {
 /**
  * The floor under kas's retrieval step: on the same data directory, in-process (no HTTP, no chat), the
  * chunk search chat runs for the question (term statistics, BM25 over the candidates, loading 25
- * chunks), and its BM25 statement alone.
+ * chunks), and its BM25 statement alone (returning the 25 chunks' rows, as on the embedded database).
  */
 async function retrievalFloor(dataDir: string) {
   const runtime = await createRuntime(configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn' }), {
@@ -121,6 +121,7 @@ async function retrievalFloor(dataDir: string) {
         access: { all: true },
         limit: 25,
         scoredChampions: championsToScore(25),
+        rows: {},
       });
       if (i >= 5) {
         search.push(t1 - t0);

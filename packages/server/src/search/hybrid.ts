@@ -82,7 +82,8 @@ export function createHybridIndex(options: {
       if (!parsed.positiveWords.length || exact) return keyword.search(request);
       const depth = Math.max(request.limit, 50);
       const [keywordHits, vectorHits] = await Promise.all([
-        keyword.search({ ...request, limit: depth }),
+        // Rows follow the fused order, not the keyword list's: the caller loads them.
+        keyword.search({ ...request, limit: depth, rows: undefined }),
         embedder.embed([request.query]).then(([embedding]) =>
           searchRepository.vectorSearch(db, {
             embedding: embedding!,

@@ -3,7 +3,10 @@ import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import type { IngestedDocument } from '../documents/documents.schemas.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { createPostgresSearchIndex } from './postgres.ts';
+import * as searchRepository from './search.repository.ts';
 import * as searchService from './search.service.ts';
+import type { SearchHit } from './search-index.ts';
 
 type Doc = Omit<IngestedDocument, 'doc_updated_at' | 'metadata'> & {
   doc_updated_at?: string;
@@ -161,6 +164,34 @@ export function searchIndexContract(
       expect(chunk!.score).toBeGreaterThan(0);
       expect(chunk!.blurb).toContain('Restart the ingress controller');
       expect(chunk!.match_highlights.join(' ')).toContain('<hi>node</hi>');
+    });
+
+    it('returns stored rows with the ranking only as a lookup would give them', async () => {
+      const request = { query: 'ingress', filters: {}, access: { all: true } as const, limit: 10 };
+      // The index kept in the database, both ways; other indexes as configured.
+      const indexes =
+        t.deps.search.kind === 'postgres'
+          ? [true, false].map((rowsWithRanking) => createPostgresSearchIndex(t.deps.db, { rowsWithRanking }))
+          : [t.deps.search];
+      const withoutRows = (hits: SearchHit[]) => hits.map(({ row: _, ...hit }) => hit);
+      for (const index of indexes) {
+        const all = await index.search({ ...request, rows: {} });
+        const best = await index.search({ ...request, rows: { perDocument: 1 } });
+        expect(all.length).toBeGreaterThan(1);
+        expect(withoutRows(best)).toEqual(withoutRows(all));
+        for (const hit of [...all, ...best].filter((h) => h.row)) {
+          const [looked] = await searchRepository.loadChunks(t.deps.db, [hit], { all: true });
+          expect(hit.row).toEqual(looked);
+        }
+        if ('rowsWithRanking' in index && index.rowsWithRanking) {
+          // Every hit's row, or the first document's best only.
+          expect(all.every((h) => h.row)).toBe(true);
+          expect(best.filter((h) => h.row).map((h) => h.document_id)).toEqual([best[0]!.document_id]);
+        } else {
+          expect([...all, ...best].filter((h) => h.row)).toEqual([]);
+        }
+      }
+      for (const index of indexes) if (index !== t.deps.search) await index.close?.();
     });
 
     it('understands web-search syntax: phrases, exclusions and or', async () => {

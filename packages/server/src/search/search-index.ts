@@ -62,6 +62,12 @@ export interface SearchRequest {
    * Callers that will relax the query themselves turn it off to save the extra queries.
    */
   fallbacks?: boolean | undefined;
+  /**
+   * The caller will read the stored rows of these hits: every hit's, or only each document's best for
+   * at most `perDocument` documents. An index kept in the database may return them with the ranking
+   * (`SearchHit.row`), saving a lookup; others ignore this and the caller loads what is missing.
+   */
+  rows?: { perDocument?: number | undefined } | undefined;
 }
 
 export interface SearchHit {
@@ -69,6 +75,26 @@ export interface SearchHit {
   chunk_id: number;
   /** Relevance; higher is better. Comparable only within one response. */
   score: number;
+  /** The chunk's stored row with its document's, when the index returned it (see `SearchRequest.rows`). */
+  row?: StoredChunk | undefined;
+}
+
+/** A chunk as stored, with what a result needs of its document. */
+export interface StoredChunk {
+  document_id: string;
+  chunk_id: number;
+  content: string;
+  blurb: string;
+  link: string | null;
+  section_links: Record<string, string>;
+  semantic_identifier: string;
+  title: string;
+  source_type: string;
+  updated_at: Date;
+  metadata: Record<string, string | string[]>;
+  document_link: string | null;
+  hidden: boolean;
+  boost: number;
 }
 
 export interface IndexedChunk {

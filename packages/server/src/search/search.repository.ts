@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
-import type { AccessScope, IndexFilters, SearchHit } from './search-index.ts';
+import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
 
 /** Access and filters on `documents d`, as SQL conditions (none for an admin without filters). */
 function documentConditionList(filters: IndexFilters, access: AccessScope): RawBuilder<unknown>[] {
@@ -43,6 +43,26 @@ const RESERVED_KEYS = '\u0001%';
 function anyLexeme(lexemes: string[]): string {
   return lexemes.map((l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ');
 }
+
+/** A `StoredChunk` from `chunks c` and `documents d`. */
+const STORED_CHUNK_COLUMNS = sql`c.document_id, c.chunk_id, c.content, c.blurb, c.link, c.section_links,
+  d.semantic_id AS semantic_identifier, d.title, d.source AS source_type, d.doc_updated_at AS updated_at,
+  d.metadata, d.link AS document_link, d.hidden, d.boost`;
+/** The same columns but the key, as named by `STORED_CHUNK_COLUMNS`. */
+const STORED_CHUNK_FIELDS = [
+  'content',
+  'blurb',
+  'link',
+  'section_links',
+  'semantic_identifier',
+  'title',
+  'source_type',
+  'updated_at',
+  'metadata',
+  'document_link',
+  'hidden',
+  'boost',
+] as const;
 
 export interface QueryTerms {
   /** The chunks in the index. */
@@ -113,6 +133,8 @@ export async function bm25Search(
     limit: number;
     /** Score only this many champion candidates, those the lists alone rank highest (all when absent). */
     scoredChampions?: number;
+    /** Return the stored rows too (see `SearchRequest.rows`). */
+    rows?: SearchRequest['rows'];
     /** Leave the join order to the planner (the exhaustive fallback, where visibility is selective). */
     plannerJoin?: boolean;
   },
@@ -179,19 +201,61 @@ export async function bm25Search(
   }
   const candidates = sql.join(arms, sql` UNION `);
   // OFFSET 0 keeps the planner from pushing the document check below the sort (back onto every candidate).
-  const result = await (documentCheck
-    ? sql<SearchHit>`
+  const ranked = documentCheck
+    ? sql`
       SELECT document_id, chunk_id, score
       FROM (${candidates} ORDER BY score DESC, document_id, chunk_id OFFSET 0) c
       WHERE ${documentCheck}
       ORDER BY score DESC, document_id, chunk_id
       LIMIT ${args.limit}`
-    : sql<SearchHit>`
+    : sql`
       ${candidates}
       ORDER BY score DESC, document_id, chunk_id
-      LIMIT ${args.limit}`
-  ).execute(db);
-  return result.rows;
+      LIMIT ${args.limit}`;
+  if (!args.rows) return (await sql<SearchHit>`${ranked}`.execute(db)).rows;
+  return withStoredRows(db, ranked, args.rows);
+}
+
+/**
+ * Ranked hits with the stored rows the caller reads (every hit's, or each document's best for at most
+ * `perDocument` documents), in the same statement: one round trip instead of ranking, then loading.
+ */
+async function withStoredRows(
+  db: DbExecutor,
+  ranked: RawBuilder<unknown>,
+  rows: NonNullable<SearchRequest['rows']>,
+): Promise<SearchHit[]> {
+  // Each document's best hit is the first in rank order; it is shown while fewer than `perDocument`
+  // documents came before it.
+  const shown =
+    rows.perDocument === undefined
+      ? sql`true`
+      : sql`in_document = 1 AND count(*) FILTER (WHERE in_document = 1)
+          OVER (ORDER BY position ROWS UNBOUNDED PRECEDING) <= ${rows.perDocument}`;
+  const result = await sql<StoredChunk & { score: number; stored: boolean }>`
+    WITH ranked AS MATERIALIZED (${ranked}), numbered AS (
+      SELECT document_id, chunk_id, score,
+        row_number() OVER (ORDER BY score DESC, document_id, chunk_id) AS position,
+        row_number() OVER (PARTITION BY document_id ORDER BY score DESC, chunk_id) AS in_document
+      FROM ranked
+    ), marked AS (
+      SELECT document_id, chunk_id, score, position, ${shown} AS shown FROM numbered
+    )
+    SELECT m.document_id, m.chunk_id, m.score, stored.document_id IS NOT NULL AS stored,
+      ${sql.join(STORED_CHUNK_FIELDS.map((field) => sql`stored.${sql.ref(field)}`))}
+    FROM marked m
+      LEFT JOIN LATERAL (
+        SELECT ${STORED_CHUNK_COLUMNS}
+        FROM chunks c JOIN documents d ON d.id = c.document_id
+        WHERE m.shown AND c.document_id = m.document_id AND c.chunk_id = m.chunk_id
+        OFFSET 0
+      ) stored ON true
+    ORDER BY m.position`.execute(db);
+  return result.rows.map(({ score, stored, ...row }) =>
+    stored
+      ? { document_id: row.document_id, chunk_id: row.chunk_id, score, row }
+      : { document_id: row.document_id, chunk_id: row.chunk_id, score },
+  );
 }
 
 /**
@@ -432,23 +496,6 @@ export async function correctWords(db: DbExecutor, words: string[]): Promise<Map
   return new Map(result.rows.filter((r) => r.term).map((r) => [r.word, r.term!]));
 }
 
-export interface ChunkRow {
-  document_id: string;
-  chunk_id: number;
-  content: string;
-  blurb: string;
-  link: string | null;
-  section_links: Record<string, string>;
-  semantic_identifier: string;
-  title: string;
-  source_type: string;
-  updated_at: Date;
-  metadata: Record<string, string | string[]>;
-  document_link: string | null;
-  hidden: boolean;
-  boost: number;
-}
-
 /**
  * Loads hits with their document, checking access once more: an index that lags behind the
  * database can never reveal a document the caller may not see.
@@ -457,12 +504,10 @@ export async function loadChunks(
   db: DbExecutor,
   keys: { document_id: string; chunk_id: number }[],
   access: AccessScope,
-): Promise<ChunkRow[]> {
+): Promise<StoredChunk[]> {
   if (!keys.length) return [];
-  const result = await sql<ChunkRow>`
-    SELECT c.document_id, c.chunk_id, c.content, c.blurb, c.link, c.section_links,
-      d.semantic_id AS semantic_identifier, d.title, d.source AS source_type, d.doc_updated_at AS updated_at,
-      d.metadata, d.link AS document_link, d.hidden, d.boost
+  const result = await sql<StoredChunk>`
+    SELECT ${STORED_CHUNK_COLUMNS}
     FROM unnest(${keys.map((k) => k.document_id)}::text[], ${keys.map((k) => k.chunk_id)}::int[]) AS k(document_id, chunk_id)
     JOIN chunks c ON c.document_id = k.document_id AND c.chunk_id = k.chunk_id
     JOIN documents d ON d.id = c.document_id

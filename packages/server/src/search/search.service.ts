@@ -123,7 +123,14 @@ export async function searchChunks({
   const access = await accessScopeOf(ctx, actor);
   const indexFilters = await resolveFilters(ctx, actor, filters);
   if (indexFilters.document_sets?.length === 0) return [];
-  let hits = await ctx.search.search({ query, filters: indexFilters, access, limit, fallbacks });
+  let hits = await ctx.search.search({
+    query,
+    filters: indexFilters,
+    access,
+    limit,
+    fallbacks,
+    rows: { perDocument },
+  });
   if (perDocument !== undefined) {
     const seen = new Set<string>();
     hits = hits
@@ -134,8 +141,11 @@ export async function searchChunks({
       })
       .slice(0, perDocument);
   }
-  const rows = await searchRepository.loadChunks(ctx.db, hits, access);
-  const byKey = new Map(rows.map((r) => [chunkKey(r), r]));
+  // Rows the index did not return with the ranking are loaded here.
+  const missing = hits.filter((h) => !h.row);
+  const loaded = missing.length ? await searchRepository.loadChunks(ctx.db, missing, access) : [];
+  const byKey = new Map(loaded.map((r) => [chunkKey(r), r]));
+  for (const hit of hits) if (hit.row) byKey.set(chunkKey(hit), hit.row);
   const mark = highlighter(parseQuery(query).positiveWords);
   const chunks: SearchChunk[] = [];
   for (const hit of hits) {
@@ -181,7 +191,7 @@ export function toSearchDoc(chunk: SearchChunk): SearchDoc {
 
 /** Chunks retrieved per admin search; results are then one per document. */
 export const ADMIN_SEARCH_CHUNKS = 100;
-const ADMIN_SEARCH_DOCUMENTS = 50;
+export const ADMIN_SEARCH_DOCUMENTS = 50;
 
 /** Admin search: one result per document (its best chunk), ordered by relevance; hidden documents included. */
 export async function adminSearch({
