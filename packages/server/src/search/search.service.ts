@@ -9,13 +9,7 @@ import { highlighter } from './highlight.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
-import {
-  type AccessScope,
-  chunkKey,
-  encodeTag,
-  type IndexFilters,
-  type SearchIndex,
-} from './search-index.ts';
+import { type AccessScope, chunkKey, encodeTag, type IndexFilters } from './search-index.ts';
 
 type Deps = ServiceContext<'db' | 'search'>;
 
