@@ -59,10 +59,7 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
  * temporary directory. As root it runs as the `postgres` user, from a copy of the binaries under the
  * system temp directory: the checkout may sit in a directory that user cannot enter (e.g. `mktemp -d`).
  */
-export async function startPostgres(
-  /** Server settings beyond the defaults below (`-c name=value`), e.g. `{ shared_buffers: '1GB' }`. */
-  settings: Record<string, string> = {},
-): Promise<PostgresServer> {
+export async function startPostgres(): Promise<PostgresServer> {
   const shipped = await shippedBinaries();
   const account = postgresAccount();
   const dir = mkdtempSync(join(tmpdir(), 'kas-pg-'));
@@ -122,7 +119,6 @@ export async function startPostgres(
         'full_page_writes=off',
         '-c',
         'max_connections=300',
-        ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       ],
       { ...asAccount, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
