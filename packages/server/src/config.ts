@@ -146,6 +146,11 @@ const ConfigSchema = z.object({
   KAS_OIDC_CURATOR_GROUPS: z.string().default(''),
   /** Create a `basic` user the first time an unknown email signs in. */
   KAS_OIDC_AUTO_PROVISION: booleanString.default(true),
+  /**
+   * Accept tokens that carry no `email_verified` claim (the provider vouches for every email it puts
+   * in a token). `email_verified` present and anything but boolean `true` is refused regardless.
+   */
+  KAS_OIDC_TRUST_UNVERIFIED_EMAIL: booleanString.default(false),
   /** Signature algorithms accepted (comma-separated); `none` and HMAC are never accepted. */
   KAS_OIDC_ALGORITHMS: z
     .string()

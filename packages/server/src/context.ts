@@ -1,4 +1,5 @@
 import type { AuthCache } from './auth/auth-cache.ts';
+import type { OidcVerifier } from './auth/oidc.ts';
 import type { Actor } from './auth/roles.ts';
 import type { StopRegistry } from './chat/service/stop-registry.ts';
 import type { Config } from './config.ts';
@@ -7,7 +8,6 @@ import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { IngestionState } from './documents/service/ingest.ts';
-import type { OidcVerifier } from './identity/oidc.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { Outbound } from './outbound/outbound.ts';

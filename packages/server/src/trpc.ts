@@ -2,7 +2,7 @@ import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { ZodType } from 'zod';
-import * as apiKeysService from './api-keys/api-keys.service.ts';
+import { authenticate } from './auth/authenticate.ts';
 import { type Actor, type Role, roleAtLeast } from './auth/roles.ts';
 import type { Context } from './context.ts';
 import { AppError, toErrorResponse } from './errors.ts';
@@ -18,6 +18,10 @@ export type KasMeta = OpenApiMeta<{
   multipart?: { field: string; maxFiles: number };
   /** A signed webhook: the REST adapter hands the procedure `headers` and the body exactly as sent (`raw_body`). */
   rawBody?: boolean;
+  /** The least role the procedure requires: set by the base procedures below, enforced by `authed`. */
+  minRole?: Role;
+  /** Authenticates when a credential is sent and runs without one (publicly shared reads). */
+  optionalAuth?: boolean;
 }>;
 
 const t = initTRPC
@@ -56,7 +60,7 @@ export const publicProcedure = t.procedure;
 async function authenticateCaller(ctx: Context): Promise<Actor> {
   if (ctx.actor) return ctx.actor;
   try {
-    return await apiKeysService.authenticate({
+    return await authenticate({
       ctx,
       authorization: ctx.authorization,
       admit: (cached) => ctx.authFailures.assertAllowed(ctx.clientAddress, { cached }),
@@ -68,44 +72,49 @@ async function authenticateCaller(ctx: Context): Promise<Actor> {
   }
 }
 
-function requireRole(minimum: Role) {
-  return t.middleware(async ({ ctx, next }) => {
-    const actor = await authenticateCaller(ctx);
-    if (!roleAtLeast(actor.role, minimum)) {
-      throw new AppError(
-        'INSUFFICIENT_PERMISSIONS',
-        actor.role === 'limited'
-          ? 'Access denied: a limited user may only chat and read agents'
-          : `This action requires the ${minimum} role; the caller has the ${actor.role} role`,
-      );
-    }
-    const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
-    for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-    // Set on this request's own context object: `next({ ctx })` would copy the whole context (every
-    // dependency) into a new object, a tenth of a simple GET's time. The cast keeps tRPC's narrowing.
-    ctx.actor = actor;
-    return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
-  });
-}
-
-/** Authenticates when a key is sent and runs without one: only for publicly shared reads. */
-export const optionalAuthProcedure = publicProcedure.use(async ({ ctx, next }) => {
-  if (!ctx.authorization) return next({ ctx: { actor: null } });
-  const actor = await authenticateCaller(ctx);
+async function countRequest(ctx: Context, actor: Actor): Promise<void> {
   const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
   for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
-  ctx.actor = actor;
-  return next() as unknown as ReturnType<typeof next<{ actor: Actor }>>;
+}
+
+/**
+ * The one role gate: authenticates, checks the role the procedure's meta requires (a procedure built
+ * without one is admin-only: fail closed), counts the request against the caller's rate limit, and
+ * narrows the context to the caller (trpc examples/next-sse-chat `isAuthed`).
+ */
+const authed = t.middleware(async ({ ctx, meta, next }) => {
+  const minimum = meta?.minRole ?? 'admin';
+  const actor = await authenticateCaller(ctx);
+  if (!roleAtLeast(actor.role, minimum)) {
+    throw new AppError(
+      'INSUFFICIENT_PERMISSIONS',
+      actor.role === 'limited'
+        ? 'Access denied: a limited user may only chat and read agents'
+        : `This action requires the ${minimum} role; the caller has the ${actor.role} role`,
+    );
+  }
+  await countRequest(ctx, actor);
+  return next({ ctx: { actor } });
 });
 
+/** Authenticates when a credential is sent and runs without one: only for publicly shared reads. */
+export const optionalAuthProcedure = publicProcedure
+  .meta({ optionalAuth: true })
+  .use(async ({ ctx, next }) => {
+    if (!ctx.authorization) return next({ ctx: { actor: null } });
+    const actor = await authenticateCaller(ctx);
+    await countRequest(ctx, actor);
+    return next({ ctx: { actor } });
+  });
+
 /** Any caller, `limited` included: only chat and reading agents use it. */
-export const limitedProcedure = publicProcedure.use(requireRole('limited'));
+export const limitedProcedure = publicProcedure.meta({ minRole: 'limited' }).use(authed);
 /** Any caller except `limited` ones. */
-export const basicProcedure = publicProcedure.use(requireRole('basic'));
+export const basicProcedure = publicProcedure.meta({ minRole: 'basic' }).use(authed);
 /** Curator or admin. */
-export const curatorProcedure = publicProcedure.use(requireRole('curator'));
+export const curatorProcedure = publicProcedure.meta({ minRole: 'curator' }).use(authed);
 /** Admin only. */
-export const adminProcedure = publicProcedure.use(requireRole('admin'));
+export const adminProcedure = publicProcedure.meta({ minRole: 'admin' }).use(authed);
 
 /** The context of an authenticated procedure: the actor is always set. */
 export type AuthedContext = Context & { actor: NonNullable<Context['actor']> };
@@ -113,31 +122,17 @@ export type AuthedContext = Context & { actor: NonNullable<Context['actor']> };
 /** The least credential an operation needs: `none` for public and optionally authenticated ones. */
 export type MinRole = Role | 'none';
 
-const ROLE_GATES: [MinRole, unknown][] = [
-  ['admin', adminProcedure._def.middlewares.at(-1)],
-  ['curator', curatorProcedure._def.middlewares.at(-1)],
-  ['basic', basicProcedure._def.middlewares.at(-1)],
-  ['limited', limitedProcedure._def.middlewares.at(-1)],
-];
-
-/**
- * The least role a procedure requires, read from the base procedure it was built on (its role gate is
- * the same middleware object), so every new procedure declares it without anyone writing it down.
- */
-export function procedureMinRole(procedure: { _def: object }): MinRole {
-  const middlewares = middlewaresOf(procedure);
-  for (const [role, gate] of ROLE_GATES) if (middlewares.includes(gate)) return role;
-  return 'none';
+function metaOf(procedure: { _def: object }): KasMeta | undefined {
+  return (procedure._def as { meta?: KasMeta }).meta;
 }
 
-function middlewaresOf(procedure: { _def: object }): unknown[] {
-  return (procedure._def as { middlewares?: unknown[] }).middlewares ?? [];
+/** The least role a procedure requires, as its base procedure declared it in the meta. */
+export function procedureMinRole(procedure: { _def: object }): MinRole {
+  return metaOf(procedure)?.minRole ?? 'none';
 }
 
 /** Whether a procedure reads the caller's key at all (required, or optional as for shared reads). */
 export function procedureReadsKey(procedure: { _def: object }): boolean {
-  return (
-    procedureMinRole(procedure) !== 'none' ||
-    middlewaresOf(procedure).includes(optionalAuthProcedure._def.middlewares.at(-1))
-  );
+  const meta = metaOf(procedure);
+  return meta?.minRole !== undefined || meta?.optionalAuth === true;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ExpiresInDays } from '../auth/credential.ts';
 import { Role } from '../auth/roles.ts';
 
 export const ApiKeyId = z.number().int().positive().meta({ description: 'Unique id of the key' });
@@ -23,15 +24,6 @@ export const ApiKeyDescriptor = z
 export type ApiKeyDescriptor = z.infer<typeof ApiKeyDescriptor>;
 
 const ApiKeyName = z.string().trim().max(255).nullable();
-
-/** Lifetime in days from now; null or absent: never expires. */
-export const ExpiresInDays = z
-  .number()
-  .int()
-  .positive()
-  .max(36_500)
-  .nullable()
-  .meta({ description: 'Days until the credential expires; null or absent: never' });
 
 export const CreateApiKeyInput = z.object({
   name: ApiKeyName.optional(),

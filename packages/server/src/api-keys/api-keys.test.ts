@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashCredential } from '../auth/credential.ts';
 import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { hashApiKey } from './api-keys.secret.ts';
 
 let t: TestRuntime;
 beforeAll(async () => {
@@ -43,7 +43,7 @@ describe('API keys', () => {
       .selectAll()
       .where('id', '=', created.api_key_id)
       .execute();
-    expect(rows[0]!.hashed_key).toBe(hashApiKey(created.api_key!));
+    expect(rows[0]!.hashed_key).toBe(hashCredential(created.api_key!));
     expect(JSON.stringify(rows)).not.toContain(created.api_key!.slice(5));
   });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { CredentialKind } from './credential.ts';
 
 /** `limited`: chat and reading agents only. */
 export const Role = z.enum(['limited', 'basic', 'curator', 'admin']).meta({ id: 'Role' });
@@ -11,7 +12,7 @@ export function roleAtLeast(role: Role, minimum: Role): boolean {
 }
 
 /** How the caller proved who they are. */
-export type Credential = 'api_key' | 'personal_token' | 'oidc';
+export type Credential = CredentialKind;
 
 /**
  * Who is calling: the service-account user behind an API key, or a person signed in with a personal
@@ -28,10 +29,26 @@ export interface Actor {
   rate_limit_key: string;
   /** The verified OIDC bearer token (OAuth pass-through forwards it); null for keys and personal tokens. */
   oidc_token: string | null;
+  /**
+   * When the credential stops working (for a personal token minted by a key: the earlier of the two);
+   * null: never. A credential this actor creates expires no later.
+   */
+  expires_at: Date | null;
+  /**
+   * The API key this credential lives and dies with: the key itself, or the key that minted this
+   * personal token (directly or through other tokens). Null for a person's own credentials.
+   */
+  bound_api_key_id: number | null;
 }
 
 /** The actor of an API key's service-account user. */
-export function apiKeyActor(row: { user_id: string; role: Role; api_key_id: number; email?: string }): Actor {
+export function apiKeyActor(row: {
+  user_id: string;
+  role: Role;
+  api_key_id: number;
+  email?: string;
+  expires_at?: Date | null;
+}): Actor {
   return {
     user_id: row.user_id,
     role: row.role,
@@ -40,5 +57,7 @@ export function apiKeyActor(row: { user_id: string; role: Role; api_key_id: numb
     credential: 'api_key',
     rate_limit_key: `key:${row.api_key_id}`,
     oidc_token: null,
+    expires_at: row.expires_at ?? null,
+    bound_api_key_id: row.api_key_id,
   };
 }

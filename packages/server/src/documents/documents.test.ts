@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as apiKeysService from '../api-keys/api-keys.service.ts';
+import { authenticate } from '../auth/authenticate.ts';
 import { apiKeyActor } from '../auth/roles.ts';
 import { toErrorResponse } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
@@ -107,7 +107,7 @@ describe('ingestion', () => {
         ],
       }),
     });
-    const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` });
+    const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` });
     const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'ingress controller' });
     expect(chunks[0]).toMatchObject({
       document_id: 'kube',
@@ -203,7 +203,7 @@ describe('ingestion', () => {
       .where('document_id', 'like', 'batch-%')
       .executeTakeFirstOrThrow();
     expect(Number(chunkCount.n)).toBe(4);
-    const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` });
+    const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${t.adminKey}` });
     const found = await searchService.searchChunks({ ctx: t.deps, actor, query: 'handbook', limit: 100 });
     expect(found.map((c) => c.document_id)).toEqual(
       expect.arrayContaining(['batch-1', 'batch-3', 'batch-dup']),

@@ -11,8 +11,10 @@ export function findActorByTokenHash(db: DbExecutor, hashedToken: string) {
       'users.role as role',
       'users.email as email',
       'users.is_active as is_active',
+      'users.account_type as account_type',
       't.id as token_id',
       't.expires_at as expires_at',
+      't.created_by_api_key_id as created_by_api_key_id',
     ])
     .where('t.hashed_token', '=', hashedToken)
     .executeTakeFirst();
@@ -20,7 +22,14 @@ export function findActorByTokenHash(db: DbExecutor, hashedToken: string) {
 
 export function insertToken(
   db: DbExecutor,
-  row: { user_id: string; name: string; hashed_token: string; display: string; expires_at: Date | null },
+  row: {
+    user_id: string;
+    name: string;
+    hashed_token: string;
+    display: string;
+    expires_at: Date | null;
+    created_by_api_key_id?: number | null;
+  },
 ) {
   return db
     .insertInto('personal_access_tokens')
@@ -46,6 +55,42 @@ export function deleteToken(db: DbExecutor, userId: string, id: number) {
     .where('id', '=', id)
     .returning('id')
     .executeTakeFirst();
+}
+
+/** Deletes the tokens an API key minted (the key was regenerated: they die with its old value). */
+export function deleteTokensMintedByKey(db: DbExecutor, apiKeyId: number) {
+  return db.deleteFrom('personal_access_tokens').where('created_by_api_key_id', '=', apiKeyId).execute();
+}
+
+/** The person linked to this provider id, with what authentication needs of them. */
+export function findUserByOidcSubject(db: DbExecutor, issuer: string, subject: string) {
+  return db
+    .selectFrom('oidc_subjects as s')
+    .innerJoin('users', 'users.id', 's.user_id')
+    .select(['users.id', 'users.email', 'users.role', 'users.account_type', 'users.is_active'])
+    .where('s.issuer', '=', issuer)
+    .where('s.subject', '=', subject)
+    .executeTakeFirst();
+}
+
+/** The provider id a user is linked to at this issuer, if any. */
+export async function findOidcSubjectOfUser(db: DbExecutor, userId: string, issuer: string) {
+  const row = await db
+    .selectFrom('oidc_subjects')
+    .select('subject')
+    .where('user_id', '=', userId)
+    .where('issuer', '=', issuer)
+    .executeTakeFirst();
+  return row?.subject;
+}
+
+/** Links a person to a provider id; a pair or a user already linked stays as it was (first link wins). */
+export function linkOidcSubject(db: DbExecutor, row: { issuer: string; subject: string; user_id: string }) {
+  return db
+    .insertInto('oidc_subjects')
+    .values(row)
+    .onConflict((oc) => oc.doNothing())
+    .execute();
 }
 
 /** Links the user to their account at a source; an account links to one user (the last link wins). */

@@ -27,14 +27,12 @@ export const personalTokensRouter = router({
         tags,
         summary: 'Create a personal access token',
         description:
-          'A `kpat-…` token that acts as the caller with their current role. The full token is in this response only.',
+          "A `kpat-…` token that acts as the caller with their current role. The full token is in this response only. It expires no later than the credential used to create it: a longer or absent `expiration_days` is shortened to that credential's expiry (`expires_at` says when); an OIDC sign-in sets no limit. An API key's service account gets no personal tokens (403 `INSUFFICIENT_PERMISSIONS`).",
       },
     })
     .input(CreatePersonalTokenInput)
     .output(PersonalAccessToken)
-    .mutation(({ ctx, input }) =>
-      identityService.createPersonalToken({ ctx, userId: ctx.actor.user_id, input }),
-    ),
+    .mutation(({ ctx, input }) => identityService.createOwnPersonalToken({ ctx, input })),
   revoke: limitedProcedure
     .meta({
       openapi: {

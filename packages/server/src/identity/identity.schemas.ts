@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ExpiresInDays } from '../api-keys/api-keys.schemas.ts';
+import { ExpiresInDays } from '../auth/credential.ts';
 
 export const PersonalAccessToken = z
   .object({
@@ -19,7 +19,10 @@ export type PersonalAccessToken = z.infer<typeof PersonalAccessToken>;
 
 export const CreatePersonalTokenInput = z.object({
   name: z.string().trim().min(1).max(255),
-  expiration_days: ExpiresInDays.optional(),
+  expiration_days: ExpiresInDays.optional().meta({
+    description:
+      "Days until the token expires; null or absent: never. Never later than the credential that creates it: a longer (or absent) lifetime is shortened to that credential's expiry, which `expires_at` in the answer shows",
+  }),
 });
 export type CreatePersonalTokenInput = z.infer<typeof CreatePersonalTokenInput>;
 

@@ -1,6 +1,11 @@
-import { hashApiKey } from '../api-keys/api-keys.secret.ts';
-import { expiryFrom } from '../api-keys/api-keys.service.ts';
 import type { AuthCache } from '../auth/auth-cache.ts';
+import {
+  displayCredential,
+  earliestExpiry,
+  expiryFrom,
+  generatePersonalToken,
+  hashCredential,
+} from '../auth/credential.ts';
 import type { Actor } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
 import * as documentsService from '../documents/documents.service.ts';
@@ -9,7 +14,6 @@ import type { Logger } from '../logger.ts';
 import type { SearchIndex } from '../search/search-index.ts';
 import * as identityRepository from './identity.repository.ts';
 import type { CreatePersonalTokenInput, PersonalAccessToken } from './identity.schemas.ts';
-import { displayPersonalToken, generatePersonalToken } from './identity.secret.ts';
 
 interface Deps {
   db: Db;
@@ -32,8 +36,8 @@ function toToken(
 }
 
 /**
- * A new personal access token for a user (the caller through the API; any person through the CLI);
- * the only response that carries the full token.
+ * A new personal access token for a person, given by an admin from the command line (who checked it
+ * is a person); the only response that carries the full token.
  */
 export async function createPersonalToken({
   ctx,
@@ -44,13 +48,50 @@ export async function createPersonalToken({
   userId: string;
   input: CreatePersonalTokenInput;
 }): Promise<PersonalAccessToken> {
+  return insertToken(ctx, { userId, input, expiresAt: expiryFrom(input.expiration_days), apiKeyId: null });
+}
+
+/**
+ * A new token for the caller, never stronger or longer-lived than the credential that asks: it
+ * expires no later than that credential (a longer or absent lifetime is shortened to it), and a key's
+ * service account gets none. An OIDC sign-in is the person themself, re-verified by the provider on
+ * every request, so its token's short `exp` does not bound the tokens they create.
+ */
+export async function createOwnPersonalToken({
+  ctx,
+  input,
+}: {
+  ctx: Deps & { actor: Actor };
+  input: CreatePersonalTokenInput;
+}): Promise<PersonalAccessToken> {
+  const { actor } = ctx;
+  if (actor.bound_api_key_id !== null) {
+    throw new AppError(
+      'INSUFFICIENT_PERMISSIONS',
+      'An API key (service account) cannot create personal access tokens; use the key itself',
+    );
+  }
+  const limit = actor.credential === 'oidc' ? null : actor.expires_at;
+  return insertToken(ctx, {
+    userId: actor.user_id,
+    input,
+    expiresAt: earliestExpiry(expiryFrom(input.expiration_days), limit),
+    apiKeyId: actor.bound_api_key_id,
+  });
+}
+
+async function insertToken(
+  ctx: Deps,
+  args: { userId: string; input: CreatePersonalTokenInput; expiresAt: Date | null; apiKeyId: number | null },
+): Promise<PersonalAccessToken> {
   const token = generatePersonalToken();
   const row = await identityRepository.insertToken(ctx.db, {
-    user_id: userId,
-    name: input.name,
-    hashed_token: hashApiKey(token),
-    display: displayPersonalToken(token),
-    expires_at: expiryFrom(input.expiration_days),
+    user_id: args.userId,
+    name: args.input.name,
+    hashed_token: hashCredential(token),
+    display: displayCredential(token),
+    expires_at: args.expiresAt,
+    created_by_api_key_id: args.apiKeyId,
   });
   return { ...toToken(row), token };
 }

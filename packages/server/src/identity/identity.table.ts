@@ -12,6 +12,16 @@ export interface PersonalAccessTokensTable {
   expires_at: NullableTime;
   last_used_at: NullableTime;
   created_at: CreatedAt;
+  /** The API key the token lives and dies with (it minted the token, directly or through tokens). */
+  created_by_api_key_id: ColumnType<number | null, number | null | undefined, number | null>;
+}
+
+/** A person's stable id at the OIDC provider, linked on their first sign-in. */
+export interface OidcSubjectsTable {
+  issuer: string;
+  subject: string;
+  user_id: string;
+  created_at: CreatedAt;
 }
 
 /** A user's account at a source (`github` login, `slack` user id, Google email, Confluence account id). */
@@ -34,4 +44,5 @@ export interface IdentityTables {
   personal_access_tokens: PersonalAccessTokensTable;
   user_external_identities: UserExternalIdentitiesTable;
   external_group_members: ExternalGroupMembersTable;
+  oidc_subjects: OidcSubjectsTable;
 }

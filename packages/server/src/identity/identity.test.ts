@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { hashApiKey } from '../api-keys/api-keys.secret.ts';
-import * as apiKeysService from '../api-keys/api-keys.service.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import { hashCredential } from '../auth/credential.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import type { CreatePersonaInput } from '../personas/personas.schemas.ts';
 import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import * as usersService from '../users/users.service.ts';
+import * as identityRepository from './identity.repository.ts';
 import * as identityService from './identity.service.ts';
 import { emailPrincipal, groupPrincipal, userPrincipal } from './principals.ts';
 
@@ -151,7 +152,7 @@ describe('personal access tokens', () => {
       .select('hashed_token')
       .where('id', '=', created.id)
       .executeTakeFirstOrThrow();
-    expect(row.hashed_token).toBe(hashApiKey(created.token!));
+    expect(row.hashed_token).toBe(hashCredential(created.token!));
 
     const listed = await asAlice.personalTokens.list({});
     expect(listed.map((x) => x.name)).toEqual(['laptop', 'ci']);
@@ -218,6 +219,87 @@ describe('expiry', () => {
   });
 });
 
+describe('a personal token never outlives or outranks the credential that made it', () => {
+  it('refuses a token to an API key (service account) with 403, and lists none for it', async () => {
+    const key = await t.createKey('admin');
+    const error = await errorOf(t.caller(key.key).personalTokens.create({ name: 'escape hatch' }));
+    expect(error).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+    expect(error.detail).toContain('API key');
+    expect(await t.caller(key.key).personalTokens.list({})).toEqual([]);
+  });
+
+  it("shortens a new token's expiry to its creator's, so a 1-day token cannot make a lasting one", async () => {
+    const alice = await person('basic');
+    const parent = await t.caller(alice.token).personalTokens.create({ name: 'day', expiration_days: 1 });
+    const asParent = t.caller(parent.token);
+    const forever = await asParent.personalTokens.create({ name: 'forever' });
+    const longer = await asParent.personalTokens.create({ name: 'month', expiration_days: 30 });
+    expect(forever.expires_at).toBe(parent.expires_at);
+    expect(longer.expires_at).toBe(parent.expires_at);
+    // The person's own never-expiring token still makes never-expiring ones.
+    expect((await t.caller(alice.token).personalTokens.create({ name: 'own' })).expires_at).toBeNull();
+
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 86_400_000);
+    try {
+      for (const credential of [forever.token, longer.token]) {
+        expect(await errorOf(t.caller(credential).apiKeys.me({}))).toMatchObject({ status: 401 });
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('ends a token minted by an API key when the key is regenerated, expires or is deleted', async () => {
+    const admin = t.caller(t.adminKey);
+    const mint = async (key: { user_id: string; api_key_id: number }) => {
+      const token = `kpat-minted-${key.api_key_id}-${Math.random().toString(36).slice(2)}`;
+      // As the migration attaches tokens a key minted before keys were refused them.
+      await identityRepository.insertToken(t.deps.db, {
+        user_id: key.user_id,
+        name: 'minted',
+        hashed_token: hashCredential(token),
+        display: 'kpat-mint****ted',
+        expires_at: null,
+        created_by_api_key_id: key.api_key_id,
+      });
+      await t.deps.authCache?.invalidate();
+      expect(await t.caller(token).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
+      return token;
+    };
+    const refused = async (token: string) =>
+      expect(await errorOf(t.caller(token).apiKeys.me({}))).toMatchObject({
+        status: 401,
+        error_code: 'UNAUTHENTICATED',
+      });
+
+    const regenerated = await t.createKey('basic');
+    const beforeRegeneration = await mint(regenerated);
+    await admin.apiKeys.regenerate({ api_key_id: regenerated.api_key_id });
+    await refused(beforeRegeneration);
+
+    const deleted = await t.createKey('basic');
+    const beforeDeletion = await mint(deleted);
+    await admin.apiKeys.delete({ api_key_id: deleted.api_key_id });
+    await refused(beforeDeletion);
+
+    const expiring = await t.createKey('basic');
+    const withExpiringKey = await mint(expiring);
+    await admin.apiKeys.update({ api_key_id: expiring.api_key_id, expires_in_days: 1 });
+    expect(await t.caller(withExpiringKey).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 86_400_000);
+    try {
+      await refused(withExpiringKey);
+    } finally {
+      vi.useRealTimers();
+    }
+    // Nor can such a token mint another.
+    const error = await errorOf(t.caller(withExpiringKey).personalTokens.create({ name: 'child' }));
+    expect(error).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+  });
+});
+
 describe('limited role', () => {
   it('may chat and read agents, nothing else', async () => {
     const limited = await person('limited');
@@ -276,7 +358,7 @@ describe('external principals (permission sync)', () => {
     });
     // Chat retrieval calls the same searchChunks, so this is the condition chat applies too.
     const visible = async (token: string) => {
-      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
       const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'zeppelin roadmap' });
       return chunks.some((c) => c.document_id === 'synced-doc');
     };

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeConfluence, startFakeConfluence } from '../../../../../test/fakes/confluence.ts';
-import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import { authenticate } from '../../auth/authenticate.ts';
 import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { errorOf } from '../../testing/errors.ts';
@@ -307,7 +307,7 @@ describe('confluence source', () => {
     await settle(pairId);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
     const sees = async (token: string) => {
-      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
       const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'axolotl pager' });
       return chunks.some((c) => c.document_id === pageId('300'));
     };
@@ -394,7 +394,7 @@ describe('confluence source', () => {
     const visible = async () => {
       const out: Record<string, string[]> = {};
       for (const [name, token] of Object.entries(people)) {
-        const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+        const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
         const chunks = await searchService.searchChunks({
           ctx: t.deps,
           actor,

@@ -5,7 +5,7 @@ import {
   type FakeGoogle,
   startFakeGoogle,
 } from '../../../../../test/fakes/google-drive.ts';
-import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import { authenticate } from '../../auth/authenticate.ts';
 import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { errorOf } from '../../testing/errors.ts';
@@ -339,12 +339,12 @@ describe('google_drive source', () => {
     await settle(pairId);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
     const sees = async (token: string) => {
-      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
       const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'narwhal migration' });
       return chunks.some((c) => c.document_id === docId('hshared'));
     };
     const halSeesDriveFile = async () => {
-      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${hal}` });
+      const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${hal}` });
       const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'narwhal budget' });
       return chunks.some((c) => c.document_id === docId('hdrive'));
     };
@@ -409,7 +409,7 @@ describe('google_drive source', () => {
     await settle(pairId);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
     const seen = async (token: string) => {
-      const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+      const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
       const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query: 'dugong', limit: 50 });
       return [...new Set(chunks.map((c) => c.document_id))]
         .filter((id) => id === docId('dgrant') || id === docId('danyone'))

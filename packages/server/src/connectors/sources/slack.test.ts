@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeSlack, startFakeSlack } from '../../../../../test/fakes/slack.ts';
-import * as apiKeysService from '../../api-keys/api-keys.service.ts';
+import { authenticate } from '../../auth/authenticate.ts';
 import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
@@ -42,7 +42,7 @@ async function person(email: string, identity?: { source: string; external_id: s
 }
 
 async function sees(token: string, query: string, documentId: string): Promise<boolean> {
-  const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+  const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
   const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query });
   return chunks.some((c) => c.document_id === documentId);
 }

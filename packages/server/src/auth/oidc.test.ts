@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/fakes/oidc-provider.ts';
-import * as apiKeysService from '../api-keys/api-keys.service.ts';
 import { configFrom } from '../config.ts';
 import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { authenticateOidc } from './oidc.service.ts';
+import { authenticate, authenticateOidc } from './authenticate.ts';
 import { createOidcVerifier } from './oidc.ts';
 
 let t: TestRuntime;
@@ -47,7 +46,7 @@ describe('OIDC sign-in', () => {
     expect(users.items).toEqual([
       { id: me.user_id, email: 'alice@corp.example', role: 'basic', account_type: 'person', is_active: true },
     ]);
-    const actor = await apiKeysService.authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
+    const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
     expect(actor.oidc_token).toBe(token);
     // The same person again: found, not provisioned twice.
     expect((await t.caller(await idp.signIn('alice')).apiKeys.me({})).user_id).toBe(me.user_id);

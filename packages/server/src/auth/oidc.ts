@@ -1,13 +1,17 @@
 import { createRemoteJWKSet, customFetch, errors, type JWTPayload, jwtVerify } from 'jose';
-import type { Role } from '../auth/roles.ts';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import type { OutboundFetch } from '../outbound/outbound.ts';
+import type { Role } from './roles.ts';
 
 /** Verified claims of a bearer token, and what the configuration makes of them. */
 export interface OidcIdentity {
   email: string;
+  /** The provider (`iss`) and its stable id of the person (`sub`): a person is linked to this pair. */
+  issuer: string;
   subject: string;
+  /** The token's `exp`. */
+  expires_at: Date;
   /** The least role the configuration grants (admin emails, group mapping); `basic` otherwise. */
   role: Role;
 }
@@ -24,11 +28,6 @@ const list = (value: string) =>
     .split(',')
     .map((v) => v.trim())
     .filter(Boolean);
-
-/** A compact JWS: three base64url parts. API keys and personal tokens never look like this. */
-export function looksLikeJwt(credential: string): boolean {
-  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(credential);
-}
 
 function unauthenticated(detail: string): AppError {
   return new AppError('UNAUTHENTICATED', detail);
@@ -115,9 +114,22 @@ export function createOidcVerifier(config: Config, fetch: OutboundFetch): OidcVe
       if (typeof email !== 'string' || !email.includes('@')) {
         throw unauthenticated('The OIDC token has no email claim: request the "email" scope');
       }
-      if (payload.email_verified === false)
-        throw unauthenticated('The OIDC token carries an unverified email');
-      return { email: email.toLowerCase(), subject: payload.sub!, role: roleOf(email, payload) };
+      // Strictly boolean `true`: a string "true"/"false" is a provider bug or a forgery, not a verification.
+      const verified = payload.email_verified;
+      if (verified === undefined ? !config.KAS_OIDC_TRUST_UNVERIFIED_EMAIL : verified !== true) {
+        throw unauthenticated(
+          verified === undefined
+            ? 'The OIDC token does not say the email is verified (no "email_verified" claim)'
+            : 'The OIDC token carries an unverified email',
+        );
+      }
+      return {
+        email: email.toLowerCase(),
+        issuer,
+        subject: payload.sub!,
+        expires_at: new Date(payload.exp! * 1000),
+        role: roleOf(email, payload),
+      };
     },
   };
 }
