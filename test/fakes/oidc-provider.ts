@@ -5,7 +5,8 @@ import Provider, { type Configuration, errors } from 'oidc-provider';
 
 export interface OidcAccount {
   email: string;
-  email_verified?: boolean;
+  /** Defaults to `true`; an explicit `undefined` leaves the claim out, a string is sent as a string. */
+  email_verified?: boolean | string | undefined;
   groups?: string[];
 }
 

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/fakes/oidc-provider.ts';
+import {
+  type FakeOidcProvider,
+  type OidcAccount,
+  startFakeOidcProvider,
+} from '../../../../test/fakes/oidc-provider.ts';
 import { configFrom } from '../config.ts';
 import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
@@ -8,14 +12,22 @@ import { createOidcVerifier } from './oidc.ts';
 
 let t: TestRuntime;
 let idp: FakeOidcProvider;
+// Mutable: a test changes what the provider says about an account between sign-ins.
+const accounts: Record<string, OidcAccount> = {
+  alice: { email: 'Alice@Corp.example' },
+  root: { email: 'root@corp.example' },
+  cora: { email: 'cora@corp.example', groups: ['kas-curators'] },
+  eve: { email: 'eve@corp.example', email_verified: false },
+  dana: { email: 'dana@corp.example' },
+  quoted_false: { email: 'quoted-false@corp.example', email_verified: 'false' },
+  quoted_true: { email: 'quoted-true@corp.example', email_verified: 'true' },
+  silent: { email: 'silent@corp.example', email_verified: undefined },
+  mallory: { email: 'mallory@corp.example' },
+  impostor: { email: 'impostor@corp.example' },
+  keyholder: { email: 'keyholder@corp.example' },
+};
 beforeAll(async () => {
-  idp = await startFakeOidcProvider({
-    alice: { email: 'Alice@Corp.example' },
-    root: { email: 'root@corp.example' },
-    cora: { email: 'cora@corp.example', groups: ['kas-curators'] },
-    eve: { email: 'eve@corp.example', email_verified: false },
-    dana: { email: 'dana@corp.example' },
-  });
+  idp = await startFakeOidcProvider(accounts);
   t = await createTestRuntime({
     KAS_OIDC_ISSUER: idp.issuer,
     KAS_OIDC_AUDIENCE: idp.clientId,
@@ -90,6 +102,62 @@ describe('OIDC sign-in', () => {
     expect(error).toMatchObject({ status: 401 });
     expect(error.detail).toContain('KAS_OIDC_ISSUER');
   });
+  it("never signs in as an API key's service account, whatever the email claim says", async () => {
+    const adminKey = await t.caller(t.adminKey).apiKeys.me({});
+    expect(adminKey.email).toMatch(/@service-account\.kas$/);
+    accounts.keyholder = { email: adminKey.email };
+    const error = await errorOf(t.caller(await idp.signIn('keyholder')).apiKeys.me({}));
+    expect(error).toMatchObject({ status: 401, error_code: 'UNAUTHENTICATED' });
+    // Nor is a person provisioned at a service-account address.
+    accounts.keyholder = { email: 'api-key-forged@service-account.kas' };
+    expect(await errorOf(t.caller(await idp.signIn('keyholder')).apiKeys.me({}))).toMatchObject({
+      status: 401,
+    });
+    const page = await t.caller(t.adminKey).users.page({ q: 'forged', page_num: 0, page_size: 5 });
+    expect(page.total_items).toBe(0);
+  });
+
+  it('takes only boolean true as a verified email; no claim only when the provider is trusted to vouch', async () => {
+    for (const login of ['quoted_false', 'quoted_true', 'silent']) {
+      const error = await errorOf(t.caller(await idp.signIn(login)).apiKeys.me({}));
+      expect(error).toMatchObject({ status: 401, error_code: 'UNAUTHENTICATED' });
+    }
+    const trusting = createOidcVerifier(
+      configFrom({
+        KAS_OIDC_ISSUER: idp.issuer,
+        KAS_OIDC_AUDIENCE: idp.clientId,
+        KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+        KAS_OIDC_TRUST_UNVERIFIED_EMAIL: 'true',
+      }),
+      t.deps.outbound.fetch,
+    )!;
+    expect(await trusting.verify(await idp.signIn('silent'))).toMatchObject({ email: 'silent@corp.example' });
+    expect((await errorOf(trusting.verify(await idp.signIn('quoted_true')))).detail).toContain('unverified');
+  });
+
+  it('keeps a person on the account their (iss, sub) is linked to when emails change at the provider', async () => {
+    const alice = await t.caller(await idp.signIn('alice')).apiKeys.me({});
+    const mallory = await t.caller(await idp.signIn('mallory')).apiKeys.me({});
+    expect(mallory.user_id).not.toBe(alice.user_id);
+
+    // Mallory renames herself to Alice's address: she is still Mallory.
+    accounts.mallory = { email: 'alice@corp.example' };
+    expect(await t.caller(await idp.signIn('mallory')).apiKeys.me({})).toMatchObject({
+      user_id: mallory.user_id,
+      email: 'mallory@corp.example',
+    });
+    // A subject never seen before with Alice's address is not Alice either.
+    accounts.impostor = { email: 'alice@corp.example' };
+    expect(await errorOf(t.caller(await idp.signIn('impostor')).apiKeys.me({}))).toMatchObject({
+      status: 401,
+      error_code: 'UNAUTHENTICATED',
+    });
+    // Alice changing her address stays Alice.
+    accounts.alice = { email: 'alice.new@corp.example' };
+    expect((await t.caller(await idp.signIn('alice')).apiKeys.me({})).user_id).toBe(alice.user_id);
+    accounts.alice = { email: 'Alice@Corp.example' };
+  });
+
   // Last: fake time moves the verifier's key-set timestamp into the future.
   it('refuses unverified emails, tampered signatures, other audiences and expired tokens', async () => {
     expect((await errorOf(t.caller(await idp.signIn('eve')).apiKeys.me({}))).detail).toContain('unverified');
