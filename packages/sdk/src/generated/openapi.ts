@@ -1054,7 +1054,7 @@ export interface paths {
         put?: never;
         /**
          * Create a personal access token
-         * @description A `kpat-…` token that acts as the caller with their current role. The full token is in this response only.
+         * @description A `kpat-…` token that acts as the caller with their current role. The full token is in this response only. It expires no later than the credential used to create it: a longer or absent `expiration_days` is shortened to that credential's expiry (`expires_at` says when); an OIDC sign-in sets no limit. An API key's service account gets no personal tokens (403 `INSUFFICIENT_PERMISSIONS`).
          */
         post: operations["personalTokens-create"];
         delete?: never;
@@ -10593,7 +10593,7 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
-                    /** @description Days until the credential expires; null or absent: never */
+                    /** @description Days until the token expires; null or absent: never. Never later than the credential that creates it: a longer (or absent) lifetime is shortened to that credential's expiry, which `expires_at` in the answer shows */
                     expiration_days?: number | null;
                 };
             };
