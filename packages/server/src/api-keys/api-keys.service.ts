@@ -36,7 +36,8 @@ function toDescriptor(row: Awaited<ReturnType<typeof apiKeysRepository.findKey>>
 
 export async function listApiKeys({ ctx }: { ctx: Deps }): Promise<ApiKeyDescriptor[]> {
   const cache = ctx.authCache;
-  if (cache?.keyList) return [...cache.keyList];
+  // Only this function fills the cached list.
+  if (cache?.keyList) return [...(cache.keyList as readonly ApiKeyDescriptor[])];
   const generation = cache?.generation ?? 0;
   const keys = (await apiKeysRepository.listKeys(ctx.db)).map(toDescriptor);
   cache?.setKeyList(keys, generation);

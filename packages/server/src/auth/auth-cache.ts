@@ -1,4 +1,3 @@
-import type { ApiKeyDescriptor } from '../api-keys/api-keys.schemas.ts';
 import type { Actor } from './roles.ts';
 
 /** A credential's actor and its expiry (checked on every hit: time passes while it is cached). */
@@ -18,7 +17,7 @@ export interface CachedActor {
  */
 export class AuthCache {
   readonly #entries = new Map<string, CachedActor>();
-  #keyList: readonly ApiKeyDescriptor[] | undefined;
+  #keyList: readonly unknown[] | undefined;
   #generation = 0;
   static readonly MAX_ENTRIES = 10_000;
 
@@ -42,12 +41,15 @@ export class AuthCache {
     this.#entries.set(hash, entry);
   }
 
-  /** The admin key list (without secrets), filled on first read. */
-  get keyList(): readonly ApiKeyDescriptor[] | undefined {
+  /**
+   * The admin key list (without secrets), filled on first read by the api-keys service, which alone
+   * knows its shape (the cache sits below the domains).
+   */
+  get keyList(): readonly unknown[] | undefined {
     return this.usable() ? this.#keyList : undefined;
   }
 
-  setKeyList(list: readonly ApiKeyDescriptor[], generation: number): void {
+  setKeyList(list: readonly unknown[], generation: number): void {
     if (generation === this.#generation && this.usable()) this.#keyList = list;
   }
 

@@ -145,7 +145,7 @@ async function resolvePerson(ctx: AuthenticateDeps & { oidc: OidcVerifier }, ide
       if (!isUniqueViolation(error)) throw error;
     }
     user = await usersRepository.findUserByEmail(ctx.db, email);
-    if (!user || user.account_type !== 'person') throw noPerson;
+    if (user?.account_type !== 'person') throw noPerson;
   }
   await identityRepository.linkOidcSubject(ctx.db, { issuer, subject, user_id: user.id });
   // The first link wins: a concurrent sign-in may have linked this pair or this user otherwise.
