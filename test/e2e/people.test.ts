@@ -1,13 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type FakeOidcProvider, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
+import { type FakeOidcProvider, type OidcAccount, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 /** The "done when", over HTTP as a new user would try it, on both databases. */
 describe.each(['pglite', 'postgres'] as const)('REST: people on %s', (db) => {
   let s: TestServer;
   let idp: FakeOidcProvider;
+  const accounts: Record<string, OidcAccount> = {
+    ann: { email: 'ann@corp.example' },
+    cy: { email: 'cy@corp.example' },
+    stringy: { email: 'stringy@corp.example', email_verified: 'false' },
+    keyholder: { email: 'keyholder@corp.example' },
+  };
   beforeAll(async () => {
-    idp = await startFakeOidcProvider({ ann: { email: 'ann@corp.example' } });
+    idp = await startFakeOidcProvider(accounts);
     s = await startTestServer({
       db,
       env: {
@@ -87,6 +93,44 @@ describe.each(['pglite', 'postgres'] as const)('REST: people on %s', (db) => {
     });
     expect(deleted.status).toBe(204);
     expect((await s.request('GET', '/api/me', { key: token })).status).toBe(401);
+  });
+
+  it('a credential never mints a personal token that outlives or outranks it', async () => {
+    const key = await s.createKey('admin');
+    const byKey = await s.request('POST', '/api/user/pats', { key: key.key, body: { name: 'escape' } });
+    expect(byKey.status).toBe(403);
+    expect(await byKey.json()).toEqual({
+      error_code: 'INSUFFICIENT_PERMISSIONS',
+      detail: expect.stringContaining('API key'),
+    });
+
+    const idToken = await idp.signIn('cy');
+    const day = await (
+      await s.request('POST', '/api/user/pats', { key: idToken, body: { name: 'day', expiration_days: 1 } })
+    ).json();
+    const forever = await s.request('POST', '/api/user/pats', { key: day.token, body: { name: 'forever' } });
+    expect(forever.status).toBe(200);
+    const child = await forever.json();
+    expect(child.expires_at).toBe(day.expires_at);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 86_400_000);
+    try {
+      const expired = await s.request('GET', '/api/me', { key: child.token });
+      expect(expired.status).toBe(401);
+      expect(await expired.json()).toMatchObject({ error_code: 'UNAUTHENTICATED' });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("OIDC never signs in as a key's service account nor takes a string as a verified email", async () => {
+    const admin = await (await s.request('GET', '/api/me', { key: s.adminKey })).json();
+    accounts.keyholder = { email: admin.email };
+    for (const login of ['keyholder', 'stringy']) {
+      const refused = await s.request('GET', '/api/me', { key: await idp.signIn(login) });
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toEqual({ error_code: 'UNAUTHENTICATED', detail: expect.any(String) });
+    }
   });
 
   it('an expired key is 401 saying it expired', async () => {
