@@ -3,6 +3,7 @@
  * neither read, list, change, share, stop nor delete it (403 or 404, as the spec allows), and the
  * owner's resource is unchanged afterwards.
  */
+import { identityService, usersService } from '@kas/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
@@ -158,6 +159,16 @@ describe.each(['pglite', 'postgres'] as const)('isolation between two users of t
   });
 
   it('personal access tokens', async () => {
+    // Personal tokens belong to people (API keys get none): two people with a first token each, as an
+    // admin gives them from the command line.
+    const personWithToken = async (email: string) => {
+      const ctx = s.running.runtime.deps;
+      const user = await usersService.createPerson({ ctx, email, role: 'basic' });
+      return (await identityService.createPersonalToken({ ctx, userId: user.id, input: { name: 'first' } }))
+        .token!;
+    };
+    const owner = await personWithToken(`owner-${db}@corp.example`);
+    const other = await personWithToken(`other-${db}@corp.example`);
     const created = await call(owner, 'POST', '/api/user/pats', { name: 'owner token' });
     expect(created.status, created.text).toBe(200);
     const { id, token } = created.json as { id: number; token: string };
