@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as identityService from '../identity/identity.service.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import * as usersService from '../users/users.service.ts';
 
 let t: TestRuntime;
 beforeAll(async () => {
@@ -29,9 +31,19 @@ describe('secrets at rest', () => {
   it('keeps no API key, personal token or credential secret in clear anywhere in the database', async () => {
     const admin = t.caller(t.adminKey);
     const key = await admin.apiKeys.create({ name: 'at rest', role: 'basic' });
-    const person = await t.createKey('basic', 'token owner');
+    // A person's first token (as `kas user token create` gives it) and one they create through the API.
+    const person = await usersService.createPerson({
+      ctx: t.deps,
+      email: 'owner@corp.example',
+      role: 'basic',
+    });
+    const first = await identityService.createPersonalToken({
+      ctx: t.deps,
+      userId: person.id,
+      input: { name: 'first' },
+    });
     const token = await t
-      .caller(person.key)
+      .caller(first.token)
       .personalTokens.create({ name: 'laptop' })
       .catch(() => null);
     const credentialSecret = 'credential-secret-value-7f3a9';
@@ -45,7 +57,7 @@ describe('secrets at rest', () => {
     const dump = await dumpDatabase();
     expect(dump).toContain('site login'); // the dump does hold the rows
     expect(token?.token).toMatch(/^kpat-/);
-    const secrets = [key.api_key, t.adminKey, person.key, credentialSecret, token?.token].map(String);
+    const secrets = [key.api_key, t.adminKey, first.token, credentialSecret, token?.token].map(String);
     for (const secret of secrets) {
       expect(secret.length).toBeGreaterThan(10);
       expect(dump.includes(secret), `found a secret in clear: ${secret.slice(0, 9)}…`).toBe(false);
