@@ -18,7 +18,10 @@ export type KasMeta = OpenApiMeta<{
   multipart?: { field: string; maxFiles: number };
   /** A signed webhook: the REST adapter hands the procedure `headers` and the body exactly as sent (`raw_body`). */
   rawBody?: boolean;
-  /** The least role the procedure requires: set by the base procedures below, enforced by `authed`. */
+  /**
+   * The least role the procedure requires, enforced by `authed`. Set only by the base procedures below:
+   * tRPC merges a procedure's own `.meta()` over its base's, so setting it there would override the gate.
+   */
   minRole?: Role;
   /** Authenticates when a credential is sent and runs without one (publicly shared reads). */
   optionalAuth?: boolean;
