@@ -34,5 +34,6 @@ export { type KasMeta, type MinRole, procedureMinRole, procedureReadsKey } from 
 export * as userGroupsRepository from './user-groups/user-groups.repository.ts';
 export * as userGroupsService from './user-groups/user-groups.service.ts';
 export * as usersService from './users/users.service.ts';
+export type { WorkerTask } from './worker/task.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
-export { startWorker, type Worker, type WorkerTask } from './worker/worker.ts';
+export { startWorker, type Worker } from './worker/worker.ts';
