@@ -7,7 +7,9 @@
  *   live in the domains' folders);
  * - only the transport files (trpc.ts, router.ts, context.ts, *.router.ts) import express or @trpc/server;
  * - SQL (Kysely's `sql` tag or query builders) appears only in repositories and migrations;
- * - the SDK never imports server code at run time.
+ * - the SDK never imports server code at run time;
+ * - the server package's entry points are explicit: no `"./*"` subpath in its exports, no `export *`
+ *   (other than a named namespace) in an entry file.
  * Test code (tests, contract suites, testing/) is exempt. Prints each violation with the offending
  * import; exits 1 if any.
  */
@@ -74,7 +76,7 @@ export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   [/^worker\/task\.ts$/, 'context'],
   [/^auth\//, 'policy'],
   [/^(trpc|router)\.ts$|\.router\.ts$/, 'transport'],
-  [/^(runtime|index)\.ts$/, 'assembly'],
+  [/^(runtime|index|startup)\.ts$/, 'assembly'],
   [/^worker\//, 'assembly'],
   [/^[^/]+\//, 'services'],
 ];
@@ -370,6 +372,38 @@ export function checkLayering(
         line: 1,
         rule: `allowlisted import ${key} no longer exists: remove its entry`,
       });
+
+  const manifest = join(root, 'packages/server/package.json');
+  let exportsField: Record<string, string> = {};
+  try {
+    exportsField = JSON.parse(readFileSync(manifest, 'utf8')).exports ?? {};
+  } catch {
+    // No server package in this tree.
+  }
+  for (const [subpath, target] of Object.entries(exportsField)) {
+    if (subpath.includes('*') || target.includes('*')) {
+      violations.push({
+        file: 'packages/server/package.json',
+        line: 1,
+        rule: `exports "${subpath}": a wildcard subpath makes every file importable; name each entry point`,
+      });
+      continue;
+    }
+    const entry = join(root, 'packages/server', target);
+    let source: ts.SourceFile;
+    try {
+      source = parse(entry);
+    } catch {
+      continue;
+    }
+    for (const statement of source.statements)
+      if (ts.isExportDeclaration(statement) && !statement.exportClause && statement.moduleSpecifier)
+        report(
+          source,
+          statement,
+          `export * from ${statement.moduleSpecifier.getText(source)} in an entry point: list what it exports`,
+        );
+  }
 
   for (const path of filesUnder(join(root, 'packages/sdk/src'))) {
     const source = parse(path);

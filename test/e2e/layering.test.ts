@@ -195,4 +195,25 @@ describe('the layering check', () => {
     );
     expect(run.stdout).toMatch(/\d+ layering violations/);
   });
+
+  it('fails on a wildcard export of the server package and on export * in an entry point', () => {
+    const dir = tree({
+      'packages/server/package.json': JSON.stringify({
+        exports: { '.': './src/index.ts', './testing': './src/testing/index.ts', './*': './src/*' },
+      }),
+      'packages/server/src/index.ts': [
+        "export * from './errors.ts';",
+        "export * as widgetsService from './widgets/widgets.service.ts';",
+        "export { AppError } from './errors.ts';",
+      ].join('\n'),
+      'packages/server/src/testing/index.ts': "export * from '../errors.ts';\n",
+      'packages/server/src/errors.ts': 'export class AppError extends Error {}\n',
+      'packages/server/src/widgets/widgets.service.ts': 'export const list = () => [];\n',
+    });
+    expect(checkLayering(dir, []).map((v) => `${v.file}:${v.line}: ${v.rule}`)).toEqual([
+      "packages/server/src/index.ts:1: export * from './errors.ts' in an entry point: list what it exports",
+      "packages/server/src/testing/index.ts:1: export * from '../errors.ts' in an entry point: list what it exports",
+      'packages/server/package.json:1: exports "./*": a wildcard subpath makes every file importable; name each entry point',
+    ]);
+  });
 });
