@@ -14,12 +14,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createRuntime } from '@kas/server';
-import { apiKeyActor } from '@kas/server/auth/roles.ts';
-import { championsToScore, planQuery } from '@kas/server/search/bm25.ts';
-import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
-import * as searchRepository from '@kas/server/search/search.repository.ts';
-import * as searchService from '@kas/server/search/search.service.ts';
-import { rng } from '@kas/server/testing/random.ts';
+import {
+  apiKeyActor,
+  championsToScore,
+  parseQuery,
+  planQuery,
+  rng,
+  searchRepository,
+  searchService,
+  toTsquery,
+} from '@kas/server/testing';
 import { sql } from 'kysely';
 import { ndjson } from '../e2e/chat-helpers.ts';
 import { startFakeOpenAi } from '../fakes/openai.ts';

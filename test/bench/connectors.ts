@@ -27,9 +27,7 @@ import {
   releaseStartupGarbage,
   restartTuned,
 } from '@kas/server';
-import { apiKeyActor } from '@kas/server/auth/roles.ts';
-import * as connectorsService from '@kas/server/connectors/connectors.service.ts';
-import { schedulerPass } from '@kas/server/connectors/scheduler.ts';
+import { apiKeyActor, connectorsService, schedulerPass } from '@kas/server/testing';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 

@@ -19,13 +19,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '@kas/rest-bridge';
 import { configFrom } from '@kas/server';
-import { championsToScore, planQuery } from '@kas/server/search/bm25.ts';
-import type { PostgresSearchIndex } from '@kas/server/search/postgres.ts';
-import { parseQuery, toTsquery } from '@kas/server/search/query-parser.ts';
-import * as searchRepository from '@kas/server/search/search.repository.ts';
-import { ADMIN_SEARCH_CHUNKS, ADMIN_SEARCH_DOCUMENTS } from '@kas/server/search/search.service.ts';
-import type { AccessScope } from '@kas/server/search/search-index.ts';
-import { rng } from '@kas/server/testing/random.ts';
+import {
+  type AccessScope,
+  ADMIN_SEARCH_CHUNKS,
+  ADMIN_SEARCH_DOCUMENTS,
+  championsToScore,
+  type PostgresSearchIndex,
+  parseQuery,
+  planQuery,
+  rng,
+  searchRepository,
+  toTsquery,
+} from '@kas/server/testing';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 

@@ -28,8 +28,7 @@ if (values.phases) {
     marks.push([name, now - last]);
     last = now;
   };
-  const { loadConfig } = await import('../../packages/server/src/config.ts');
-  const { openPGlite, migrateToLatest } = await import('../../packages/server/src/db/database.ts');
+  const { loadConfig, openPGlite, migrateToLatest } = await import('@kas/server');
   const { Kysely, PGliteDialect } = await import('kysely');
   const { startServer } = await import('../../packages/rest-bridge/src/server.ts');
   mark('load the server modules');

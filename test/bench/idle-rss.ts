@@ -8,8 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFrom } from '@kas/server/config.ts';
-import { tunedRestart } from '@kas/server/memory.ts';
+import { configFrom, tunedRestart } from '@kas/server/startup';
 
 const root = join(import.meta.dirname, '../..');
 const cli = join(root, 'packages/rest-bridge/src/cli.ts');
@@ -54,8 +53,10 @@ const runtime = await server.createRuntime(server.configFrom({ KAS_DATA_DIR: pro
 line('database opened and migrated, runtime built');
 server.releaseStartupGarbage();
 line('after start-up garbage released');
-const { chunkDocument } = await import('@kas/server/documents/chunking.ts');
-chunkDocument({ title: 't', sections: [{ text: 'one sentence.' }] });
+await server.documentsService.ingestDocument({
+  ctx: runtime.deps,
+  input: { document: { semantic_identifier: 't', sections: [{ text: 'one sentence.', link: null }] } },
+});
 line('tokenizer loaded (first ingestion or chat)');
 await runtime.close();
 `;

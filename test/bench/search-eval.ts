@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { evaluationService } from '@kas/server';
-import { extractHtml } from '@kas/server/connectors/sources/html.ts';
+import { extractHtml } from '@kas/server/testing';
 import { startPostgres } from '../harness/postgres.ts';
 import { ADMIN_KEY, ENCRYPTION_KEY, spawnKas } from './documents.ts';
 

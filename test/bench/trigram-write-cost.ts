@@ -11,9 +11,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { migrateToLatest, openPGlite } from '@kas/server';
 import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { migrateToLatest, openPGlite } from '../../packages/server/src/db/database.ts';
 import { startPostgres } from '../harness/postgres.ts';
 
 const { values } = parseArgs({

@@ -5,7 +5,7 @@
  * methods and see its tools; remove a server and see its tools gone from the agent.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { agentInput } from '@kas/server/actions/actions.test-helpers.ts';
+import { agentInput } from '@kas/server/testing';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMcpServer, startFakeMcpServer } from '../fakes/mcp-server.ts';

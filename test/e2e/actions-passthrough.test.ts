@@ -4,7 +4,7 @@
  * verify it against the provider's keys. Without OIDC configured, pass-through is refused with a 400.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { agentInput } from '@kas/server/actions/actions.test-helpers.ts';
+import { agentInput } from '@kas/server/testing';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMcpServer, startFakeMcpServer } from '../fakes/mcp-server.ts';

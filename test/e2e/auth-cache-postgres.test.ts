@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
+import { createTestDatabase, type TestDatabase } from '@kas/server/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPgProxy } from '../harness/pg-proxy.ts';

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
+import { createTestDatabase, type TestDatabase } from '@kas/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../fakes/github.ts';
 import { serve, stopAllProcesses, tempDir } from '../harness/process.ts';

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '@kas/server/testing/test-runtime.ts';
+import { createTestDatabase, type TestDatabase } from '@kas/server/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCrashRounds } from '../crash/crash-rounds.ts';
 import { stopAllProcesses, tempDir } from '../harness/process.ts';

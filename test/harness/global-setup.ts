@@ -5,7 +5,7 @@ import { configFrom, createDatabase, migrateToLatest, openPGlite } from '@kas/se
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { startPostgres } from './postgres.ts';
-import '@kas/server/testing/provided-context.ts';
+import '@kas/server/testing';
 
 const TEMPLATE_DB = 'kas_template';
 

@@ -1,6 +1,6 @@
 import { type RunningServer, startServer } from '@kas/rest-bridge';
 import { type CreateDbOptions, configFrom, type Role } from '@kas/server';
-import { createTestDatabase, type TestDbKind, testDbKind } from '@kas/server/testing/test-runtime.ts';
+import { createTestDatabase, type TestDbKind, testDbKind } from '@kas/server/testing';
 
 export interface TestServer {
   url: string;

@@ -4,8 +4,7 @@
  * pid, same open files) with one started with kas's memory settings — before the server's modules
  * load, so the restart costs a bare Node start — then the commands run (cli-commands.ts).
  */
-import { loadConfig } from '@kas/server/config.ts';
-import { restartTuned } from '@kas/server/memory.ts';
+import { loadConfig, restartTuned } from '@kas/server/startup';
 
 const LONG_RUNNING = new Set(['serve', 'worker', 'reindex']);
 if (LONG_RUNNING.has(process.argv[2] ?? '')) {

@@ -1,5 +1,5 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
-import { parseAllowlist } from './outbound/address-guard.ts';
 
 const booleanString = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalString = z
@@ -199,4 +199,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 /** A config for tests and tools: defaults plus the given overrides, validated the same way. */
 export function configFrom(overrides: Record<string, string | undefined>): Config {
   return loadConfig(overrides);
+}
+
+/** Parses the comma-separated `KAS_OUTBOUND_ALLOWLIST`; returns the entries and the ones that are not hosts, addresses or CIDRs. */
+export function parseAllowlist(value: string | undefined): { entries: string[]; invalid: string[] } {
+  const entries = (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const invalid = entries.filter((entry) => {
+    const [net, prefix, extra] = entry.split('/');
+    if (extra !== undefined || !net) return true;
+    const family = isIP(net.replace(/^\[|\]$/g, ''));
+    if (prefix !== undefined) {
+      const bits = Number(prefix);
+      return !family || !/^\d+$/.test(prefix) || bits > (family === 4 ? 32 : 128);
+    }
+    return !family && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(net);
+  });
+  return { entries, invalid };
 }

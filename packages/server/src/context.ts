@@ -1,13 +1,13 @@
 import type { AuthCache } from './auth/auth-cache.ts';
 import type { OidcVerifier } from './auth/oidc.ts';
 import type { Actor } from './auth/roles.ts';
-import type { StopRegistry } from './chat/service/stop-registry.ts';
+import type { StopRegistry } from './chat/stop-registry.ts';
 import type { Config } from './config.ts';
-import type { IndexingState } from './connectors/service/run-attempt.ts';
+import type { IndexingState } from './connectors/indexing-state.ts';
 import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
-import type { IngestionState } from './documents/service/ingest.ts';
+import type { IngestionState } from './documents/ingestion-queue.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
 import type { Outbound } from './outbound/outbound.ts';

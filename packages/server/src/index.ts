@@ -1,38 +1,38 @@
+/**
+ * The server's public surface (`@kas/server`): what the REST bridge, the CLI and the scripts use. Tests
+ * and benchmarks add `@kas/server/testing`; `@kas/server/startup` is what a process reads before the
+ * server's modules load. Nothing else of the package is importable.
+ */
 export * as apiKeysService from './api-keys/api-keys.service.ts';
 export { type Actor, Role } from './auth/roles.ts';
 export { createBackup, restoreBackup } from './backup/backup.ts';
-export type { ChatStreamLine, SendMessageInput } from './chat/chat.schemas.ts';
-export * as chatService from './chat/chat.service.ts';
-export * from './config.ts';
-export * from './context.ts';
-export {
-  type CreateDbOptions,
-  createDatabase,
-  type DatabaseHandle,
-  type Db,
-  migrateToLatest,
-  openPGlite,
-} from './db/database.ts';
+export type { ChatStreamLine } from './chat/chat.schemas.ts';
+export { type Config, ConfigError, configFrom, loadConfig } from './config.ts';
+export { type AppDeps, type Context, createInnerContext } from './context.ts';
+export { type CreateDbOptions, createDatabase, migrateToLatest, openPGlite } from './db/database.ts';
 export { DataDirLockedError } from './db/lockfile.ts';
 export * as documentsService from './documents/documents.service.ts';
-export * from './errors.ts';
+export {
+  AppError,
+  ERROR_CODES,
+  ERROR_STATUS,
+  type ErrorCode,
+  RETRYABLE_ERROR_CODES,
+  toErrorResponse,
+} from './errors.ts';
 export * as evaluationService from './evaluation/evaluation.service.ts';
-export * as filesService from './files/files.service.ts';
 export * as identityService from './identity/identity.service.ts';
-export * from './identity/principals.ts';
-export * from './logger.ts';
-export * from './memory.ts';
-export * as personasRepository from './personas/personas.repository.ts';
-export { DEFAULT_PERSONA_ID, type PersonaForChat } from './personas/personas.schemas.ts';
-export * as personasService from './personas/personas.service.ts';
-export { type AppRouter, appRouter, type ClientRouter, createCaller } from './router.ts';
-export * from './runtime.ts';
-export * as searchService from './search/search.service.ts';
-export type { SearchIndex } from './search/search-index.ts';
-export * as toolsService from './tools/tools.service.ts';
-export { type KasMeta, type MinRole, procedureMinRole, procedureReadsKey } from './trpc.ts';
-export * as userGroupsRepository from './user-groups/user-groups.repository.ts';
-export * as userGroupsService from './user-groups/user-groups.service.ts';
+export { createLogger, type Logger } from './logger.ts';
+export {
+  applyMemorySettings,
+  heapLimitMb,
+  releaseStartupGarbage,
+  restartTuned,
+  wasmOptimizing,
+} from './memory.ts';
+export { type AppRouter, appRouter, createCaller } from './router.ts';
+export { createRuntime, type Runtime } from './runtime.ts';
+export { type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
 export * as usersService from './users/users.service.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
-export { startWorker, type Worker, type WorkerTask } from './worker/worker.ts';
+export { startWorker } from './worker/worker.ts';

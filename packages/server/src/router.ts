@@ -1,4 +1,3 @@
-import type { TRPCBuiltRouter } from '@trpc/server';
 import { actionsRouter } from './actions/actions.router.ts';
 import { mcpRouter } from './actions/mcp.router.ts';
 import { oauthConfigsRouter } from './actions/oauth.router.ts';
@@ -48,14 +47,4 @@ export const appRouter = router({
 
 export type AppRouter = typeof appRouter;
 
-type RootTypes = AppRouter['_def']['_config']['$types'];
-/**
- * The router as clients see it: every procedure's input and output, the error shape and the
- * transformer, without the server's context (database, logger, …). The SDK bundles this type into
- * its declarations, so programs outside this repository get a fully typed tRPC client.
- */
-export type ClientRouter = TRPCBuiltRouter<
-  { ctx: object; meta: object; errorShape: RootTypes['errorShape']; transformer: RootTypes['transformer'] },
-  AppRouter['_def']['record']
->;
 export const createCaller = createCallerFactory(appRouter);

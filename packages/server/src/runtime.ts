@@ -5,14 +5,15 @@ import { AuthCache } from './auth/auth-cache.ts';
 import * as authSync from './auth/auth-sync.repository.ts';
 import { createOidcVerifier } from './auth/oidc.ts';
 import { PgAuthCache } from './auth/pg-auth-cache.ts';
-import { StopRegistry } from './chat/service/stop-registry.ts';
+import * as chatRepository from './chat/chat.repository.ts';
+import { StopRegistry } from './chat/stop-registry.ts';
 import type { Config } from './config.ts';
-import { createIndexingState } from './connectors/service/run-attempt.ts';
+import { createIndexingState } from './connectors/indexing-state.ts';
 import { createSourceRegistry } from './connectors/sources/index.ts';
 import type { AppDeps } from './context.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
-import { createIngestionState } from './documents/service/ingest.ts';
+import { createIngestionState } from './documents/ingestion-queue.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
@@ -75,7 +76,10 @@ export async function createRuntime(
       search: createSearchIndex(config, database.db, logger),
       llm: createLlmProvider(config),
       ingestion: createIngestionState(),
-      stopRegistry: new StopRegistry(database.db, { poll: database.kind === 'postgres' }),
+      // On Postgres a stop may be requested in another process: the registry polls for it.
+      stopRegistry: new StopRegistry(
+        database.kind === 'postgres' ? (ids) => chatRepository.findStopRequests(database.db, ids) : null,
+      ),
       snapshot: database.snapshot ?? null,
       authFailures,
       outbound,

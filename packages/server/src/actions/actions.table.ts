@@ -1,8 +1,5 @@
-import type { ColumnType, Generated } from 'kysely';
-import type { CreatedAt } from '../db/schema.ts';
-
-type Json<T> = ColumnType<T, string | undefined, string>;
-type Timestamp = ColumnType<Date, Date | string, Date | string>;
+import type { Generated } from 'kysely';
+import type { CreatedAt, Json, Timestamp } from '../db/columns.ts';
 
 export interface OauthConfigsTable {
   id: Generated<number>;

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../../../../test/fakes/github.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import * as eventsRepository from './events.repository.ts';
+import { createIndexingState } from './indexing-state.ts';
 import { eventPass, schedulerPass } from './scheduler.ts';
-import { createIndexingState } from './service/run-attempt.ts';
 
 // Webhook events are stored when accepted and processed by the worker: exactly once, surviving a
 // dead worker, retried with backoff on a source failure, visible on the pair.

@@ -2,8 +2,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeWebsite, htmlPage, startFakeWebsite } from '../../../../test/fakes/website.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { createIndexingState } from './indexing-state.ts';
 import { schedulerPass } from './scheduler.ts';
-import { createIndexingState } from './service/run-attempt.ts';
 
 let t: TestRuntime;
 let site: FakeWebsite;

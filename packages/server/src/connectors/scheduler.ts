@@ -1,5 +1,5 @@
 import type { AppDeps } from '../context.ts';
-import type { WorkerTask } from '../worker/worker.ts';
+import type { WorkerTask } from '../worker/task.ts';
 import * as connectorsRepository from './connectors.repository.ts';
 import * as connectorFilesRepository from './files.repository.ts';
 import * as indexingRepository from './indexing.repository.ts';

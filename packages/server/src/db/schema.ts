@@ -19,9 +19,7 @@ import type {
 import type { UserProjectsTable } from '../projects/projects.table.ts';
 import type { TokenBudgetsTable } from '../token-budgets/token-budgets.table.ts';
 import type { ToolsTable } from '../tools/tools.table.ts';
-
-/** Columns the database fills in on insert. */
-export type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
+import type { CreatedAt } from './columns.ts';
 
 export interface UsersTable {
   id: Generated<string>;

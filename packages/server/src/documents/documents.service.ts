@@ -1,5 +1,5 @@
 export { loadIndexedDocuments, refreshCcPairDocuments, reindexAll, syncIndex } from './service/index-sync.ts';
-export { createIngestionState, type IngestionState, ingestDocument } from './service/ingest.ts';
+export { ingestDocument } from './service/ingest.ts';
 export {
   createCcPair,
   deleteIngestedDocument,

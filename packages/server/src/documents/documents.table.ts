@@ -1,9 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
-import type { CreatedAt } from '../db/schema.ts';
+import type { CreatedAt, Json, Timestamp } from '../db/columns.ts';
 import type { Owner as OwnerInput } from './documents.schemas.ts';
-
-type Json<T> = ColumnType<T, string, string>;
-type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
 export type AccessType = 'public' | 'private' | 'sync';
 export type CcPairStatus = 'scheduled' | 'initial_indexing' | 'active' | 'paused' | 'deleting' | 'invalid';

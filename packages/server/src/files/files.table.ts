@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { CreatedAt } from '../db/schema.ts';
+import type { CreatedAt } from '../db/columns.ts';
 
 export interface UserFilesTable {
   id: Generated<string>;

@@ -1,6 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { CreatedAt } from '../db/columns.ts';
 
-type CreatedAt = ColumnType<Date, Date | string | undefined, Date | string>;
 type NullableTime = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface PersonalAccessTokensTable {

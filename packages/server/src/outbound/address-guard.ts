@@ -94,22 +94,3 @@ export class AddressGuard {
     return !this.#private.check(candidate, type);
   }
 }
-
-/** Parses the comma-separated `KAS_OUTBOUND_ALLOWLIST`; returns the entries and the ones that are not hosts, addresses or CIDRs. */
-export function parseAllowlist(value: string | undefined): { entries: string[]; invalid: string[] } {
-  const entries = (value ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  const invalid = entries.filter((entry) => {
-    const [net, prefix, extra] = entry.split('/');
-    if (extra !== undefined || !net) return true;
-    const family = isIP(net.replace(/^\[|\]$/g, ''));
-    if (prefix !== undefined) {
-      const bits = Number(prefix);
-      return !family || !/^\d+$/.test(prefix) || bits > (family === 4 ? 32 : 128);
-    }
-    return !family && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(net);
-  });
-  return { entries, invalid };
-}

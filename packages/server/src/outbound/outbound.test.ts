@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configFrom } from '../config.ts';
-import { AddressGuard, parseAllowlist } from './address-guard.ts';
+import { configFrom, parseAllowlist } from '../config.ts';
+import { AddressGuard } from './address-guard.ts';
 import { createOutbound, type OutboundOptions, outboundOptionsFrom, retryAfterMs } from './outbound.ts';
 
 let server: Server;

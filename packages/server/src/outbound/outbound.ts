@@ -3,8 +3,8 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
-import type { Config } from '../config.ts';
-import { AddressGuard, parseAllowlist } from './address-guard.ts';
+import { type Config, parseAllowlist } from '../config.ts';
+import { AddressGuard } from './address-guard.ts';
 
 /** Why an outbound request was refused or cut short; `message` is safe to show to an API consumer. */
 export type OutboundErrorCode =

@@ -1,7 +1,5 @@
-import type { ColumnType, Generated } from 'kysely';
-import type { CreatedAt } from '../db/schema.ts';
-
-type Json<T> = ColumnType<T, string | undefined, string>;
+import type { Generated } from 'kysely';
+import type { CreatedAt, Json } from '../db/columns.ts';
 
 export interface ToolsTable {
   id: Generated<number>;

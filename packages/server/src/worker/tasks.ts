@@ -4,7 +4,7 @@ import {
   connectorUploadsCleanupTask,
 } from '../connectors/scheduler.ts';
 import * as maintenanceRepository from './maintenance.repository.ts';
-import type { WorkerTask } from './worker.ts';
+import type { WorkerTask } from './task.ts';
 
 /** Expired per-key rate-limit windows (Postgres store) are deleted so the table stays small. */
 export const purgeExpiredRateLimits: WorkerTask = {

@@ -2,8 +2,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import * as maintenanceRepository from './maintenance.repository.ts';
+import type { WorkerTask } from './task.ts';
 import { analyzeChangedTables, purgeExpiredRateLimits } from './tasks.ts';
-import { startWorker, type WorkerTask } from './worker.ts';
+import { startWorker } from './worker.ts';
 
 let t: TestRuntime;
 beforeAll(async () => {

@@ -22,7 +22,7 @@ import {
   registerMcpClient,
 } from '../mcp/oauth.ts';
 import { REFRESH_MARGIN_MS } from '../oauth/tokens.ts';
-import { usableServer } from './mcp.ts';
+import { usableServer } from './mcp-access.ts';
 
 type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 

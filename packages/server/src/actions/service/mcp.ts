@@ -17,6 +17,7 @@ import type {
 import { isAuthFailure, listMcpTools, mcpResultData, withMcpClient } from '../mcp/client.ts';
 import type { AgentTool, ToolKindLoader } from '../tool-runner.ts';
 import { failure } from '../tool-runner.ts';
+import { scopeOfServer, serverOr404, usableServer } from './mcp-access.ts';
 import { mcpOauthAccessToken } from './mcp-oauth.ts';
 import { canManage, canUse, checkRequestedScope, memberGroups, requireManage, type Scope } from './scope.ts';
 
@@ -224,25 +225,6 @@ export async function createMcpServer({
     auth_performer: input.auth_performer,
     no_user_authentication_required: input.auth_type === 'NONE' || input.auth_performer === 'ADMIN',
   };
-}
-
-async function serverOr404(ctx: Ctx, id: number): Promise<McpServerRow> {
-  const row = await actionsRepository.findMcpServer(ctx.db, id);
-  if (!row) throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
-  return row;
-}
-
-async function scopeOfServer(ctx: Ctx, row: McpServerRow): Promise<Scope> {
-  const groups = await actionsRepository.groupsOfMcpServers(ctx.db, [row.id]);
-  return { group_scoped: row.group_scoped, groups: groups.map((g) => g.group_id) };
-}
-
-/** The server, when the actor may use it (not scoped, or a member of one of its groups); 404 otherwise. */
-export async function usableServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
-  const row = await serverOr404(ctx, id);
-  if (!canUse(actor, await memberGroups(ctx.db, actor), await scopeOfServer(ctx, row)))
-    throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
-  return row;
 }
 
 /** The server, when the actor manages it (admin, or curator of all its groups); 403 otherwise. */

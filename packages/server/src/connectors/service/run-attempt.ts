@@ -4,25 +4,10 @@ import { OutboundError } from '../../outbound/outbound.ts';
 import type { AttemptRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
+import type { IndexingState } from '../indexing-state.ts';
 import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
 import { type Deps, openCredential } from './shared.ts';
 import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
-
-/** Per-process state of the connector worker, created with the app. */
-export interface IndexingState {
-  workerId: string;
-  /** Attempts this process runs, by attempt id. */
-  running: Map<number, { pairId: number; controller: AbortController }>;
-  ticking: boolean;
-  /** A pass over queued webhook events is running in this process. */
-  eventsBusy: boolean;
-  /** When this process last forgot old processed events (ms since epoch). */
-  eventsPurgedAt: number;
-}
-
-export function createIndexingState(workerId: string): IndexingState {
-  return { workerId, running: new Map(), ticking: false, eventsBusy: false, eventsPurgedAt: 0 };
-}
 
 export interface IndexingOptions {
   heartbeatMs: number;

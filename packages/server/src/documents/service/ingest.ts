@@ -4,6 +4,7 @@ import { AppError } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
 import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.ts';
+import type { IngestionState, QueuedIngestion } from '../ingestion-queue.ts';
 import { indexDocumentsAfterCommit } from './index-sync.ts';
 import {
   type ExternalAccessInput,
@@ -115,7 +116,8 @@ async function ingestOne(ctx: Deps, p: PreparedDocument): Promise<IngestionResul
   return resultOf(written);
 }
 
-interface Pending {
+/** A queued request: the prepared document and its caller's promise. */
+interface Pending extends QueuedIngestion {
   p: PreparedDocument;
   resolve(result: IngestionResult): void;
   reject(error: unknown): void;
@@ -212,26 +214,6 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
   }
 }
 
-/**
- * The ingestion queue of one application (in its deps): requests that arrive while batches are being
- * written form the next. Two batches may be in flight, so that the server prepares one while the
- * database writes the other (PGlite runs them one after the other anyway). Requests for one document id
- * are written in the order they arrived: an id waits while a batch holding it is in flight.
- */
-export interface IngestionState {
-  pending: Pending[];
-  inFlight: number;
-  /** Document ids of the batches in flight. */
-  busy: Set<string>;
-  scheduled: boolean;
-  /** The system ingestion CC pair never changes once seeded: looked up once. */
-  systemPairId: Promise<number | undefined> | undefined;
-}
-
-export function createIngestionState(): IngestionState {
-  return { pending: [], inFlight: 0, busy: new Set(), scheduled: false, systemPairId: undefined };
-}
-
 const BATCHES_IN_FLIGHT = 2;
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
@@ -254,14 +236,15 @@ function takeBatch(queue: IngestionState): Pending[] {
   const rest: Pending[] = [];
   const ids = new Set<string>();
   let chunks = 0;
-  for (const item of queue.pending) {
+  // Every queued request was pushed by `ingestDocument` below, as a `Pending`.
+  for (const item of queue.pending as Pending[]) {
     const full =
       batch.length >= BATCH_DOCUMENTS || (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS);
-    if (full || ids.has(item.p.row.id) || queue.busy.has(item.p.row.id)) {
+    if (full || ids.has(item.documentId) || queue.busy.has(item.documentId)) {
       rest.push(item);
       continue;
     }
-    ids.add(item.p.row.id);
+    ids.add(item.documentId);
     chunks += item.p.chunks.length;
     batch.push(item);
   }
@@ -274,14 +257,14 @@ function startBatches(ctx: Deps, queue: IngestionState) {
   while (queue.pending.length && queue.inFlight < BATCHES_IN_FLIGHT) {
     const batch = takeBatch(queue);
     if (!batch.length) break;
-    for (const item of batch) queue.busy.add(item.p.row.id);
+    for (const item of batch) queue.busy.add(item.documentId);
     queue.inFlight++;
     void runBatch(ctx, batch)
       .catch((error) => {
         for (const item of batch) item.reject(error);
       })
       .finally(() => {
-        for (const item of batch) queue.busy.delete(item.p.row.id);
+        for (const item of batch) queue.busy.delete(item.documentId);
         queue.inFlight--;
         schedule(ctx, queue);
       });
@@ -324,7 +307,8 @@ export async function ingestDocument({
     });
   const queue = ctx.ingestion;
   return new Promise<IngestionResult>((resolve, reject) => {
-    queue.pending.push({ p, resolve, reject });
+    const item: Pending = { documentId: p.row.id, p, resolve, reject };
+    queue.pending.push(item);
     schedule(ctx, queue);
   });
 }

@@ -1,5 +1,7 @@
-import type { Db } from '../../db/database.ts';
-import * as chatRepository from '../chat.repository.ts';
+/** The sessions among `sessionIds` whose stop was requested, with when (`chat_sessions.stop_requested_at`). */
+export type FindStopRequests = (
+  sessionIds: string[],
+) => Promise<{ id: string; stop_requested_at: Date | string | null }[]>;
 
 interface ActiveRun {
   sessionId: string;
@@ -13,7 +15,7 @@ const POLL_MS = 50;
 /**
  * The generations running in this process (one registry per application, in its deps). A stop is a
  * timestamp on the session row, so it reaches the process that generates wherever it was requested:
- * with a shared database (`poll`), one poll every 50 ms covers all active runs. A stop requested in this
+ * with a shared database (given `findStopRequests`), one poll every 50 ms covers all active runs. A stop requested in this
  * process aborts at once — on the embedded database, which one process owns, that is every stop, so it
  * does not poll (a poll would also queue behind, and delay, the turn's own statements).
  */
@@ -22,18 +24,17 @@ export class StopRegistry {
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
 
-  private readonly db: Db;
-  private readonly shouldPoll: boolean;
+  /** Null: this process owns the database, every stop is requested here (no polling). */
+  private readonly findStopRequests: FindStopRequests | null;
 
-  constructor(db: Db, options: { poll: boolean }) {
-    this.db = db;
-    this.shouldPoll = options.poll;
+  constructor(findStopRequests: FindStopRequests | null) {
+    this.findStopRequests = findStopRequests;
   }
 
   register(sessionId: string, startedAt: Date): { signal: AbortSignal; release(): void } {
     const run: ActiveRun = { sessionId, startedAt, controller: new AbortController() };
     this.runs.add(run);
-    if (this.shouldPoll) this.timer ??= setInterval(() => void this.poll(), POLL_MS).unref();
+    if (this.findStopRequests) this.timer ??= setInterval(() => void this.poll(), POLL_MS).unref();
     return {
       signal: run.controller.signal,
       release: () => {
@@ -56,11 +57,11 @@ export class StopRegistry {
   }
 
   private async poll(): Promise<void> {
-    if (this.polling || this.runs.size === 0) return;
+    if (this.polling || this.runs.size === 0 || !this.findStopRequests) return;
     this.polling = true;
     try {
       const ids = [...new Set([...this.runs].map((r) => r.sessionId))];
-      const rows = await chatRepository.findStopRequests(this.db, ids);
+      const rows = await this.findStopRequests(ids);
       const requested = new Map(rows.map((r) => [r.id, r.stop_requested_at]));
       for (const run of this.runs) {
         const at = requested.get(run.sessionId);

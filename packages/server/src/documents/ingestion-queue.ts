@@ -1,0 +1,28 @@
+/**
+ * One request in the ingestion queue. The queue orders requests by document id; the payload is the
+ * ingestion service's (`service/ingest.ts`), the only code that reads or writes the queue.
+ */
+export interface QueuedIngestion {
+  /** Requests for one document id are written in the order they arrived. */
+  readonly documentId: string;
+}
+
+/**
+ * The ingestion queue of one application (in its deps): requests that arrive while batches are being
+ * written form the next. Two batches may be in flight, so that the server prepares one while the
+ * database writes the other (PGlite runs them one after the other anyway). Requests for one document id
+ * are written in the order they arrived: an id waits while a batch holding it is in flight.
+ */
+export interface IngestionState {
+  pending: QueuedIngestion[];
+  inFlight: number;
+  /** Document ids of the batches in flight. */
+  busy: Set<string>;
+  scheduled: boolean;
+  /** The system ingestion CC pair never changes once seeded: looked up once. */
+  systemPairId: Promise<number | undefined> | undefined;
+}
+
+export function createIngestionState(): IngestionState {
+  return { pending: [], inFlight: 0, busy: new Set(), scheduled: false, systemPairId: undefined };
+}
