@@ -4,6 +4,7 @@ import { formatZodError } from './validation.ts';
 /** One table: every error code the API emits and its HTTP status. */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 422,
+  SECRET_REENTRY_REQUIRED: 422,
   BAD_REQUEST: 400,
   INVALID_INPUT: 400,
   UNAUTHENTICATED: 401,
