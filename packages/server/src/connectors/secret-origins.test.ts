@@ -287,6 +287,28 @@ describe('secrets bound to their origin', () => {
     }
   });
 
+  it('refuses to run a pair whose connector was pointed elsewhere outside kas', async () => {
+    const { connectorId } = await adminPair();
+    await t.deps.db
+      .updateTable('connectors')
+      .set({ connector_specific_config: JSON.stringify({ base_url: evil.url, repo_owner: 'acme' }) })
+      .where('id', '=', connectorId)
+      .execute();
+    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await pass();
+    const status = (await admin().connectors.indexingStatus({})).find((s) => s.connector_id === connectorId);
+    const attempts = await admin().connectors.indexAttempts({
+      cc_pair_id: status?.cc_pair_id as number,
+      page_num: 0,
+      page_size: 1,
+    });
+    expect(attempts.items[0]).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('connector_specific_config.base_url'),
+    });
+    expect(evil.authorizations).toEqual([]);
+  });
+
   it('refuses a credential update that points its own endpoint elsewhere while keeping the masked secret', async () => {
     const connector = await admin().connectors.create({
       name: `vault ${++counter}`,

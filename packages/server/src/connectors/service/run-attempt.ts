@@ -5,6 +5,7 @@ import type { AttemptRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
 import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
+import { assertRunTargets } from './secret-origins.ts';
 import { type Deps, openCredential } from './shared.ts';
 import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
 
@@ -75,6 +76,7 @@ async function openPair(ctx: Deps, pairId: number) {
       `Invalid configuration: ${problems.map((p) => `${p.key}: ${p.message}`).join('; ')}`,
     );
   }
+  await assertRunTargets(ctx, credential.id, source, config.value, secret.value);
   return { pair, connector, source, config: config.value as unknown, secret: secret.value as unknown };
 }
 

@@ -3,7 +3,7 @@ import { AppError } from '../../errors.ts';
 import type { CredentialRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import * as secretOriginsRepository from '../secret-origins.repository.ts';
-import type { AnySource } from '../sources/source.ts';
+import { type AnySource, SourceError } from '../sources/source.ts';
 import { type Deps, MASK, openCredential } from './shared.ts';
 
 /*
@@ -119,4 +119,27 @@ export async function applyBinding(ctx: Deps, pending: PendingBinding | null): P
 /** The secrets were just entered by `actor`: unbound until their next link or connector change. */
 export async function secretsEntered(ctx: Deps, credentialId: number, actor: Actor): Promise<void> {
   await secretOriginsRepository.enteredBy(ctx.db, credentialId, actor.user_id);
+}
+
+/**
+ * Before a run sends the secrets anywhere: every address it would use must be one they are bound to
+ * (a second line behind the checks on change, for a configuration changed outside kas).
+ */
+export async function assertRunTargets(
+  ctx: Deps,
+  credentialId: number,
+  source: AnySource,
+  config: unknown,
+  credential: unknown,
+): Promise<void> {
+  if (!source.secretTargets) return;
+  const binding = await secretOriginsRepository.findBinding(ctx.db, credentialId);
+  if (!binding?.secret_origins) return;
+  const bound = new Set(binding.secret_origins);
+  const stray = source.secretTargets(config, credential).find((t) => !bound.has(new URL(t.url).origin));
+  if (stray)
+    throw new SourceError(
+      'config',
+      `${stray.key} points to ${new URL(stray.url).origin}, not where credential ${credentialId}'s secrets were entered for: enter them again`,
+    );
 }
