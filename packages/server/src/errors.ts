@@ -4,9 +4,9 @@ import { formatZodError } from './validation.ts';
 /** One table: every error code the API emits and its HTTP status. */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 422,
-  SECRET_REENTRY_REQUIRED: 422,
   BAD_REQUEST: 400,
   INVALID_INPUT: 400,
+  SECRET_REENTRY_REQUIRED: 400,
   UNAUTHENTICATED: 401,
   INSUFFICIENT_PERMISSIONS: 403,
   NOT_FOUND: 404,

@@ -67,7 +67,7 @@ describe('action secrets bound to their origin', () => {
       asCarol.actions.updateCustomTool({ tool_id: action.id, definition: evil.spec() }),
     );
     expect(withoutHeaders).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('custom_headers'),
     });
@@ -81,14 +81,14 @@ describe('action secrets bound to their origin', () => {
         }),
       ),
     ).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('X-Api-Key'),
     });
     // Admins too: the rule is about the secret, not the role.
     expect(
       await errorOf(admin.actions.updateCustomTool({ tool_id: action.id, definition: evil.spec() })),
-    ).toMatchObject({ status: 422, error_code: 'SECRET_REENTRY_REQUIRED' });
+    ).toMatchObject({ status: 400, error_code: 'SECRET_REENTRY_REQUIRED' });
 
     await useAction(agentId);
     expect(evil.requests).toEqual([]);
@@ -162,7 +162,7 @@ describe('action secrets bound to their origin', () => {
         admin.oauthConfigs.update({ oauth_config_id: config.id, token_url: `${evil.url}/token` }),
       ),
     ).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('client_secret'),
     });

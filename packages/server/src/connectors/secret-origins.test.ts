@@ -123,7 +123,7 @@ describe('secrets bound to their origin', () => {
       }),
     );
     expect(refused).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('connector_specific_config.base_url'),
     });
@@ -148,7 +148,7 @@ describe('secrets bound to their origin', () => {
           connector_specific_config: { base_url: `${evil.url}/api/v3`, repo_owner: 'acme' },
         }),
       ),
-    ).toMatchObject({ status: 422, error_code: 'SECRET_REENTRY_REQUIRED' });
+    ).toMatchObject({ status: 400, error_code: 'SECRET_REENTRY_REQUIRED' });
     // Another path or repository on the same origin is no move.
     await admin().connectors.update({
       connector_id: connectorId,
@@ -175,7 +175,7 @@ describe('secrets bound to their origin', () => {
         }),
       ),
     ).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('connector_specific_config.base_url'),
     });
@@ -221,7 +221,7 @@ describe('secrets bound to their origin', () => {
         }),
       ),
     ).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('bound to no address yet'),
     });
@@ -254,7 +254,7 @@ describe('secrets bound to their origin', () => {
             connector_specific_config: { base_url: evil.url, repo_owner: 'acme' },
           }),
         ),
-      ).toMatchObject({ status: 422, error_code: 'SECRET_REENTRY_REQUIRED' });
+      ).toMatchObject({ status: 400, error_code: 'SECRET_REENTRY_REQUIRED' });
       // Keeping the secret through the mask is not entering it again.
       await asCurator().connectors.updateCredential({
         credential_id: credentialId,
@@ -267,7 +267,7 @@ describe('secrets bound to their origin', () => {
             connector_specific_config: { base_url: evil.url, repo_owner: 'acme' },
           }),
         ),
-      ).toMatchObject({ status: 422, error_code: 'SECRET_REENTRY_REQUIRED' });
+      ).toMatchObject({ status: 400, error_code: 'SECRET_REENTRY_REQUIRED' });
       // The one who entered it may move it; someone else may not.
       await admin().connectors.updateCredential({
         credential_id: credentialId,
@@ -280,7 +280,7 @@ describe('secrets bound to their origin', () => {
             connector_specific_config: { base_url: evil.url, repo_owner: 'acme' },
           }),
         ),
-      ).toMatchObject({ status: 422, error_code: 'SECRET_REENTRY_REQUIRED' });
+      ).toMatchObject({ status: 400, error_code: 'SECRET_REENTRY_REQUIRED' });
       expect(evil.authorizations).toEqual([]);
     } finally {
       await other.close();
@@ -336,7 +336,7 @@ describe('secrets bound to their origin', () => {
         }),
       ),
     ).toMatchObject({
-      status: 422,
+      status: 400,
       error_code: 'SECRET_REENTRY_REQUIRED',
       detail: expect.stringContaining('credential_json.token_url'),
     });
