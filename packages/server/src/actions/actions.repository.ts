@@ -89,6 +89,11 @@ export async function upsertUserToken(
     .execute();
 }
 
+/** Every user's token for a configuration (its token endpoint moved: they connect again). */
+export async function deleteUserTokensOf(db: DbExecutor, configId: number): Promise<void> {
+  await db.deleteFrom('oauth_user_tokens').where('oauth_config_id', '=', configId).execute();
+}
+
 export async function deleteUserToken(db: DbExecutor, configId: number, userId: string): Promise<boolean> {
   const r = await db
     .deleteFrom('oauth_user_tokens')

@@ -31,6 +31,10 @@ export interface CredentialsTable {
   user_id: string | null;
   time_created: CreatedAt;
   time_updated: CreatedAt;
+  /** Origins (`https://host:port`) the secrets are bound to; null: not bound yet (see `connectors/service/secret-origins.ts`). */
+  secret_origins: Json<string[]> | null;
+  /** Who last entered the secrets: the one who may bind them while they are not bound yet. */
+  secrets_entered_by: string | null;
 }
 
 export interface CcPairsTable {

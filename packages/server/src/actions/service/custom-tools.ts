@@ -155,6 +155,30 @@ async function editableTool(ctx: Ctx, actor: Actor, toolId: number): Promise<Too
   return row;
 }
 
+/**
+ * Header values are bound to the origin (scheme, host, port) of the server they were entered for:
+ * a definition that moves the action to another origin must give every value again, not the mask,
+ * or the stored secrets would be sent to a server chosen by someone who cannot read them.
+ */
+function checkHeaderOrigin(
+  row: ToolRow,
+  parsed: ReturnType<typeof parseOpenApi> | null,
+  given: HeaderPair[] | undefined,
+) {
+  if (!parsed || !row.openapi_schema) return;
+  const from = new URL(parseOpenApi(row.openapi_schema).serverUrl).origin;
+  const to = new URL(parsed.serverUrl).origin;
+  if (from === to) return;
+  // Without custom_headers every stored value is kept; with them, those sent back masked are.
+  const kept = given ? given.filter((h) => h.value === MASK).map((h) => h.key) : null;
+  if (kept && kept.length === 0) return;
+  throw new AppError(
+    'SECRET_REENTRY_REQUIRED',
+    `definition.servers[0].url moves action ${row.id} from ${from} to ${to}, but the values of its custom_headers ` +
+      `were entered for ${from}: give ${kept ? kept.join(', ') : 'every header'} again in custom_headers (the value, not the mask) with this change`,
+  );
+}
+
 export async function updateCustomTool({
   ctx,
   actor,
@@ -168,6 +192,7 @@ export async function updateCustomTool({
   const scope = await checkRequestedScope(ctx, actor, input.groups, await scopeOfTool(ctx, row));
   const parsed = input.definition !== undefined ? parseOpenApi(input.definition) : null;
   const stored = decryptHeaders(ctx, row.custom_headers_enc);
+  if (stored.length) checkHeaderOrigin(row, parsed, input.custom_headers);
   let headers = stored;
   if (input.custom_headers) {
     checkDuplicateHeaders(input.custom_headers);

@@ -83,7 +83,17 @@ export async function updateOauthConfig({
   ctx: Ctx;
   input: z.infer<typeof OAuthConfigUpdateInput>;
 }) {
-  await snapshotOf(ctx, input.oauth_config_id);
+  const current = await snapshotOf(ctx, input.oauth_config_id);
+  // The client secret, and each user's refresh token, are sent to the token endpoint: they are bound
+  // to its origin. Moving it needs the secret given again, and users connect again.
+  const moved =
+    input.token_url !== undefined && new URL(input.token_url).origin !== new URL(current.token_url).origin;
+  if (moved && input.client_secret === undefined)
+    throw new AppError(
+      'SECRET_REENTRY_REQUIRED',
+      `token_url moves OAuth configuration ${current.id} from ${new URL(current.token_url).origin} to ${new URL(input.token_url as string).origin}, ` +
+        'but its client_secret was entered for the former: give client_secret again with this change',
+    );
   await actionsRepository.updateOauthConfig(ctx.db, input.oauth_config_id, {
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.authorization_url !== undefined ? { authorization_url: input.authorization_url } : {}),
@@ -94,6 +104,7 @@ export async function updateOauthConfig({
       : {}),
     ...(input.scopes !== undefined ? { scopes: JSON.stringify(scopesOf(input.scopes)) } : {}),
   });
+  if (moved) await actionsRepository.deleteUserTokensOf(ctx.db, current.id);
   return snapshotOf(ctx, input.oauth_config_id);
 }
 

@@ -10,6 +10,7 @@ import type {
 } from '../connectors.schemas.ts';
 import * as connectorFilesRepository from '../files.repository.ts';
 import type { ConfigProblem } from '../sources/source.ts';
+import { applyBinding, checkSecretOrigins, linksOf, type PendingBinding } from './secret-origins.ts';
 import {
   canManageConnector,
   canManagePair,
@@ -137,6 +138,15 @@ export async function updateConnector({
     throw new AppError('INVALID_INPUT', 'The source of a connector linked to credentials cannot change');
   }
   const config = validateConnector(ctx, merged);
+  // Each linked credential's secrets may go only where they are bound (see secret-origins.ts).
+  const bindings: PendingBinding[] = [];
+  for (const credentialId of connector.credential_ids) {
+    const credential = await connectorsRepository.findCredential(ctx.db, credentialId);
+    if (!credential) continue;
+    const links = await linksOf(ctx, credentialId, { connector_id: connector.id, config });
+    const binding = await checkSecretOrigins(ctx, { actor, credential, links });
+    if (binding) bindings.push(binding);
+  }
   await connectorsRepository.updateConnector(ctx.db, connector.id, {
     name: merged.name,
     source: merged.source,
@@ -147,6 +157,7 @@ export async function updateConnector({
     indexing_start: merged.indexing_start ?? null,
     access_type: merged.access_type,
   });
+  for (const binding of bindings) await applyBinding(ctx, binding);
   const updated = await connectorsRepository.findConnector(ctx.db, connector.id);
   if (!updated) throw connectorNotFound(connector.id);
   return connectorSnapshot(updated);

@@ -7,6 +7,13 @@ import type {
   CredentialUpdateInput,
 } from '../connectors.schemas.ts';
 import {
+  applyBinding,
+  checkSecretOrigins,
+  linksOf,
+  reentersSecrets,
+  secretsEntered,
+} from './secret-origins.ts';
+import {
   canManageCredential,
   checkGroups,
   credentialNotFound,
@@ -61,6 +68,7 @@ export async function createCredential({
       user_id: actor.user_id,
     });
     await connectorsRepository.replaceCredentialGroups(trx, id, [...new Set(input.groups)]);
+    await secretsEntered({ ...ctx, db: trx }, id, actor);
     return id;
   });
   const row = await connectorsRepository.findCredential(ctx.db, id);
@@ -89,7 +97,10 @@ export async function getCredential({ ctx, actor, id }: { ctx: Deps; actor: Acto
   return credentialSnapshot(ctx, row);
 }
 
-/** Values sent back masked (`********`) keep their stored value, so a read-modify-write keeps secrets. */
+/**
+ * Values sent back masked (`********`) keep their stored value, so a read-modify-write keeps secrets;
+ * a change that would send kept secrets to another origin (a token endpoint) needs them given again.
+ */
 export async function updateCredential({
   ctx,
   actor,
@@ -108,6 +119,16 @@ export async function updateCredential({
     );
     checkCredential(ctx, row.source, json);
   }
+  const reentered = reentersSecrets(input.credential_json, current);
+  const binding =
+    input.credential_json && !reentered
+      ? await checkSecretOrigins(ctx, {
+          actor,
+          credential: row,
+          secrets: json,
+          links: await linksOf(ctx, row.id),
+        })
+      : null;
   if (input.groups)
     await checkGroups(ctx.db, input.groups, curated && input.groups.length ? curated : null, 'credentials');
   await ctx.db.transaction().execute(async (trx) => {
@@ -119,7 +140,9 @@ export async function updateCredential({
     });
     if (input.groups)
       await connectorsRepository.replaceCredentialGroups(trx, row.id, [...new Set(input.groups)]);
+    if (reentered) await secretsEntered({ ...ctx, db: trx }, row.id, actor);
   });
+  await applyBinding(ctx, binding);
   return getCredential({ ctx, actor, id: row.id });
 }
 

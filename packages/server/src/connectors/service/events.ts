@@ -11,6 +11,7 @@ import type { IndexingState } from '../indexing-state.ts';
 import { SourceError } from '../sources/source.ts';
 import type { ConnectorEventInput, ConnectorEventResponse } from '../sources.schemas.ts';
 import { toIngested } from './run-attempt.ts';
+import { assertRunTargets } from './secret-origins.ts';
 import { connectorNotFound, type Deps, openCredential } from './shared.ts';
 import { principalsOf } from './sync.ts';
 
@@ -119,6 +120,7 @@ async function processEvent(
   const credential = source.validateCredential(openCredential(ctx, row));
   if (!config.ok || !credential.ok)
     throw new SourceError('config', 'The connector configuration or credential is invalid');
+  await assertRunTargets(ctx, row.id, source, config.value, credential.value);
   const log = ctx.logger.child({ cc_pair_id: pair.id, connector_event_id: event.id });
   const found = await source.events.fetch(
     {

@@ -13,6 +13,7 @@ import type {
 } from '../connectors.schemas.ts';
 import * as eventsRepository from '../events.repository.ts';
 import * as connectorFilesRepository from '../files.repository.ts';
+import { applyBinding, checkSecretOrigins, linksOf } from './secret-origins.ts';
 import {
   attemptSnapshot,
   canManageConnector,
@@ -72,6 +73,14 @@ export async function createPair({
   if (await connectorsRepository.pairNameTaken(ctx.db, input.name)) {
     throw new AppError('INVALID_INPUT', `Name must be unique: a CC pair named "${input.name}" exists`);
   }
+  const binding = await checkSecretOrigins(ctx, {
+    actor,
+    credential,
+    links: await linksOf(ctx, credential.id, {
+      connector_id: connector.id,
+      config: connector.connector_specific_config,
+    }),
+  });
   const id = await ctx.db.transaction().execute(async (trx) => {
     const id = await connectorsRepository.insertPair(trx, {
       name: input.name,
@@ -81,6 +90,7 @@ export async function createPair({
       creator_id: actor.user_id,
     });
     await documentsRepository.setCcPairGroups(trx, id, [...new Set(input.groups)]);
+    await applyBinding({ ...ctx, db: trx }, binding);
     await connectorsRepository.queueAttempt(trx, id, true);
     return id;
   });

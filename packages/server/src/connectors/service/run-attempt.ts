@@ -6,6 +6,7 @@ import * as connectorsRepository from '../connectors.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
 import type { IndexingState } from '../indexing-state.ts';
 import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
+import { assertRunTargets } from './secret-origins.ts';
 import { type Deps, openCredential } from './shared.ts';
 import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
 
@@ -60,6 +61,7 @@ async function openPair(ctx: Deps, pairId: number) {
       `Invalid configuration: ${problems.map((p) => `${p.key}: ${p.message}`).join('; ')}`,
     );
   }
+  await assertRunTargets(ctx, credential.id, source, config.value, secret.value);
   return { pair, connector, source, config: config.value as unknown, secret: secret.value as unknown };
 }
 

@@ -488,6 +488,7 @@ export const confluenceSource: Source<ConfluenceConfig, ConfluenceCredential> = 
   publicCredentialKeys: ['confluence_username'],
   validateConfig: (raw) => validateWith(ConfluenceConfig, raw),
   validateCredential: (raw) => validateWith(ConfluenceCredential, raw),
+  secretTargets: (config) => [{ key: 'connector_specific_config.wiki_base', url: config.wiki_base }],
   load,
   listIds,
   externalGroups,

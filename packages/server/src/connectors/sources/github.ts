@@ -492,6 +492,7 @@ export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   inputTypes: ['poll', 'load_state', 'event'],
   validateConfig: (raw) => validateWith(GitHubConfig, raw),
   validateCredential: (raw) => validateWith(GitHubCredential, raw),
+  secretTargets: (config) => [{ key: 'connector_specific_config.base_url', url: config.base_url }],
   load,
   listIds,
   events: { verify, fetch: fetchRefs },

@@ -546,6 +546,25 @@ export const googleDriveSource: Source<GoogleDriveConfig, GoogleDriveCredential>
   publicCredentialKeys: ['google_primary_admin'],
   validateConfig: (raw) => validateWith(GoogleDriveConfig, raw),
   validateCredential: (raw) => validateWith(GoogleDriveCredential, raw),
+  secretTargets: (config, credential) => [
+    { key: 'connector_specific_config.base_url', url: config.base_url },
+    ...(credential.google_service_account_key
+      ? [
+          {
+            key: 'credential_json.google_service_account_key.token_uri',
+            url: credential.google_service_account_key.token_uri ?? DEFAULT_TOKEN_URI,
+          },
+        ]
+      : []),
+    ...(credential.google_tokens
+      ? [
+          {
+            key: 'credential_json.google_tokens.token_uri',
+            url: credential.google_tokens.token_uri ?? DEFAULT_TOKEN_URI,
+          },
+        ]
+      : []),
+  ],
   load,
   listIds,
   permissions,

@@ -460,6 +460,7 @@ export const slackSource: Source<SlackConfig, SlackCredential> = {
   inputTypes: ['poll', 'load_state', 'event'],
   validateConfig: (raw) => validateWith(SlackConfig, raw),
   validateCredential: (raw) => validateWith(SlackCredential, raw),
+  secretTargets: (config) => [{ key: 'connector_specific_config.base_url', url: config.base_url }],
   load: (args) => load(args as LoadArgs<SlackConfig, SlackCredential>),
   listIds,
   events: { verify, fetch: fetchRefs },

@@ -145,6 +145,19 @@ export interface Source<Config = unknown, Credential = unknown> {
   readonly events?: SourceEvents<Config, Credential>;
   /** Credential keys whose values are secret (masked on read); default: every key. */
   readonly publicCredentialKeys?: readonly string[];
+  /**
+   * Every address the credential's secrets are sent to, with the key that decides it (a base URL in
+   * the configuration, a token endpoint in the credential). The secrets are bound to these origins:
+   * pointing one elsewhere needs them entered again. Absent: the source sends them nowhere a
+   * configuration can change.
+   */
+  secretTargets?(config: Config, credential: Credential): SecretTarget[];
+}
+
+/** One address a credential's secrets go to, and the dotted key that sets it (`connector_specific_config.base_url`). */
+export interface SecretTarget {
+  key: string;
+  url: string;
 }
 
 /** One webhook delivery (`input_type: event`): its headers (lower-case names) and body exactly as sent. */

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeMcpServer, startFakeMcpServer } from '../../../../test/fakes/mcp-server.ts';
+import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
+import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
+import { streamAll } from '../chat/chat.test-helpers.ts';
+import { errorOf } from '../testing/errors.ts';
+import type { TestRuntime } from '../testing/test-runtime.ts';
+import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+
+/**
+ * Secrets stored with an action are bound to the origin they were entered for: a curator who cannot
+ * read an action's header values cannot have them sent to a server of theirs by moving the action.
+ */
+let t: TestRuntime;
+let llm: FakeLlmServer;
+let api: FakeOpenApiService;
+let evil: FakeOpenApiService;
+let mcp: FakeMcpServer;
+type Key = { key: string; user_id: string };
+let carol: Key; // curates "research"
+let mia: Key; // member of "research"
+let research: number;
+
+beforeAll(async () => {
+  [llm, api, evil, mcp] = await Promise.all([
+    startFakeOpenAi(),
+    startFakeOpenApiService(),
+    startFakeOpenApiService(),
+    startFakeMcpServer(),
+  ]);
+  t = await createActionsRuntime(llm.baseURL);
+  carol = await t.createKey('curator', 'carol');
+  mia = await t.createKey('basic', 'mia');
+  const admin = t.caller(t.adminKey);
+  research = (await admin.userGroups.create({ name: 'research', user_ids: [carol.user_id, mia.user_id] })).id;
+  await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
+});
+afterAll(async () => {
+  await t?.close();
+  await Promise.all([llm?.close(), api?.close(), evil?.close(), mcp?.close()]);
+});
+
+/** Mia asks the agent, and the model calls the action's forecast operation. */
+async function useAction(agentId: number) {
+  llm.enqueue(
+    { toolCalls: [{ id: 'call_1', name: 'getForecast', arguments: '{"city":"Paris","days":1}' }] },
+    { tokens: ['Sunny.'] },
+  );
+  await streamAll(t.caller(mia.key), {
+    message: 'Weather in Paris?',
+    chat_session_info: { persona_id: agentId },
+  });
+}
+
+describe('action secrets bound to their origin', () => {
+  it("refuses a curator's move of an action to another server while its header values are kept; the key never reaches it", async () => {
+    const admin = t.caller(t.adminKey);
+    const asCarol = t.caller(carol.key);
+    const action = await admin.actions.createCustomTool({
+      definition: api.spec(),
+      custom_headers: [{ key: 'X-Api-Key', value: 'admin-weather-key' }],
+      groups: [research],
+    });
+    const agentId = (await admin.personas.create(agentInput('weather', [action.id]))).id;
+
+    const withoutHeaders = await errorOf(
+      asCarol.actions.updateCustomTool({ tool_id: action.id, definition: evil.spec() }),
+    );
+    expect(withoutHeaders).toMatchObject({
+      status: 400,
+      error_code: 'SECRET_REENTRY_REQUIRED',
+      detail: expect.stringContaining('custom_headers'),
+    });
+    expect(withoutHeaders.detail).toContain(new URL(evil.url).origin);
+    expect(
+      await errorOf(
+        asCarol.actions.updateCustomTool({
+          tool_id: action.id,
+          definition: evil.spec(),
+          custom_headers: [{ key: 'X-Api-Key', value: '********' }],
+        }),
+      ),
+    ).toMatchObject({
+      status: 400,
+      error_code: 'SECRET_REENTRY_REQUIRED',
+      detail: expect.stringContaining('X-Api-Key'),
+    });
+    // Admins too: the rule is about the secret, not the role.
+    expect(
+      await errorOf(admin.actions.updateCustomTool({ tool_id: action.id, definition: evil.spec() })),
+    ).toMatchObject({ status: 400, error_code: 'SECRET_REENTRY_REQUIRED' });
+
+    await useAction(agentId);
+    expect(evil.requests).toEqual([]);
+    expect(api.requests.at(-1)?.headers['x-api-key']).toBe('admin-weather-key');
+
+    // Another description of the same server keeps the stored values.
+    await asCarol.actions.updateCustomTool({
+      tool_id: action.id,
+      definition: { ...api.spec(), info: { ...(api.spec().info as object), version: '2' } },
+      custom_headers: [{ key: 'X-Api-Key', value: '********' }],
+    });
+    // With the value entered again, the action moves: the new server gets the value its mover gave.
+    await asCarol.actions.updateCustomTool({
+      tool_id: action.id,
+      definition: evil.spec(),
+      custom_headers: [{ key: 'X-Api-Key', value: 'carol-key' }],
+    });
+    await useAction(agentId);
+    expect(evil.requests.map((r) => r.headers['x-api-key'])).toEqual(['carol-key']);
+  });
+
+  it('keeps an MCP server at the address its secrets were entered for: an update cannot move it', async () => {
+    const admin = t.caller(t.adminKey);
+    const created = await admin.mcp.create({
+      name: 'Calculator',
+      server_url: mcp.url,
+      transport: 'STREAMABLE_HTTP',
+      auth_type: 'API_TOKEN',
+      auth_performer: 'ADMIN',
+      api_token: 'admin-mcp-token',
+      groups: [research],
+    });
+    await t.caller(carol.key).mcp.update({
+      server_id: created.server_id,
+      name: 'Moved?',
+      server_url: evil.url,
+    } as never);
+    expect(await admin.mcp.get({ server_id: created.server_id })).toMatchObject({
+      name: 'Moved?',
+      server_url: mcp.url,
+    });
+  });
+
+  it("moves an OAuth configuration's token endpoint only with its client secret entered again, and drops users' tokens", async () => {
+    const admin = t.caller(t.adminKey);
+    const config = await admin.oauthConfigs.create({
+      name: 'Provider',
+      authorization_url: 'https://idp.example/authorize',
+      token_url: 'https://idp.example/token',
+      client_id: 'kas',
+      client_secret: 'client-secret',
+    });
+    await t.deps.db
+      .insertInto('oauth_user_tokens')
+      .values({
+        oauth_config_id: config.id,
+        user_id: mia.user_id,
+        token_enc: t.deps.secrets.encrypt(JSON.stringify({ access_token: 'a', refresh_token: 'r' })),
+        expires_at: null,
+      })
+      .execute();
+    const tokens = () =>
+      t.deps.db
+        .selectFrom('oauth_user_tokens')
+        .select('user_id')
+        .where('oauth_config_id', '=', config.id)
+        .execute();
+
+    expect(
+      await errorOf(
+        admin.oauthConfigs.update({ oauth_config_id: config.id, token_url: `${evil.url}/token` }),
+      ),
+    ).toMatchObject({
+      status: 400,
+      error_code: 'SECRET_REENTRY_REQUIRED',
+      detail: expect.stringContaining('client_secret'),
+    });
+    await admin.oauthConfigs.update({
+      oauth_config_id: config.id,
+      token_url: 'https://idp.example/oauth/token',
+    });
+    expect(await tokens()).toHaveLength(1);
+
+    await admin.oauthConfigs.update({
+      oauth_config_id: config.id,
+      token_url: `${evil.url}/token`,
+      client_secret: 'new-secret',
+    });
+    expect(await admin.oauthConfigs.get({ oauth_config_id: config.id })).toMatchObject({
+      token_url: `${evil.url}/token`,
+    });
+    expect(await tokens()).toEqual([]);
+  });
+});
