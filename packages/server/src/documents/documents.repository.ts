@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
+import type { AccessType, CcPairStatus } from '../connectors/connectors.table.ts';
 import type { DbExecutor } from '../db/database.ts';
 import type { Chunk } from './chunking.ts';
-import type { AccessType, CcPairStatus, Owner } from './documents.table.ts';
+import type { Owner } from './documents.table.ts';
 
 export interface CcPairAccess {
   id: number;

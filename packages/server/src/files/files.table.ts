@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 import type { CreatedAt } from '../db/schema.ts';
 
 export interface UserFilesTable {
@@ -12,3 +12,6 @@ export interface UserFilesTable {
   token_count: Generated<number>;
   created_at: CreatedAt;
 }
+
+export type UserFile = Selectable<UserFilesTable>;
+export type NewUserFile = Insertable<UserFilesTable>;
