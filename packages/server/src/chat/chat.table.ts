@@ -37,3 +37,8 @@ export interface ChatMessagesTable {
   model_name: string | null;
   time_sent: CreatedAt;
 }
+
+export interface ChatTables {
+  chat_sessions: ChatSessionsTable;
+  chat_messages: ChatMessagesTable;
+}

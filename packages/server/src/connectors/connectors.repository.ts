@@ -1,5 +1,6 @@
-import { type Expression, type InferResult, sql } from 'kysely';
+import { type Expression, expressionBuilder, type InferResult, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
 import type {
   Attempt,
   AttemptError,
@@ -8,7 +9,19 @@ import type {
   NewConnector,
   NewCredential,
 } from './connectors.table.ts';
-import { now } from './db-clock.ts';
+
+const expressions = expressionBuilder<Database>();
+
+/** The database's clock (`now()`): every time the connectors' tables store is taken from it. */
+export const now = () => expressions.fn<Date>('now');
+
+/**
+ * `now()` minus a number of seconds, on the database's clock. Raw SQL: the builder cannot call a
+ * function with named arguments (`make_interval(secs => …)`).
+ */
+export function secondsAgo(seconds: number | Expression<number | null>) {
+  return sql<Date>`now() - make_interval(secs => ${seconds})`;
+}
 
 /**
  * A subquery's values as an array, `[]` when it finds none (`ARRAY(subquery)`: the builder has no array

@@ -1,6 +1,6 @@
 import type { DbExecutor } from '../db/database.ts';
+import { now, secondsAgo } from './connectors.repository.ts';
 import type { ConnectorEvent, NewConnectorEvent } from './connectors.table.ts';
-import { now, secondsAgo } from './db-clock.ts';
 
 /** A claimed event, as the worker processes it. */
 export type EventRow = Pick<ConnectorEvent, 'id' | 'cc_pair_id' | 'refs' | 'status' | 'tries' | 'error_msg'>;

@@ -1,6 +1,6 @@
 import type { DbExecutor } from '../db/database.ts';
+import { secondsAgo } from './connectors.repository.ts';
 import type { NewConnectorFile } from './connectors.table.ts';
-import { secondsAgo } from './db-clock.ts';
 
 /** Stores one uploaded file for `file` connectors; answers its id. */
 export async function insertConnectorFile(

@@ -1,7 +1,6 @@
 import type { DbExecutor } from '../db/database.ts';
-import type { AttemptRow } from './connectors.repository.ts';
+import { type AttemptRow, now, secondsAgo } from './connectors.repository.ts';
 import type { CcPairStatus } from './connectors.table.ts';
-import { now, secondsAgo } from './db-clock.ts';
 
 /** Attempts whose worker stopped sending heartbeats go back to the queue, checkpoint kept. */
 export async function requeueStaleAttempts(db: DbExecutor, staleMs: number): Promise<number[]> {

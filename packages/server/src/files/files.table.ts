@@ -15,3 +15,7 @@ export interface UserFilesTable {
 
 export type UserFile = Selectable<UserFilesTable>;
 export type NewUserFile = Insertable<UserFilesTable>;
+
+export interface FilesTables {
+  user_files: UserFilesTable;
+}
