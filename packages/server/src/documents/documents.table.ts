@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { CreatedAt } from '../db/schema.ts';
 import type { Owner as OwnerInput } from './documents.schemas.ts';
 
@@ -71,3 +71,5 @@ export interface DocumentsTables {
   search_vocabulary: SearchVocabularyTable;
   chunk_embeddings: ChunkEmbeddingsTable;
 }
+
+export type Document = Selectable<DocumentsTable>;
