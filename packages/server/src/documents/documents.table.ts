@@ -51,6 +51,12 @@ export interface ChunksTable {
   section_links: Json<Record<string, string>>;
   token_count: number;
   search_vector: ColumnType<string, never, never>;
+  /** The BM25 index of the chunk, kept by a trigger (migration 0011) and read by search's ranking SQL. */
+  bm25_terms: ColumnType<string[], never, never>;
+  bm25_weights: ColumnType<number[], never, never>;
+  bm25_length: ColumnType<number, never, never>;
+  bm25_title_length: ColumnType<number, never, never>;
+  bm25_boost: ColumnType<number, never, never>;
 }
 
 export interface SearchVocabularyTable {
