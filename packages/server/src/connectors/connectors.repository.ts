@@ -24,8 +24,8 @@ export function secondsAgo(seconds: number | Expression<number | null>) {
 }
 
 /**
- * A subquery's values as an array, `[]` when it finds none (`ARRAY(subquery)`: the builder has no array
- * constructor, and `array_agg` answers null for no rows).
+ * A subquery's values as an array, `[]` when it finds none. Raw SQL: the builder has no `ARRAY(subquery)`
+ * constructor (the compiled subquery brings its parentheses), and `array_agg` answers null for no rows.
  */
 function arrayOf<T>(subquery: Expression<{ [column: string]: T }>) {
   return sql<T[]>`array${subquery}`;
@@ -43,7 +43,7 @@ function selectConnectors(db: DbExecutor) {
           .whereRef('p.connector_id', '=', 'c.id')
           .orderBy('p.credential_id'),
       ).as('credential_ids'),
-      /** Groups of the connector's pairs (what curators are judged by). */
+      // Groups of the connector's pairs (what curators are judged by).
       arrayOf(
         eb
           .selectFrom('cc_pairs as p')
@@ -108,20 +108,17 @@ export function listConnectors(
   filter: { credentialId?: number | undefined },
 ): Promise<ConnectorRow[]> {
   const { credentialId } = filter;
-  return selectConnectors(db)
-    .where('c.is_system', '=', false)
-    .$if(credentialId !== undefined, (qb) =>
-      qb.where(({ exists, selectFrom }) =>
-        exists(
-          selectFrom('cc_pairs as p')
-            .select('p.id')
-            .whereRef('p.connector_id', '=', 'c.id')
-            .where('p.credential_id', '=', credentialId as number),
-        ),
+  let query = selectConnectors(db).where('c.is_system', '=', false);
+  if (credentialId !== undefined)
+    query = query.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('cc_pairs as p')
+          .select('p.id')
+          .whereRef('p.connector_id', '=', 'c.id')
+          .where('p.credential_id', '=', credentialId),
       ),
-    )
-    .orderBy('c.id')
-    .execute();
+    );
+  return query.orderBy('c.id').execute();
 }
 
 export async function deleteConnector(db: DbExecutor, id: number): Promise<void> {
@@ -187,20 +184,18 @@ export function listCredentials(
   filter: { source?: string | undefined },
 ): Promise<CredentialRow[]> {
   const { source } = filter;
-  return selectCredentials(db)
-    .$if(source !== undefined, (qb) => qb.where('k.source', '=', source as string))
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('cc_pairs as p')
-            .select('p.id')
-            .whereRef('p.credential_id', '=', 'k.id')
-            .where('p.is_system', '=', true),
-        ),
+  let query = selectCredentials(db).where(({ not, exists, selectFrom }) =>
+    not(
+      exists(
+        selectFrom('cc_pairs as p')
+          .select('p.id')
+          .whereRef('p.credential_id', '=', 'k.id')
+          .where('p.is_system', '=', true),
       ),
-    )
-    .orderBy('k.id')
-    .execute();
+    ),
+  );
+  if (source !== undefined) query = query.where('k.source', '=', source);
+  return query.orderBy('k.id').execute();
 }
 
 export async function countPairsOfCredential(db: DbExecutor, id: number): Promise<number> {
@@ -304,10 +299,9 @@ export function findPairOf(
 
 export function listPairs(db: DbExecutor, filter: { connectorId?: number } = {}): Promise<PairRow[]> {
   const { connectorId } = filter;
-  return selectPairs(db)
-    .$if(connectorId !== undefined, (qb) => qb.where('p.connector_id', '=', connectorId as number))
-    .orderBy('p.id')
-    .execute();
+  let query = selectPairs(db);
+  if (connectorId !== undefined) query = query.where('p.connector_id', '=', connectorId);
+  return query.orderBy('p.id').execute();
 }
 
 export async function setPairStatus(db: DbExecutor, id: number, status: CcPairStatus): Promise<void> {
@@ -322,6 +316,7 @@ export async function setDeletionFailure(db: DbExecutor, id: number, message: st
     .execute();
 }
 
+/** An index attempt as stored. */
 export type AttemptRow = Attempt;
 
 const OPEN_ATTEMPT = ['not_started', 'in_progress'] as const;

@@ -55,13 +55,16 @@ export async function deleteUnreferencedFiles(
   db: DbExecutor,
   scope: { ids: string[] } | { olderThanHours: number },
 ): Promise<number> {
-  const ids = 'ids' in scope ? scope.ids.filter((id) => UUID.test(id)) : null;
-  if (ids && !ids.length) return 0;
-  const hours = 'olderThanHours' in scope ? scope.olderThanHours : 0;
-  const rows = await db
-    .deleteFrom('connector_files as f')
-    .$if(ids !== null, (qb) => qb.where('f.id', '=', (eb) => eb.fn.any(eb.val(ids as string[]))))
-    .$if(ids === null, (qb) => qb.where('f.created_at', '<', secondsAgo(hours * 3600)))
+  const base = db.deleteFrom('connector_files as f');
+  let query: typeof base;
+  if ('ids' in scope) {
+    const ids = scope.ids.filter((id) => UUID.test(id));
+    if (!ids.length) return 0;
+    query = base.where('f.id', '=', (eb) => eb.fn.any(eb.val(ids)));
+  } else {
+    query = base.where('f.created_at', '<', secondsAgo(scope.olderThanHours * 3600));
+  }
+  const rows = await query
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(

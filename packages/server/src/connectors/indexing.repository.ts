@@ -353,22 +353,19 @@ export async function setExternalAccess(
   access: { principals: readonly string[]; is_public: boolean },
 ): Promise<string[]> {
   const principals = [...new Set(access.principals)].sort();
-  const rows = await db
+  let query = db
     .updateTable('documents as d')
     .from('document_by_cc_pair as o')
     .set({ access_external: principals, external_public: access.is_public, content_hash: '' })
     .whereRef('o.document_id', '=', 'd.id')
     .where('o.cc_pair_id', '=', pairId)
-    .$if(documentIds !== null, (qb) =>
-      qb.where('d.id', '=', (eb) => eb.fn.any(eb.val(documentIds as string[]))),
-    )
     .where((eb) =>
       eb.or([
         eb('d.access_external', 'is distinct from', eb.val(principals)),
         eb('d.external_public', '<>', access.is_public),
       ]),
-    )
-    .returning('d.id')
-    .execute();
+    );
+  if (documentIds !== null) query = query.where('d.id', '=', (eb) => eb.fn.any(eb.val(documentIds)));
+  const rows = await query.returning('d.id').execute();
   return rows.map((r) => r.id);
 }
