@@ -35,3 +35,8 @@ export interface ChatMessagesTable {
   model_name: string | null;
   time_sent: CreatedAt;
 }
+
+export interface ChatTables {
+  chat_sessions: ChatSessionsTable;
+  chat_messages: ChatMessagesTable;
+}

@@ -1,14 +1,9 @@
-import { sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import { now, secondsAgo } from './connectors.repository.ts';
+import type { ConnectorEvent, NewConnectorEvent } from './connectors.table.ts';
 
-export interface EventRow {
-  id: number;
-  cc_pair_id: number;
-  refs: unknown[];
-  status: 'queued' | 'in_progress' | 'done' | 'failed';
-  tries: number;
-  error_msg: string | null;
-}
+/** A claimed event, as the worker processes it. */
+export type EventRow = Pick<ConnectorEvent, 'id' | 'cc_pair_id' | 'refs' | 'status' | 'tries' | 'error_msg'>;
 
 /**
  * Stores verified webhook deliveries, one per pair, to be processed by a worker. A delivery whose
@@ -16,52 +11,76 @@ export interface EventRow {
  */
 export async function insertEvents(
   db: DbExecutor,
-  rows: { cc_pair_id: number; refs: unknown[]; delivery_id: string | null }[],
+  rows: (Pick<NewConnectorEvent, 'cc_pair_id' | 'delivery_id'> & { refs: unknown[] })[],
 ): Promise<number[]> {
   const ids: number[] = [];
   for (const row of rows) {
-    const result = await sql<{ id: string }>`
-      INSERT INTO connector_events (cc_pair_id, refs, delivery_id)
-      VALUES (${row.cc_pair_id}, ${JSON.stringify(row.refs)}::jsonb, ${row.delivery_id})
-      ON CONFLICT (cc_pair_id, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
-      RETURNING id`.execute(db);
-    if (result.rows[0]) ids.push(Number(result.rows[0].id));
+    const inserted = await db
+      .insertInto('connector_events')
+      .values({ cc_pair_id: row.cc_pair_id, refs: JSON.stringify(row.refs), delivery_id: row.delivery_id })
+      .onConflict((oc) =>
+        oc.columns(['cc_pair_id', 'delivery_id']).where('delivery_id', 'is not', null).doNothing(),
+      )
+      .returning('id')
+      .executeTakeFirst();
+    if (inserted) ids.push(inserted.id);
   }
   return ids;
 }
 
 /** Events whose worker stopped sending heartbeats go back to the queue (their work is idempotent). */
 export async function requeueStaleEvents(db: DbExecutor, staleMs: number): Promise<number[]> {
-  const result = await sql<{ id: string }>`
-    UPDATE connector_events SET status = 'queued', worker_id = NULL, time_updated = now()
-    WHERE status = 'in_progress' AND heartbeat_at < now() - make_interval(secs => ${staleMs / 1000})
-    RETURNING id`.execute(db);
-  return result.rows.map((r) => Number(r.id));
+  const rows = await db
+    .updateTable('connector_events')
+    .set({ status: 'queued', worker_id: null, time_updated: now() })
+    .where('status', '=', 'in_progress')
+    .where('heartbeat_at', '<', secondsAgo(staleMs / 1000))
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /**
  * Claims the oldest due event of a pair that is not paused or being deleted, for this worker only
  * (`FOR UPDATE SKIP LOCKED`: two workers never claim the same event).
  */
-export async function claimEvent(db: DbExecutor, workerId: string): Promise<EventRow | undefined> {
-  const result = await sql<EventRow & { id: string }>`
-    UPDATE connector_events SET status = 'in_progress', worker_id = ${workerId}, heartbeat_at = now(),
-      tries = tries + 1, time_updated = now()
-    WHERE id = (
-      SELECT e.id FROM connector_events e JOIN cc_pairs p ON p.id = e.cc_pair_id
-      WHERE e.status = 'queued' AND e.next_try_at <= now() AND p.status NOT IN ('paused', 'deleting')
-      ORDER BY e.id
-      FOR UPDATE OF e SKIP LOCKED
-      LIMIT 1)
-    RETURNING id, cc_pair_id, refs, status, tries, error_msg`.execute(db);
-  const row = result.rows[0];
-  return row ? { ...row, id: Number(row.id) } : undefined;
+export function claimEvent(db: DbExecutor, workerId: string): Promise<EventRow | undefined> {
+  return db
+    .updateTable('connector_events')
+    .set((eb) => ({
+      status: 'in_progress',
+      worker_id: workerId,
+      heartbeat_at: now(),
+      tries: eb('tries', '+', 1),
+      time_updated: now(),
+    }))
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('connector_events as e')
+        .innerJoin('cc_pairs as p', 'p.id', 'e.cc_pair_id')
+        .select('e.id')
+        .where('e.status', '=', 'queued')
+        .where('e.next_try_at', '<=', now())
+        .where('p.status', 'not in', ['paused', 'deleting'])
+        .orderBy('e.id')
+        .forUpdate('e')
+        .skipLocked()
+        .limit(1),
+    )
+    .returning(['id', 'cc_pair_id', 'refs', 'status', 'tries', 'error_msg'])
+    .executeTakeFirst();
 }
 
 export async function heartbeatEvent(db: DbExecutor, id: number, workerId: string): Promise<boolean> {
-  const result = await sql`UPDATE connector_events SET heartbeat_at = now()
-    WHERE id = ${id} AND worker_id = ${workerId} AND status = 'in_progress' RETURNING id`.execute(db);
-  return result.rows.length > 0;
+  const row = await db
+    .updateTable('connector_events')
+    .set({ heartbeat_at: now() })
+    .where('id', '=', id)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Marks a claimed event processed; false when it is no longer this worker's (it was requeued). */
@@ -71,10 +90,22 @@ export async function finishEvent(
   workerId: string,
   counts: { indexed: number; removed: number },
 ): Promise<boolean> {
-  const result = await sql`UPDATE connector_events SET status = 'done', error_msg = NULL,
-      documents_indexed = ${counts.indexed}, documents_removed = ${counts.removed}, worker_id = NULL, time_updated = now()
-    WHERE id = ${id} AND worker_id = ${workerId} AND status = 'in_progress' RETURNING id`.execute(db);
-  return result.rows.length > 0;
+  const row = await db
+    .updateTable('connector_events')
+    .set({
+      status: 'done',
+      error_msg: null,
+      documents_indexed: counts.indexed,
+      documents_removed: counts.removed,
+      worker_id: null,
+      time_updated: now(),
+    })
+    .where('id', '=', id)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** A failed try: queued again at `retryAt`, or `failed` for good when `retryAt` is null. */
@@ -84,17 +115,35 @@ export async function failEvent(
   workerId: string,
   failure: { error: string; retryAt: Date | null },
 ): Promise<void> {
-  await sql`UPDATE connector_events SET status = ${failure.retryAt ? 'queued' : 'failed'},
-      next_try_at = coalesce(${failure.retryAt}, next_try_at), error_msg = ${failure.error}, worker_id = NULL,
-      time_updated = now()
-    WHERE id = ${id} AND worker_id = ${workerId} AND status = 'in_progress'`.execute(db);
+  await db
+    .updateTable('connector_events')
+    .set({
+      status: failure.retryAt ? 'queued' : 'failed',
+      ...(failure.retryAt ? { next_try_at: failure.retryAt } : {}),
+      error_msg: failure.error,
+      worker_id: null,
+      time_updated: now(),
+    })
+    .where('id', '=', id)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .execute();
 }
 
 /** Hands a claimed event back untried (worker stopping, pair paused): the try is not counted. */
 export async function releaseEvent(db: DbExecutor, id: number, workerId: string): Promise<void> {
-  await sql`UPDATE connector_events SET status = 'queued', tries = greatest(tries - 1, 0), worker_id = NULL,
-      time_updated = now()
-    WHERE id = ${id} AND worker_id = ${workerId} AND status = 'in_progress'`.execute(db);
+  await db
+    .updateTable('connector_events')
+    .set((eb) => ({
+      status: 'queued',
+      tries: eb.fn('greatest', [eb('tries', '-', 1), eb.lit(0)]),
+      worker_id: null,
+      time_updated: now(),
+    }))
+    .where('id', '=', id)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .execute();
 }
 
 export interface PairEventSummary {
@@ -125,29 +174,36 @@ export async function pairEventSummaries(
   const summaries = new Map<number, PairEventSummary>(pairIds.map((id) => [id, emptyEventSummary()]));
   if (!pairIds.length) return summaries;
   const ids = [...summaries.keys()];
-  const counts = await sql<{
-    cc_pair_id: number;
-    pending: string;
-    failed: string;
-    last_processed: Date | null;
-  }>`
-    SELECT cc_pair_id, count(*) FILTER (WHERE status IN ('queued', 'in_progress')) AS pending,
-      count(*) FILTER (WHERE status = 'failed') AS failed,
-      max(time_updated) FILTER (WHERE status = 'done') AS last_processed
-    FROM connector_events WHERE cc_pair_id = ANY(${ids}::int[]) GROUP BY cc_pair_id`.execute(db);
-  for (const row of counts.rows) {
-    const summary = summaries.get(Number(row.cc_pair_id));
+  const counts = await db
+    .selectFrom('connector_events')
+    .select((eb) => [
+      'cc_pair_id',
+      eb.fn.countAll<number>().filterWhere('status', 'in', ['queued', 'in_progress']).as('pending'),
+      eb.fn.countAll<number>().filterWhere('status', '=', 'failed').as('failed'),
+      eb.fn.max('time_updated').filterWhere('status', '=', 'done').as('last_processed'),
+    ])
+    .where('cc_pair_id', '=', (eb) => eb.fn.any(eb.val(ids)))
+    .groupBy('cc_pair_id')
+    .execute();
+  for (const row of counts) {
+    const summary = summaries.get(row.cc_pair_id);
     if (!summary) continue;
-    summary.pending = Number(row.pending);
-    summary.failed = Number(row.failed);
+    summary.pending = row.pending;
+    summary.failed = row.failed;
     summary.last_processed = row.last_processed ?? null;
   }
-  const errors = await sql<{ cc_pair_id: number; error_msg: string }>`
-    SELECT DISTINCT ON (cc_pair_id) cc_pair_id, error_msg FROM connector_events
-    WHERE cc_pair_id = ANY(${ids}::int[]) AND error_msg IS NOT NULL
-    ORDER BY cc_pair_id, time_updated DESC, id DESC`.execute(db);
-  for (const row of errors.rows) {
-    const summary = summaries.get(Number(row.cc_pair_id));
+  const errors = await db
+    .selectFrom('connector_events')
+    .distinctOn('cc_pair_id')
+    .select(['cc_pair_id', 'error_msg'])
+    .where('cc_pair_id', '=', (eb) => eb.fn.any(eb.val(ids)))
+    .where('error_msg', 'is not', null)
+    .orderBy('cc_pair_id')
+    .orderBy('time_updated', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  for (const row of errors) {
+    const summary = summaries.get(row.cc_pair_id);
     if (summary) summary.last_error = row.error_msg;
   }
   return summaries;
@@ -155,7 +211,13 @@ export async function pairEventSummaries(
 
 /** Processed events older than a day and failed ones older than a week are forgotten. */
 export async function purgeOldEvents(db: DbExecutor): Promise<void> {
-  await sql`DELETE FROM connector_events
-    WHERE (status = 'done' AND time_updated < now() - interval '1 day')
-      OR (status = 'failed' AND time_updated < now() - interval '7 days')`.execute(db);
+  await db
+    .deleteFrom('connector_events')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('status', '=', 'done'), eb('time_updated', '<', secondsAgo(24 * 3600))]),
+        eb.and([eb('status', '=', 'failed'), eb('time_updated', '<', secondsAgo(7 * 24 * 3600))]),
+      ]),
+    )
+    .execute();
 }

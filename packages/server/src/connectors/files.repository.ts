@@ -1,16 +1,18 @@
-import { sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import { secondsAgo } from './connectors.repository.ts';
+import type { NewConnectorFile } from './connectors.table.ts';
 
 /** Stores one uploaded file for `file` connectors; answers its id. */
 export async function insertConnectorFile(
   db: DbExecutor,
-  row: { name: string; content_type: string; data: Uint8Array; uploaded_by: string | null },
+  row: Required<Omit<NewConnectorFile, 'id' | 'created_at'>>,
 ): Promise<string> {
-  const result = await sql<{ id: string }>`
-    INSERT INTO connector_files (name, content_type, data, uploaded_by)
-    VALUES (${row.name}, ${row.content_type}, ${Buffer.from(row.data)}, ${row.uploaded_by})
-    RETURNING id`.execute(db);
-  return (result.rows[0] as { id: string }).id;
+  const { id } = await db
+    .insertInto('connector_files')
+    .values({ ...row, data: Buffer.from(row.data) })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return id;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -20,9 +22,11 @@ export async function readConnectorFile(
   id: string,
 ): Promise<{ name: string; content: Buffer; contentType: string | null } | null> {
   if (!UUID.test(id)) return null;
-  const result = await sql<{ name: string; content_type: string; data: Uint8Array }>`
-    SELECT name, content_type, data FROM connector_files WHERE id = ${id}`.execute(db);
-  const row = result.rows[0];
+  const row = await db
+    .selectFrom('connector_files')
+    .select(['name', 'content_type', 'data'])
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!row) return null;
   const data = row.data;
   return {
@@ -51,17 +55,40 @@ export async function deleteUnreferencedFiles(
   db: DbExecutor,
   scope: { ids: string[] } | { olderThanHours: number },
 ): Promise<number> {
-  const ids = 'ids' in scope ? scope.ids.filter((id) => UUID.test(id)) : null;
-  if (ids && !ids.length) return 0;
-  const hours = 'olderThanHours' in scope ? scope.olderThanHours : 0;
-  const result = await sql<{ id: string }>`
-    DELETE FROM connector_files f
-    WHERE (${ids}::uuid[] IS NULL OR f.id = ANY(${ids}::uuid[]))
-      AND (${ids}::uuid[] IS NOT NULL OR f.created_at < now() - make_interval(secs => ${hours * 3600}))
-      AND NOT EXISTS (
-        SELECT 1 FROM connectors c WHERE c.source = 'file' AND (
-          c.connector_specific_config -> 'file_locations' @> to_jsonb(f.id::text)
-          OR c.connector_specific_config ->> 'zip_metadata_file_id' = f.id::text))
-    RETURNING f.id`.execute(db);
-  return result.rows.length;
+  const base = db.deleteFrom('connector_files as f');
+  let query: typeof base;
+  if ('ids' in scope) {
+    const ids = scope.ids.filter((id) => UUID.test(id));
+    if (!ids.length) return 0;
+    query = base.where('f.id', '=', (eb) => eb.fn.any(eb.val(ids)));
+  } else {
+    query = base.where('f.created_at', '<', secondsAgo(scope.olderThanHours * 3600));
+  }
+  const rows = await query
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('connectors as c')
+            .select('c.id')
+            .where('c.source', '=', 'file')
+            .where(({ or, eb, ref, fn, cast }) =>
+              or([
+                eb(
+                  ref('c.connector_specific_config', '->').key('file_locations'),
+                  '@>',
+                  fn('to_jsonb', [cast('f.id', 'text')]),
+                ),
+                eb(
+                  ref('c.connector_specific_config', '->>').key('zip_metadata_file_id'),
+                  '=',
+                  cast('f.id', 'text'),
+                ),
+              ]),
+            ),
+        ),
+      ),
+    )
+    .returning('f.id')
+    .execute();
+  return rows.length;
 }

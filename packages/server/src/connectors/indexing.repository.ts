@@ -1,14 +1,17 @@
-import { sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
-import type { AttemptRow } from './connectors.repository.ts';
+import { type AttemptRow, now, secondsAgo } from './connectors.repository.ts';
+import type { CcPairStatus } from './connectors.table.ts';
 
 /** Attempts whose worker stopped sending heartbeats go back to the queue, checkpoint kept. */
 export async function requeueStaleAttempts(db: DbExecutor, staleMs: number): Promise<number[]> {
-  const result = await sql<{ id: number }>`
-    UPDATE index_attempts SET status = 'not_started', worker_id = NULL, time_updated = now()
-    WHERE status = 'in_progress' AND heartbeat_at < now() - make_interval(secs => ${staleMs / 1000})
-    RETURNING id`.execute(db);
-  return result.rows.map((r) => r.id);
+  const rows = await db
+    .updateTable('index_attempts')
+    .set({ status: 'not_started', worker_id: null, time_updated: now() })
+    .where('status', '=', 'in_progress')
+    .where('heartbeat_at', '<', secondsAgo(staleMs / 1000))
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /**
@@ -16,21 +19,50 @@ export async function requeueStaleAttempts(db: DbExecutor, staleMs: number): Pro
  * since the last attempt; not paused, deleting or waiting out a backoff; event connectors only once.
  */
 export async function queueDueAttempts(db: DbExecutor): Promise<number[]> {
-  const result = await sql<{ cc_pair_id: number }>`
-    INSERT INTO index_attempts (cc_pair_id, from_beginning)
-    SELECT p.id, p.last_successful_index_time IS NULL FROM cc_pairs p JOIN connectors c ON c.id = p.connector_id
-    WHERE NOT p.is_system AND p.status IN ('scheduled', 'initial_indexing', 'active')
-      AND (p.retry_after IS NULL OR p.retry_after <= now())
-      AND NOT EXISTS (SELECT 1 FROM index_attempts o WHERE o.cc_pair_id = p.id AND o.status IN ('not_started', 'in_progress'))
-      AND (
-        p.last_successful_index_time IS NULL
-        OR (c.refresh_freq IS NOT NULL AND c.input_type <> 'event' AND NOT EXISTS (
-          SELECT 1 FROM index_attempts l WHERE l.cc_pair_id = p.id
-            AND l.time_updated > now() - make_interval(secs => c.refresh_freq)))
-      )
-    ON CONFLICT DO NOTHING
-    RETURNING cc_pair_id`.execute(db);
-  return result.rows.map((r) => r.cc_pair_id);
+  const rows = await db
+    .insertInto('index_attempts')
+    .columns(['cc_pair_id', 'from_beginning'])
+    .expression((eb) =>
+      eb
+        .selectFrom('cc_pairs as p')
+        .innerJoin('connectors as c', 'c.id', 'p.connector_id')
+        .select((eb) => ['p.id', eb('p.last_successful_index_time', 'is', null).as('from_beginning')])
+        .where('p.is_system', '=', false)
+        .where('p.status', 'in', ['scheduled', 'initial_indexing', 'active'])
+        .where((eb) => eb.or([eb('p.retry_after', 'is', null), eb('p.retry_after', '<=', now())]))
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('index_attempts as o')
+                .select('o.id')
+                .whereRef('o.cc_pair_id', '=', 'p.id')
+                .where('o.status', 'in', ['not_started', 'in_progress']),
+            ),
+          ),
+        )
+        .where((eb) =>
+          eb.or([
+            eb('p.last_successful_index_time', 'is', null),
+            eb.and([
+              eb('c.refresh_freq', 'is not', null),
+              eb('c.input_type', '<>', 'event'),
+              eb.not(
+                eb.exists(
+                  eb
+                    .selectFrom('index_attempts as l')
+                    .select('l.id')
+                    .whereRef('l.cc_pair_id', '=', 'p.id')
+                    .where('l.time_updated', '>', secondsAgo(eb.ref('c.refresh_freq'))),
+                ),
+              ),
+            ]),
+          ]),
+        ),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .returning('cc_pair_id')
+    .execute();
+  return rows.map((r) => r.cc_pair_id);
 }
 
 /**
@@ -38,33 +70,51 @@ export async function queueDueAttempts(db: DbExecutor): Promise<number[]> {
  * (`FOR UPDATE SKIP LOCKED`: two workers never claim the same attempt). Pairs this worker already
  * runs are skipped so one large source cannot take every slot.
  */
-export async function claimAttempt(
+export function claimAttempt(
   db: DbExecutor,
   workerId: string,
   busyPairIds: number[],
 ): Promise<AttemptRow | undefined> {
-  const result = await sql<AttemptRow>`
-    UPDATE index_attempts SET status = 'in_progress', worker_id = ${workerId}, heartbeat_at = now(),
-      time_started = coalesce(time_started, now()), poll_range_end = coalesce(poll_range_end, now()), time_updated = now()
-    WHERE id = (
-      SELECT a.id FROM index_attempts a JOIN cc_pairs p ON p.id = a.cc_pair_id
-      WHERE a.status = 'not_started' AND p.status NOT IN ('paused', 'deleting')
-        AND NOT (a.cc_pair_id = ANY(${busyPairIds}::int[]))
-      ORDER BY a.id
-      FOR UPDATE OF a SKIP LOCKED
-      LIMIT 1)
-    RETURNING *`.execute(db);
-  return result.rows[0];
+  return db
+    .updateTable('index_attempts')
+    .set((eb) => ({
+      status: 'in_progress',
+      worker_id: workerId,
+      heartbeat_at: now(),
+      time_started: eb.fn.coalesce('time_started', now()),
+      poll_range_end: eb.fn.coalesce('poll_range_end', now()),
+      time_updated: now(),
+    }))
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('index_attempts as a')
+        .innerJoin('cc_pairs as p', 'p.id', 'a.cc_pair_id')
+        .select('a.id')
+        .where('a.status', '=', 'not_started')
+        .where('p.status', 'not in', ['paused', 'deleting'])
+        .$if(busyPairIds.length > 0, (qb) => qb.where('a.cc_pair_id', 'not in', busyPairIds))
+        .orderBy('a.id')
+        .forUpdate('a')
+        .skipLocked()
+        .limit(1),
+    )
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /** Records a heartbeat; returns the pair's status, or null when the attempt is no longer this worker's. */
 export async function heartbeat(db: DbExecutor, attemptId: number, workerId: string): Promise<string | null> {
-  const result = await sql<{ status: string }>`
-    UPDATE index_attempts a SET heartbeat_at = now()
-    FROM cc_pairs p
-    WHERE a.id = ${attemptId} AND a.worker_id = ${workerId} AND a.status = 'in_progress' AND p.id = a.cc_pair_id
-    RETURNING p.status`.execute(db);
-  return result.rows[0]?.status ?? null;
+  const row = await db
+    .updateTable('index_attempts as a')
+    .from('cc_pairs as p')
+    .set({ heartbeat_at: now() })
+    .where('a.id', '=', attemptId)
+    .where('a.worker_id', '=', workerId)
+    .where('a.status', '=', 'in_progress')
+    .whereRef('p.id', '=', 'a.cc_pair_id')
+    .returning('p.status')
+    .executeTakeFirst();
+  return row?.status ?? null;
 }
 
 /** Stores a batch's progress and the checkpoint after it, if the attempt is still this worker's. */
@@ -81,20 +131,35 @@ export async function saveProgress(
     poll_range_start: Date | null;
   },
 ): Promise<boolean> {
-  const result = await sql<{ id: number }>`
-    UPDATE index_attempts SET checkpoint = ${JSON.stringify(progress.checkpoint)}::jsonb,
-      docs_done = docs_done + ${progress.done}, docs_total = ${progress.total},
-      new_docs_indexed = new_docs_indexed + ${progress.created}, error_count = error_count + ${progress.errors},
-      poll_range_start = ${progress.poll_range_start}, heartbeat_at = now(), time_updated = now()
-    WHERE id = ${attemptId} AND worker_id = ${workerId} AND status = 'in_progress'
-    RETURNING id`.execute(db);
-  return result.rows.length > 0;
+  const row = await db
+    .updateTable('index_attempts')
+    .set((eb) => ({
+      checkpoint: JSON.stringify(progress.checkpoint) ?? null,
+      docs_done: eb('docs_done', '+', progress.done),
+      docs_total: progress.total,
+      new_docs_indexed: eb('new_docs_indexed', '+', progress.created),
+      error_count: eb('error_count', '+', progress.errors),
+      poll_range_start: progress.poll_range_start,
+      heartbeat_at: now(),
+      time_updated: now(),
+    }))
+    .where('id', '=', attemptId)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Hands a running attempt back to the queue (pause, worker shutdown): the checkpoint stays. */
 export async function releaseAttempt(db: DbExecutor, attemptId: number, workerId: string): Promise<void> {
-  await sql`UPDATE index_attempts SET status = 'not_started', worker_id = NULL, time_updated = now()
-    WHERE id = ${attemptId} AND worker_id = ${workerId} AND status = 'in_progress'`.execute(db);
+  await db
+    .updateTable('index_attempts')
+    .set({ status: 'not_started', worker_id: null, time_updated: now() })
+    .where('id', '=', attemptId)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .execute();
 }
 
 export async function finishAttempt(
@@ -107,12 +172,20 @@ export async function finishAttempt(
     removed: number;
   },
 ): Promise<boolean> {
-  const result = await sql<{ id: number }>`
-    UPDATE index_attempts SET status = ${outcome.status}, error_msg = ${outcome.error_msg},
-      docs_removed = docs_removed + ${outcome.removed}, time_updated = now()
-    WHERE id = ${attemptId} AND worker_id = ${workerId} AND status = 'in_progress'
-    RETURNING id`.execute(db);
-  return result.rows.length > 0;
+  const row = await db
+    .updateTable('index_attempts')
+    .set((eb) => ({
+      status: outcome.status,
+      error_msg: outcome.error_msg,
+      docs_removed: eb('docs_removed', '+', outcome.removed),
+      time_updated: now(),
+    }))
+    .where('id', '=', attemptId)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 export async function markPairSucceeded(
@@ -121,15 +194,33 @@ export async function markPairSucceeded(
   pollEnd: Date,
   pruned: boolean,
 ): Promise<void> {
-  await sql`UPDATE cc_pairs SET status = CASE WHEN status IN ('scheduled', 'initial_indexing') THEN 'active' ELSE status END,
-      last_successful_index_time = ${pollEnd}, consecutive_failures = 0, in_repeated_error_state = false,
-      retry_after = NULL, last_pruned = CASE WHEN ${pruned} THEN now() ELSE last_pruned END, time_updated = now()
-    WHERE id = ${pairId}`.execute(db);
+  await db
+    .updateTable('cc_pairs')
+    .set((eb) => ({
+      status: eb
+        .case()
+        .when('status', 'in', ['scheduled', 'initial_indexing'])
+        .then('active' as CcPairStatus)
+        .else(eb.ref('status'))
+        .end(),
+      last_successful_index_time: pollEnd,
+      consecutive_failures: 0,
+      in_repeated_error_state: false,
+      retry_after: null,
+      ...(pruned ? { last_pruned: now() } : {}),
+      time_updated: now(),
+    }))
+    .where('id', '=', pairId)
+    .execute();
 }
 
 export async function markPairStarted(db: DbExecutor, pairId: number): Promise<void> {
-  await sql`UPDATE cc_pairs SET status = 'initial_indexing', time_updated = now()
-    WHERE id = ${pairId} AND status = 'scheduled'`.execute(db);
+  await db
+    .updateTable('cc_pairs')
+    .set({ status: 'initial_indexing', time_updated: now() })
+    .where('id', '=', pairId)
+    .where('status', '=', 'scheduled')
+    .execute();
 }
 
 /** Counts a failure; from `repeatedAfter` consecutive failures the pair is in a repeated error state. */
@@ -139,42 +230,70 @@ export async function markPairFailed(
   retryAt: Date,
   repeatedAfter: number,
 ): Promise<number> {
-  const result = await sql<{ consecutive_failures: number }>`
-    UPDATE cc_pairs SET consecutive_failures = consecutive_failures + 1, retry_after = ${retryAt},
-      in_repeated_error_state = consecutive_failures + 1 >= ${repeatedAfter}, time_updated = now()
-    WHERE id = ${pairId} RETURNING consecutive_failures`.execute(db);
-  return result.rows[0]?.consecutive_failures ?? 0;
+  const row = await db
+    .updateTable('cc_pairs')
+    .set((eb) => ({
+      consecutive_failures: eb('consecutive_failures', '+', 1),
+      retry_after: retryAt,
+      in_repeated_error_state: eb(eb('consecutive_failures', '+', 1), '>=', repeatedAfter).$castTo<boolean>(),
+      time_updated: now(),
+    }))
+    .where('id', '=', pairId)
+    .returning('consecutive_failures')
+    .executeTakeFirst();
+  return row?.consecutive_failures ?? 0;
 }
 
 /** Where the last successful poll ended (the next poll window starts there, minus an overlap). */
 export async function lastSuccessfulPollEnd(db: DbExecutor, pairId: number): Promise<Date | null> {
-  const result = await sql<{ poll_range_end: Date | null }>`
-    SELECT poll_range_end FROM index_attempts WHERE cc_pair_id = ${pairId} AND status IN ('success', 'completed_with_errors')
-    ORDER BY id DESC LIMIT 1`.execute(db);
-  return result.rows[0]?.poll_range_end ?? null;
+  const row = await db
+    .selectFrom('index_attempts')
+    .select('poll_range_end')
+    .where('cc_pair_id', '=', pairId)
+    .where('status', 'in', ['success', 'completed_with_errors'])
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.poll_range_end ?? null;
 }
 
 /** Document ids of the pair not seen by a full run (vanished from the source). */
 export async function pairDocumentIds(db: DbExecutor, pairId: number): Promise<string[]> {
-  const result = await sql<{ document_id: string }>`
-    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId}`.execute(db);
-  return result.rows.map((r) => r.document_id);
+  const rows = await db
+    .selectFrom('document_by_cc_pair')
+    .select('document_id')
+    .where('cc_pair_id', '=', pairId)
+    .execute();
+  return rows.map((r) => r.document_id);
 }
 
 /** Removes the pair's ownership of these documents; returns those no pair owns any more (to delete). */
 export async function dropOwnership(db: DbExecutor, pairId: number, ids: string[]): Promise<string[]> {
   if (!ids.length) return [];
-  await sql`DELETE FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} AND document_id = ANY(${ids}::text[])`.execute(
-    db,
-  );
-  const orphans = await sql<{ id: string }>`
-    SELECT d.id FROM documents d WHERE d.id = ANY(${ids}::text[])
-      AND NOT EXISTS (SELECT 1 FROM document_by_cc_pair o WHERE o.document_id = d.id)`.execute(db);
-  return orphans.rows.map((r) => r.id);
+  await db
+    .deleteFrom('document_by_cc_pair')
+    .where('cc_pair_id', '=', pairId)
+    .where('document_id', '=', (eb) => eb.fn.any(eb.val(ids)))
+    .execute();
+  const orphans = await db
+    .selectFrom('documents as d')
+    .select('d.id')
+    .where('d.id', '=', (eb) => eb.fn.any(eb.val(ids)))
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('document_by_cc_pair as o')
+            .select('o.document_id')
+            .whereRef('o.document_id', '=', 'd.id'),
+        ),
+      ),
+    )
+    .execute();
+  return orphans.map((r) => r.id);
 }
 
 export async function setRetryAfter(db: DbExecutor, pairId: number, at: Date): Promise<void> {
-  await sql`UPDATE cc_pairs SET retry_after = ${at} WHERE id = ${pairId}`.execute(db);
+  await db.updateTable('cc_pairs').set({ retry_after: at }).where('id', '=', pairId).execute();
 }
 
 /**
@@ -182,20 +301,44 @@ export async function setRetryAfter(db: DbExecutor, pairId: number, at: Date): P
  * prune it too): active, indexed at least once, no attempt running, not among `busyPairIds`.
  */
 export async function claimDuePrune(db: DbExecutor, busyPairIds: number[]): Promise<number | undefined> {
-  const result = await sql<{ id: number }>`
-    UPDATE cc_pairs SET last_pruned = now()
-    WHERE id = (
-      SELECT p.id FROM cc_pairs p JOIN connectors c ON c.id = p.connector_id
-      WHERE NOT p.is_system AND c.prune_freq IS NOT NULL AND p.status = 'active'
-        AND p.last_successful_index_time IS NOT NULL
-        AND (p.last_pruned IS NULL OR p.last_pruned < now() - make_interval(secs => c.prune_freq))
-        AND NOT EXISTS (SELECT 1 FROM index_attempts a WHERE a.cc_pair_id = p.id AND a.status = 'in_progress')
-        AND NOT (p.id = ANY(${busyPairIds}::int[]))
-      ORDER BY p.last_pruned NULLS FIRST, p.id
-      FOR UPDATE OF p SKIP LOCKED
-      LIMIT 1)
-    RETURNING id`.execute(db);
-  return result.rows[0]?.id;
+  const row = await db
+    .updateTable('cc_pairs')
+    .set({ last_pruned: now() })
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('cc_pairs as p')
+        .innerJoin('connectors as c', 'c.id', 'p.connector_id')
+        .select('p.id')
+        .where('p.is_system', '=', false)
+        .where('c.prune_freq', 'is not', null)
+        .where('p.status', '=', 'active')
+        .where('p.last_successful_index_time', 'is not', null)
+        .where((eb) =>
+          eb.or([
+            eb('p.last_pruned', 'is', null),
+            eb('p.last_pruned', '<', secondsAgo(eb.ref('c.prune_freq'))),
+          ]),
+        )
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('index_attempts as a')
+                .select('a.id')
+                .whereRef('a.cc_pair_id', '=', 'p.id')
+                .where('a.status', '=', 'in_progress'),
+            ),
+          ),
+        )
+        .$if(busyPairIds.length > 0, (qb) => qb.where('p.id', 'not in', busyPairIds))
+        .orderBy('p.last_pruned', (ob) => ob.asc().nullsFirst())
+        .orderBy('p.id')
+        .forUpdate('p')
+        .skipLocked()
+        .limit(1),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return row?.id;
 }
 
 /**
@@ -210,13 +353,19 @@ export async function setExternalAccess(
   access: { principals: readonly string[]; is_public: boolean },
 ): Promise<string[]> {
   const principals = [...new Set(access.principals)].sort();
-  const result = await sql<{ id: string }>`
-    UPDATE documents d SET access_external = ${principals}::text[], external_public = ${access.is_public},
-      content_hash = ''
-    FROM document_by_cc_pair o
-    WHERE o.document_id = d.id AND o.cc_pair_id = ${pairId}
-      AND (${documentIds}::text[] IS NULL OR d.id = ANY(${documentIds}::text[]))
-      AND (d.access_external IS DISTINCT FROM ${principals}::text[] OR d.external_public <> ${access.is_public})
-    RETURNING d.id`.execute(db);
-  return result.rows.map((r) => r.id);
+  let query = db
+    .updateTable('documents as d')
+    .from('document_by_cc_pair as o')
+    .set({ access_external: principals, external_public: access.is_public, content_hash: '' })
+    .whereRef('o.document_id', '=', 'd.id')
+    .where('o.cc_pair_id', '=', pairId)
+    .where((eb) =>
+      eb.or([
+        eb('d.access_external', 'is distinct from', eb.val(principals)),
+        eb('d.external_public', '<>', access.is_public),
+      ]),
+    );
+  if (documentIds !== null) query = query.where('d.id', '=', (eb) => eb.fn.any(eb.val(documentIds)));
+  const rows = await query.returning('d.id').execute();
+  return rows.map((r) => r.id);
 }

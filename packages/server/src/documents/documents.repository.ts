@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
+import type { AccessType, CcPairStatus } from '../connectors/connectors.table.ts';
 import type { DbExecutor } from '../db/database.ts';
 import type { Chunk } from './chunking.ts';
-import type { AccessType, CcPairStatus, Owner } from './documents.table.ts';
+import type { Document } from './documents.table.ts';
 
 export interface CcPairAccess {
   id: number;
@@ -127,27 +128,8 @@ export async function findDocumentState(db: DbExecutor, id: string): Promise<Doc
   return (await findDocumentStates(db, [id])).get(id);
 }
 
-export interface DocumentRow {
-  id: string;
-  semantic_id: string;
-  title: string;
-  link: string | null;
-  source: string;
-  from_ingestion_api: boolean;
-  metadata: Record<string, string | string[]>;
-  tags: string[];
-  primary_owners: Owner[];
-  secondary_owners: Owner[];
-  doc_updated_at: Date;
-  content_hash: string;
-  chunk_count: number;
-  is_public: boolean;
-  access_user_ids: string[];
-  access_group_ids: number[];
-  /** What a `sync` source lists (empty for other documents). */
-  access_external: string[];
-  external_public: boolean;
-}
+/** A document as ingestion writes it (hidden, boost and times are the database's). */
+export type DocumentRow = Omit<Document, 'hidden' | 'boost' | 'time_created' | 'time_updated'>;
 
 /** Inserts or replaces a document; `inserted` is false when a row with that id already existed. */
 export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<{ inserted: boolean }> {

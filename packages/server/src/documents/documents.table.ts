@@ -1,67 +1,6 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { CreatedAt, Json, Timestamp } from '../db/columns.ts';
 import type { Owner as OwnerInput } from './documents.schemas.ts';
-
-export type AccessType = 'public' | 'private' | 'sync';
-export type CcPairStatus = 'scheduled' | 'initial_indexing' | 'active' | 'paused' | 'deleting' | 'invalid';
-
-export interface ConnectorsTable {
-  id: Generated<number>;
-  name: string;
-  source: string;
-  input_type: 'poll' | 'event' | 'load_state' | 'slim_retrieval';
-  connector_specific_config: Json<Record<string, unknown>>;
-  refresh_freq: number | null;
-  prune_freq: number | null;
-  indexing_start: Timestamp | null;
-  access_type: Generated<AccessType>;
-  is_system: Generated<boolean>;
-  creator_id: string | null;
-  time_created: CreatedAt;
-  time_updated: CreatedAt;
-}
-
-export interface CredentialsTable {
-  id: Generated<number>;
-  name: string | null;
-  source: string;
-  credential_json: Generated<string>;
-  admin_public: Generated<boolean>;
-  curator_public: Generated<boolean>;
-  user_id: string | null;
-  time_created: CreatedAt;
-  time_updated: CreatedAt;
-  /** Origins (`https://host:port`) the secrets are bound to; null: not bound yet (see `connectors/service/secret-origins.ts`). */
-  secret_origins: Json<string[]> | null;
-  /** Who last entered the secrets: the one who may bind them while they are not bound yet. */
-  secrets_entered_by: string | null;
-}
-
-export interface CcPairsTable {
-  id: Generated<number>;
-  name: string;
-  connector_id: number;
-  credential_id: number;
-  status: Generated<CcPairStatus>;
-  access_type: Generated<AccessType>;
-  is_system: Generated<boolean>;
-  creator_id: string | null;
-  in_repeated_error_state: Generated<boolean>;
-  last_successful_index_time: Timestamp | null;
-  last_pruned: Timestamp | null;
-  time_created: CreatedAt;
-  time_updated: CreatedAt;
-}
-
-export interface CcPairGroupsTable {
-  cc_pair_id: number;
-  group_id: number;
-}
-
-export interface DocumentSetCcPairsTable {
-  document_set_id: number;
-  cc_pair_id: number;
-}
 
 /** An owner as stored: the API's `DocumentOwner` without its null fields. */
 export type Owner = { [K in keyof OwnerInput]?: NonNullable<OwnerInput[K]> };
@@ -109,6 +48,12 @@ export interface ChunksTable {
   section_links: Json<Record<string, string>>;
   token_count: number;
   search_vector: ColumnType<string, never, never>;
+  /** The BM25 index of the chunk, kept by a trigger (migration 0011) and read by search's ranking SQL. */
+  bm25_terms: ColumnType<string[], never, never>;
+  bm25_weights: ColumnType<number[], never, never>;
+  bm25_length: ColumnType<number, never, never>;
+  bm25_title_length: ColumnType<number, never, never>;
+  bm25_boost: ColumnType<number, never, never>;
 }
 
 export interface SearchVocabularyTable {
@@ -123,14 +68,11 @@ export interface ChunkEmbeddingsTable {
 }
 
 export interface DocumentsTables {
-  connectors: ConnectorsTable;
-  credentials: CredentialsTable;
-  cc_pairs: CcPairsTable;
-  cc_pair_groups: CcPairGroupsTable;
-  document_set_cc_pairs: DocumentSetCcPairsTable;
   documents: DocumentsTable;
   document_by_cc_pair: DocumentByCcPairTable;
   chunks: ChunksTable;
   search_vocabulary: SearchVocabularyTable;
   chunk_embeddings: ChunkEmbeddingsTable;
 }
+
+export type Document = Selectable<DocumentsTable>;

@@ -1,17 +1,7 @@
 import type { DbExecutor } from '../db/database.ts';
+import type { NewUserFile } from './files.table.ts';
 
-export function insertFile(
-  db: DbExecutor,
-  row: {
-    user_id: string;
-    name: string;
-    content_type: string;
-    file_type: string;
-    size_bytes: number;
-    text_content: string;
-    token_count: number;
-  },
-) {
+export function insertFile(db: DbExecutor, row: NewUserFile) {
   return db
     .insertInto('user_files')
     .values(row)

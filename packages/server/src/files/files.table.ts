@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 import type { CreatedAt } from '../db/columns.ts';
 
 export interface UserFilesTable {
@@ -11,4 +11,11 @@ export interface UserFilesTable {
   text_content: string;
   token_count: Generated<number>;
   created_at: CreatedAt;
+}
+
+export type UserFile = Selectable<UserFilesTable>;
+export type NewUserFile = Insertable<UserFilesTable>;
+
+export interface FilesTables {
+  user_files: UserFilesTable;
 }

@@ -76,3 +76,16 @@ export interface PersonaUserFilesTable {
   persona_id: number;
   user_file_id: string;
 }
+
+export interface PersonasTables {
+  personas: PersonasTable;
+  persona_users: PersonaUsersTable;
+  persona_groups: PersonaGroupsTable;
+  persona_document_sets: PersonaDocumentSetsTable;
+  persona_tools: PersonaToolsTable;
+  persona_labels: PersonaLabelsTable;
+  persona_label_links: PersonaLabelLinksTable;
+  persona_documents: PersonaDocumentsTable;
+  persona_hierarchy_nodes: PersonaHierarchyNodesTable;
+  persona_user_files: PersonaUserFilesTable;
+}

@@ -10,3 +10,7 @@ export interface UserProjectsTable {
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
+
+export interface ProjectsTables {
+  user_projects: UserProjectsTable;
+}

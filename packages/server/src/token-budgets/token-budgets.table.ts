@@ -10,3 +10,7 @@ export interface TokenBudgetsTable {
   period_hours: number;
   created_at: CreatedAt;
 }
+
+export interface TokenBudgetsTables {
+  token_budgets: TokenBudgetsTable;
+}

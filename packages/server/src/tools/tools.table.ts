@@ -23,3 +23,7 @@ export interface ToolsTable {
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }
+
+export interface ToolsTables {
+  tools: ToolsTable;
+}

@@ -4,7 +4,6 @@ import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 import type { AttemptRow, ConnectorRow, CredentialRow, PairRow } from '../connectors.repository.ts';
-import * as connectorsRepository from '../connectors.repository.ts';
 import type {
   ConnectorSnapshot,
   CredentialSnapshot,
@@ -95,7 +94,7 @@ export async function checkGroups(
   what: string,
 ) {
   const unique = [...new Set(groups)];
-  const found = new Set(await connectorsRepository.existingGroupIds(db, unique));
+  const found = new Set(await userGroupsRepository.findExistingGroupIds(db, unique));
   const missing = unique.filter((id) => !found.has(id));
   if (missing.length) throw new AppError('INVALID_INPUT', `User group ${missing.join(', ')} does not exist`);
   if (curated && (unique.length === 0 || unique.some((id) => !curated.has(id)))) {

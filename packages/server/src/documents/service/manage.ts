@@ -1,8 +1,8 @@
 import type { Actor } from '../../auth/roles.ts';
+import type { AccessType } from '../../connectors/connectors.table.ts';
 import { AppError } from '../../errors.ts';
 import * as documentsRepository from '../documents.repository.ts';
 import type { DocMinimalInfo } from '../documents.schemas.ts';
-import type { AccessType } from '../documents.table.ts';
 import { assertMayChange, type DocumentsDeps as Deps, managedPairs } from './shared.ts';
 
 /**
