@@ -181,7 +181,7 @@ export function createRestAdapter(options: {
           path: procedurePath,
           getRawInput: async () => input,
           ctx,
-          signal: ctx.signal,
+          signal: ctx.req.signal,
         });
         if (meta?.noContent) {
           res.status(204).end();

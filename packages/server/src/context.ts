@@ -55,33 +55,40 @@ export type ServiceContext<K extends keyof AppDeps = keyof AppDeps> = Pick<AppDe
 /** A service context with the authenticated caller. */
 export type ActorContext<K extends keyof AppDeps = keyof AppDeps> = ServiceContext<K> & { actor: Actor };
 
-/** Per-request context: the dependencies plus what the transport knows about the request. */
-export interface Context extends AppDeps {
+/** What the transport knows about one request; only the middlewares in trpc.ts read it, never a service. */
+export interface RequestInfo {
+  /** The `Authorization` header as sent. */
   authorization: string | undefined;
   /** The client's network address (failed-authentication limits). */
   clientAddress: string | undefined;
-  /** Set by the auth middleware on authenticated procedures. */
-  actor: Actor | null;
+  /** Sets a response header (rate-limit headers), ignored once the answer has started. */
   setHeader(name: string, value: string): void;
   /** Aborted when the client goes away (streams decide themselves whether to stop). */
   signal: AbortSignal | undefined;
 }
 
-export function createInnerContext(
-  deps: AppDeps,
-  request: {
-    authorization?: string | undefined;
-    clientAddress?: string | undefined;
-    setHeader?: (name: string, value: string) => void;
-    signal?: AbortSignal;
-  } = {},
-): Context {
+/**
+ * Per-request context: the application's dependencies, the request, and the caller once the auth
+ * middleware has narrowed it (`next({ ctx: { actor } })` copies these three fields). Routers hand
+ * services `serviceContext(ctx)` (trpc.ts), never this.
+ */
+export interface Context {
+  deps: AppDeps;
+  req: RequestInfo;
+  /** Set by the auth middleware on authenticated procedures. */
+  actor: Actor | null;
+}
+
+/** The context of one request (trpc examples/next-prisma-starter `createContextInner`). */
+export function createInnerContext(deps: AppDeps, request: Partial<RequestInfo> = {}): Context {
   return {
-    ...deps,
-    authorization: request.authorization,
-    clientAddress: request.clientAddress,
+    deps,
+    req: {
+      authorization: request.authorization,
+      clientAddress: request.clientAddress,
+      setHeader: request.setHeader ?? (() => {}),
+      signal: request.signal,
+    },
     actor: null,
-    setHeader: request.setHeader ?? (() => {}),
-    signal: request.signal,
   };
 }

@@ -4,7 +4,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { ZodType } from 'zod';
 import { authenticate } from './auth/authenticate.ts';
 import { type Actor, type Role, roleAtLeast } from './auth/roles.ts';
-import type { Context } from './context.ts';
+import type { AppDeps, Context } from './context.ts';
 import { AppError, toErrorResponse } from './errors.ts';
 
 /** Procedure meta: the OpenAPI route, plus `noContent` for endpoints that answer 204 with no body. */
@@ -62,22 +62,23 @@ export const publicProcedure = t.procedure;
  */
 async function authenticateCaller(ctx: Context): Promise<Actor> {
   if (ctx.actor) return ctx.actor;
+  const { deps, req } = ctx;
   try {
     return await authenticate({
-      ctx,
-      authorization: ctx.authorization,
-      admit: (cached) => ctx.authFailures.assertAllowed(ctx.clientAddress, { cached }),
+      ctx: deps,
+      authorization: req.authorization,
+      admit: (cached) => deps.authFailures.assertAllowed(req.clientAddress, { cached }),
     });
   } catch (error) {
-    if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED' && ctx.authorization)
-      await ctx.authFailures.record(ctx.clientAddress);
+    if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED' && req.authorization)
+      await deps.authFailures.record(req.clientAddress);
     throw error;
   }
 }
 
 async function countRequest(ctx: Context, actor: Actor): Promise<void> {
-  const headers = await ctx.rateLimiter.consume(actor.rate_limit_key);
-  for (const [name, value] of Object.entries(headers)) ctx.setHeader(name, value);
+  const headers = await ctx.deps.rateLimiter.consume(actor.rate_limit_key);
+  for (const [name, value] of Object.entries(headers)) ctx.req.setHeader(name, value);
 }
 
 /**
@@ -104,11 +105,25 @@ const authed = t.middleware(async ({ ctx, meta, next }) => {
 export const optionalAuthProcedure = publicProcedure
   .meta({ optionalAuth: true })
   .use(async ({ ctx, next }) => {
-    if (!ctx.authorization) return next({ ctx: { actor: null } });
+    if (!ctx.req.authorization) return next({ ctx: { actor: null } });
     const actor = await authenticateCaller(ctx);
     await countRequest(ctx, actor);
     return next({ ctx: { actor } });
   });
+
+/**
+ * A webhook: authenticated by its signature, which the procedure checks, not by a credential. Throttled
+ * like credentials are in `authed`: an address that failed too often is refused first, and a delivery
+ * the procedure refuses as unauthenticated counts against its address.
+ */
+export const webhookProcedure = publicProcedure.use(async ({ ctx, next }) => {
+  const { deps, req } = ctx;
+  await deps.authFailures.assertAllowed(req.clientAddress);
+  const result = await next();
+  if (!result.ok && toErrorResponse(result.error).error_code === 'UNAUTHENTICATED')
+    await deps.authFailures.record(req.clientAddress);
+  return result;
+});
 
 /** Any caller, `limited` included: only chat and reading agents use it. */
 export const limitedProcedure = publicProcedure.meta({ minRole: 'limited' }).use(authed);
@@ -121,6 +136,18 @@ export const adminProcedure = publicProcedure.meta({ minRole: 'admin' }).use(aut
 
 /** The context of an authenticated procedure: the actor is always set. */
 export type AuthedContext = Context & { actor: NonNullable<Context['actor']> };
+
+/**
+ * What a router hands a service as `ctx`: the application's dependencies and the caller (non-null in
+ * authenticated procedures), without the request, which only the middlewares above read. Services
+ * name the parts they use (`ServiceContext<K>`, `ActorContext<K>` in context.ts).
+ */
+export function serviceContext<A extends Actor | null>(ctx: {
+  deps: AppDeps;
+  actor: A;
+}): AppDeps & { actor: A } {
+  return { ...ctx.deps, actor: ctx.actor };
+}
 
 /** The least credential an operation needs: `none` for public and optionally authenticated ones. */
 export type MinRole = Role | 'none';

@@ -1,4 +1,4 @@
-import { basicProcedure, curatorProcedure, router } from '../trpc.ts';
+import { basicProcedure, curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   CustomToolCreateInput,
   CustomToolUpdateInput,
@@ -25,7 +25,7 @@ export const actionsRouter = router({
     })
     .input(ToolIdInput)
     .output(ToolDetail)
-    .query(({ ctx, input }) => actionsService.getTool({ ctx, toolId: input.tool_id })),
+    .query(({ ctx, input }) => actionsService.getTool({ ctx: serviceContext(ctx), toolId: input.tool_id })),
 
   validateCustomTool: curatorProcedure
     .meta({
@@ -54,7 +54,9 @@ export const actionsRouter = router({
     })
     .input(CustomToolCreateInput)
     .output(ToolDetail)
-    .mutation(({ ctx, input }) => actionsService.createCustomTool({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.createCustomTool({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   updateCustomTool: curatorProcedure
     .meta({
@@ -69,7 +71,9 @@ export const actionsRouter = router({
     })
     .input(CustomToolUpdateInput)
     .output(ToolDetail)
-    .mutation(({ ctx, input }) => actionsService.updateCustomTool({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.updateCustomTool({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   deleteCustomTool: curatorProcedure
     .meta({
@@ -84,6 +88,6 @@ export const actionsRouter = router({
     .input(ToolIdInput)
     .output(DeletedResponse)
     .mutation(({ ctx, input }) =>
-      actionsService.deleteCustomTool({ ctx, actor: ctx.actor, toolId: input.tool_id }),
+      actionsService.deleteCustomTool({ ctx: serviceContext(ctx), actor: ctx.actor, toolId: input.tool_id }),
     ),
 });

@@ -1,4 +1,4 @@
-import { basicProcedure, curatorProcedure, router } from '../trpc.ts';
+import { basicProcedure, curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   DeletedResponse,
   McpOauthCallbackResponse,
@@ -34,13 +34,17 @@ export const mcpRouter = router({
     })
     .input(McpServerCreateInput)
     .output(McpServerCreateResponse)
-    .mutation(({ ctx, input }) => actionsService.createMcpServer({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.createMcpServer({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   list: curatorProcedure
     .meta({ openapi: { method: 'GET', path: '/admin/mcp/servers', tags, summary: 'List MCP servers' } })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
-    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor, purpose: 'manage' })),
+    .query(({ ctx }) =>
+      actionsService.listMcpServers({ ctx: serviceContext(ctx), actor: ctx.actor, purpose: 'manage' }),
+    ),
 
   get: curatorProcedure
     .meta({
@@ -49,7 +53,7 @@ export const mcpRouter = router({
     .input(McpServerIdInput)
     .output(McpServerSnapshot)
     .query(({ ctx, input }) =>
-      actionsService.getMcpServer({ ctx, actor: ctx.actor, serverId: input.server_id }),
+      actionsService.getMcpServer({ ctx: serviceContext(ctx), actor: ctx.actor, serverId: input.server_id }),
     ),
 
   tools: curatorProcedure
@@ -66,7 +70,11 @@ export const mcpRouter = router({
     .input(McpServerIdInput)
     .output(McpServerTools)
     .query(({ ctx, input }) =>
-      actionsService.fetchMcpServerTools({ ctx, actor: ctx.actor, serverId: input.server_id }),
+      actionsService.fetchMcpServerTools({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        serverId: input.server_id,
+      }),
     ),
 
   update: curatorProcedure
@@ -80,7 +88,9 @@ export const mcpRouter = router({
     })
     .input(McpServerUpdateInput)
     .output(McpServerUpdateResponse)
-    .mutation(({ ctx, input }) => actionsService.updateMcpServer({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.updateMcpServer({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   delete: curatorProcedure
     .meta({
@@ -95,7 +105,11 @@ export const mcpRouter = router({
     .input(McpServerIdInput)
     .output(DeletedResponse)
     .mutation(({ ctx, input }) =>
-      actionsService.deleteMcpServer({ ctx, actor: ctx.actor, serverId: input.server_id }),
+      actionsService.deleteMcpServer({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        serverId: input.server_id,
+      }),
     ),
 
   listForUser: basicProcedure
@@ -109,7 +123,9 @@ export const mcpRouter = router({
     })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
-    .query(({ ctx }) => actionsService.listMcpServers({ ctx, actor: ctx.actor, purpose: 'use' })),
+    .query(({ ctx }) =>
+      actionsService.listMcpServers({ ctx: serviceContext(ctx), actor: ctx.actor, purpose: 'use' }),
+    ),
 
   saveCredentials: basicProcedure
     .meta({
@@ -123,7 +139,9 @@ export const mcpRouter = router({
     })
     .input(McpUserCredentialsInput)
     .output(McpUserCredentialsResponse)
-    .mutation(({ ctx, input }) => actionsService.saveUserCredentials({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.saveUserCredentials({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   deleteCredentials: basicProcedure
     .meta({
@@ -137,7 +155,11 @@ export const mcpRouter = router({
     .input(McpServerIdInput)
     .output(DeletedResponse)
     .mutation(({ ctx, input }) =>
-      actionsService.deleteUserCredentials({ ctx, actor: ctx.actor, serverId: input.server_id }),
+      actionsService.deleteUserCredentials({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        serverId: input.server_id,
+      }),
     ),
 
   oauthConnect: basicProcedure
@@ -153,7 +175,9 @@ export const mcpRouter = router({
     })
     .input(McpOauthConnectInput)
     .output(McpOauthConnectResponse)
-    .mutation(({ ctx, input }) => actionsService.connectMcpOauth({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.connectMcpOauth({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   oauthCallback: basicProcedure
     .meta({
@@ -168,5 +192,7 @@ export const mcpRouter = router({
     })
     .input(OAuthCallbackInput)
     .output(McpOauthCallbackResponse)
-    .mutation(({ ctx, input }) => actionsService.mcpOauthCallback({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.mcpOauthCallback({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 });

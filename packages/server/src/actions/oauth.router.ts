@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import { adminProcedure, basicProcedure, router, serviceContext } from '../trpc.ts';
 import {
   DeletedResponse,
   OAuthCallbackInput,
@@ -29,7 +29,7 @@ export const oauthConfigsRouter = router({
     })
     .input(OAuthConfigCreateInput)
     .output(OAuthConfigSnapshot)
-    .mutation(({ ctx, input }) => actionsService.createOauthConfig({ ctx, input })),
+    .mutation(({ ctx, input }) => actionsService.createOauthConfig({ ctx: serviceContext(ctx), input })),
 
   list: adminProcedure
     .meta({
@@ -37,7 +37,7 @@ export const oauthConfigsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(OAuthConfigSnapshot))
-    .query(({ ctx }) => actionsService.listOauthConfigs({ ctx })),
+    .query(({ ctx }) => actionsService.listOauthConfigs({ ctx: serviceContext(ctx) })),
 
   get: adminProcedure
     .meta({
@@ -50,7 +50,9 @@ export const oauthConfigsRouter = router({
     })
     .input(OAuthConfigIdInput)
     .output(OAuthConfigSnapshot)
-    .query(({ ctx, input }) => actionsService.getOauthConfig({ ctx, id: input.oauth_config_id })),
+    .query(({ ctx, input }) =>
+      actionsService.getOauthConfig({ ctx: serviceContext(ctx), id: input.oauth_config_id }),
+    ),
 
   update: adminProcedure
     .meta({
@@ -63,7 +65,7 @@ export const oauthConfigsRouter = router({
     })
     .input(OAuthConfigUpdateInput)
     .output(OAuthConfigSnapshot)
-    .mutation(({ ctx, input }) => actionsService.updateOauthConfig({ ctx, input })),
+    .mutation(({ ctx, input }) => actionsService.updateOauthConfig({ ctx: serviceContext(ctx), input })),
 
   delete: adminProcedure
     .meta({
@@ -77,7 +79,9 @@ export const oauthConfigsRouter = router({
     })
     .input(OAuthConfigIdInput)
     .output(DeletedResponse)
-    .mutation(({ ctx, input }) => actionsService.deleteOauthConfig({ ctx, id: input.oauth_config_id })),
+    .mutation(({ ctx, input }) =>
+      actionsService.deleteOauthConfig({ ctx: serviceContext(ctx), id: input.oauth_config_id }),
+    ),
 
   initiate: basicProcedure
     .meta({
@@ -92,7 +96,11 @@ export const oauthConfigsRouter = router({
     .input(OAuthInitiateInput)
     .output(OAuthInitiateResponse)
     .mutation(({ ctx, input }) =>
-      actionsService.initiateOauth({ ctx, actor: ctx.actor, configId: input.oauth_config_id }),
+      actionsService.initiateOauth({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        configId: input.oauth_config_id,
+      }),
     ),
 
   callback: basicProcedure
@@ -107,7 +115,9 @@ export const oauthConfigsRouter = router({
     })
     .input(OAuthCallbackInput)
     .output(OAuthCallbackResponse)
-    .mutation(({ ctx, input }) => actionsService.oauthCallback({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      actionsService.oauthCallback({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   disconnect: basicProcedure
     .meta({
@@ -121,6 +131,10 @@ export const oauthConfigsRouter = router({
     .input(OAuthConfigIdInput)
     .output(DeletedResponse)
     .mutation(({ ctx, input }) =>
-      actionsService.disconnectOauth({ ctx, actor: ctx.actor, configId: input.oauth_config_id }),
+      actionsService.disconnectOauth({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        configId: input.oauth_config_id,
+      }),
     ),
 });

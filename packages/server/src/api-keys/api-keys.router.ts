@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, basicProcedure, router } from '../trpc.ts';
+import { adminProcedure, basicProcedure, router, serviceContext } from '../trpc.ts';
 import {
   ApiKeyDescriptor,
   ApiKeyIdInput,
@@ -30,7 +30,7 @@ export const apiKeysRouter = router({
     .meta({ openapi: { method: 'GET', path: '/admin/api-key', tags, summary: 'List API keys' } })
     .input(z.object({}))
     .output(z.array(ApiKeyDescriptor))
-    .query(({ ctx }) => apiKeysService.listApiKeys({ ctx })),
+    .query(({ ctx }) => apiKeysService.listApiKeys({ ctx: serviceContext(ctx) })),
 
   create: adminProcedure
     .meta({
@@ -45,7 +45,7 @@ export const apiKeysRouter = router({
     })
     .input(CreateApiKeyInput)
     .output(ApiKeyDescriptor)
-    .mutation(({ ctx, input }) => apiKeysService.createApiKey({ ctx, input })),
+    .mutation(({ ctx, input }) => apiKeysService.createApiKey({ ctx: serviceContext(ctx), input })),
 
   regenerate: adminProcedure
     .meta({
@@ -59,7 +59,9 @@ export const apiKeysRouter = router({
     })
     .input(ApiKeyIdInput)
     .output(ApiKeyDescriptor)
-    .mutation(({ ctx, input }) => apiKeysService.regenerateApiKey({ ctx, id: input.api_key_id })),
+    .mutation(({ ctx, input }) =>
+      apiKeysService.regenerateApiKey({ ctx: serviceContext(ctx), id: input.api_key_id }),
+    ),
 
   update: adminProcedure
     .meta({
@@ -72,7 +74,7 @@ export const apiKeysRouter = router({
     })
     .input(UpdateApiKeyInput)
     .output(ApiKeyDescriptor)
-    .mutation(({ ctx, input }) => apiKeysService.updateApiKey({ ctx, input })),
+    .mutation(({ ctx, input }) => apiKeysService.updateApiKey({ ctx: serviceContext(ctx), input })),
 
   delete: adminProcedure
     .meta({
@@ -81,5 +83,7 @@ export const apiKeysRouter = router({
     })
     .input(ApiKeyIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => apiKeysService.deleteApiKey({ ctx, id: input.api_key_id })),
+    .mutation(({ ctx, input }) =>
+      apiKeysService.deleteApiKey({ ctx: serviceContext(ctx), id: input.api_key_id }),
+    ),
 });

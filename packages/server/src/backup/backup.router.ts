@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, router } from '../trpc.ts';
+import { adminProcedure, router, serviceContext } from '../trpc.ts';
 import { createBackup } from './backup.ts';
 
 export const backupRouter = router({
@@ -19,5 +19,5 @@ export const backupRouter = router({
     })
     .input(z.object({}))
     .output(z.instanceof(Uint8Array).meta({ override: { type: 'string', format: 'binary' } }))
-    .query(({ ctx }) => createBackup({ ctx })),
+    .query(({ ctx }) => createBackup({ ctx: serviceContext(ctx) })),
 });

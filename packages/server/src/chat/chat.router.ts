@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { limitedProcedure, optionalAuthProcedure, router } from '../trpc.ts';
+import { limitedProcedure, optionalAuthProcedure, router, serviceContext } from '../trpc.ts';
 import {
   ChatFullResponse,
   ChatSessionDetail,
@@ -38,7 +38,9 @@ export const chatRouter = router({
     })
     .input(CreateChatSessionInput)
     .output(CreateChatSessionResponse)
-    .mutation(({ ctx, input }) => chatService.createSession({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      chatService.createSession({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   getSession: optionalAuthProcedure
     .meta({
@@ -53,7 +55,7 @@ export const chatRouter = router({
     })
     .input(GetChatSessionInput)
     .output(ChatSessionDetail)
-    .query(({ ctx, input }) => chatService.getSession({ ctx, actor: ctx.actor, input })),
+    .query(({ ctx, input }) => chatService.getSession({ ctx: serviceContext(ctx), actor: ctx.actor, input })),
 
   listSessions: limitedProcedure
     .meta({
@@ -66,7 +68,9 @@ export const chatRouter = router({
     })
     .input(ListChatSessionsInput)
     .output(ListChatSessionsResponse)
-    .query(({ ctx, input }) => chatService.listSessions({ ctx, actor: ctx.actor, input })),
+    .query(({ ctx, input }) =>
+      chatService.listSessions({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   deleteSession: limitedProcedure
     .meta({
@@ -82,7 +86,9 @@ export const chatRouter = router({
     })
     .input(DeleteChatSessionInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => chatService.deleteSession({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      chatService.deleteSession({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   stopSession: limitedProcedure
     .meta({
@@ -97,7 +103,11 @@ export const chatRouter = router({
     .input(StopChatSessionInput)
     .output(StopChatSessionResponse)
     .mutation(({ ctx, input }) =>
-      chatService.stopSession({ ctx, actor: ctx.actor, sessionId: input.chat_session_id }),
+      chatService.stopSession({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        sessionId: input.chat_session_id,
+      }),
     ),
 
   updateSharing: limitedProcedure
@@ -111,7 +121,9 @@ export const chatRouter = router({
     })
     .input(UpdateSharingInput)
     .output(ChatSessionSummary)
-    .mutation(({ ctx, input }) => chatService.updateSharing({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      chatService.updateSharing({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   renameSession: limitedProcedure
     .meta({
@@ -125,7 +137,9 @@ export const chatRouter = router({
     })
     .input(RenameChatSessionInput)
     .output(RenameChatSessionResponse)
-    .mutation(({ ctx, input }) => chatService.renameSession({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      chatService.renameSession({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   setMessageAsLatest: limitedProcedure
     .meta({
@@ -142,7 +156,9 @@ export const chatRouter = router({
     })
     .input(SetMessageAsLatestInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => chatService.setMessageAsLatest({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      chatService.setMessageAsLatest({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   search: limitedProcedure
     .meta({
@@ -157,7 +173,9 @@ export const chatRouter = router({
     })
     .input(SearchChatsInput)
     .output(SearchChatsResponse)
-    .query(({ ctx, input }) => chatService.searchSessions({ ctx, actor: ctx.actor, input })),
+    .query(({ ctx, input }) =>
+      chatService.searchSessions({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   sendMessage: limitedProcedure
     .meta({
@@ -176,10 +194,12 @@ export const chatRouter = router({
     })
     .input(SendMessageInput)
     .output(ChatFullResponse)
-    .mutation(({ ctx, input }) => chatService.sendMessage({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      chatService.sendMessage({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   /** The streaming turn for tRPC clients: yields the same lines as the NDJSON route. RPC-only. */
   sendMessageStream: limitedProcedure.input(SendMessageInput).mutation(async function* ({ ctx, input }) {
-    yield* chatService.streamMessage({ ctx, actor: ctx.actor, input });
+    yield* chatService.streamMessage({ ctx: serviceContext(ctx), actor: ctx.actor, input });
   }),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { curatorProcedure, router } from '../trpc.ts';
+import { curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   CcPairDetails,
   CcPairIdInput,
@@ -42,7 +42,9 @@ export const connectorsRouter = router({
     })
     .input(ConnectorCreateInput)
     .output(z.object({ id: z.number().int() }))
-    .mutation(({ ctx, input }) => connectorsService.createConnector({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.createConnector({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   list: curatorProcedure
     .meta({
@@ -58,7 +60,11 @@ export const connectorsRouter = router({
     .input(ConnectorListInput)
     .output(z.array(ConnectorSnapshot))
     .query(({ ctx, input }) =>
-      connectorsService.listConnectors({ ctx, actor: ctx.actor, credential: input.credential }),
+      connectorsService.listConnectors({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        credential: input.credential,
+      }),
     ),
 
   update: curatorProcedure
@@ -72,7 +78,9 @@ export const connectorsRouter = router({
     })
     .input(ConnectorUpdateInput)
     .output(ConnectorSnapshot)
-    .mutation(({ ctx, input }) => connectorsService.updateConnector({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.updateConnector({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   delete: curatorProcedure
     .meta({
@@ -88,7 +96,11 @@ export const connectorsRouter = router({
     .input(ConnectorIdInput)
     .output(z.void())
     .mutation(({ ctx, input }) =>
-      connectorsService.deleteConnector({ ctx, actor: ctx.actor, id: input.connector_id }),
+      connectorsService.deleteConnector({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        id: input.connector_id,
+      }),
     ),
 
   runOnce: curatorProcedure
@@ -104,7 +116,9 @@ export const connectorsRouter = router({
     })
     .input(RunOnceInput)
     .output(StatusResponse)
-    .mutation(({ ctx, input }) => connectorsService.runOnce({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.runOnce({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   indexingStatus: curatorProcedure
     .meta({
@@ -119,7 +133,7 @@ export const connectorsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(IndexingStatusEntry))
-    .query(({ ctx }) => connectorsService.indexingStatus({ ctx, actor: ctx.actor })),
+    .query(({ ctx }) => connectorsService.indexingStatus({ ctx: serviceContext(ctx), actor: ctx.actor })),
 
   createCredential: curatorProcedure
     .meta({
@@ -134,7 +148,9 @@ export const connectorsRouter = router({
     })
     .input(CredentialCreateInput)
     .output(CredentialSnapshot)
-    .mutation(({ ctx, input }) => connectorsService.createCredential({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.createCredential({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   listCredentials: curatorProcedure
     .meta({
@@ -148,7 +164,7 @@ export const connectorsRouter = router({
     .input(CredentialListInput)
     .output(z.array(CredentialSnapshot))
     .query(({ ctx, input }) =>
-      connectorsService.listCredentials({ ctx, actor: ctx.actor, source: input.source }),
+      connectorsService.listCredentials({ ctx: serviceContext(ctx), actor: ctx.actor, source: input.source }),
     ),
 
   getCredential: curatorProcedure
@@ -163,7 +179,11 @@ export const connectorsRouter = router({
     .input(CredentialIdInput)
     .output(CredentialSnapshot)
     .query(({ ctx, input }) =>
-      connectorsService.getCredential({ ctx, actor: ctx.actor, id: input.credential_id }),
+      connectorsService.getCredential({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        id: input.credential_id,
+      }),
     ),
 
   updateCredential: curatorProcedure
@@ -178,7 +198,9 @@ export const connectorsRouter = router({
     })
     .input(CredentialUpdateInput)
     .output(CredentialSnapshot)
-    .mutation(({ ctx, input }) => connectorsService.updateCredential({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.updateCredential({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   deleteCredential: curatorProcedure
     .meta({
@@ -194,7 +216,11 @@ export const connectorsRouter = router({
     .input(CredentialIdInput)
     .output(z.void())
     .mutation(({ ctx, input }) =>
-      connectorsService.deleteCredential({ ctx, actor: ctx.actor, id: input.credential_id }),
+      connectorsService.deleteCredential({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        id: input.credential_id,
+      }),
     ),
 
   createPair: curatorProcedure
@@ -218,7 +244,9 @@ export const connectorsRouter = router({
       }),
     )
     .output(StatusResponse)
-    .mutation(({ ctx, input }) => connectorsService.createPair({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.createPair({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   dissociate: curatorProcedure
     .meta({
@@ -234,7 +262,7 @@ export const connectorsRouter = router({
     .output(StatusResponse)
     .mutation(({ ctx, input }) =>
       connectorsService.startDeletion({
-        ctx,
+        ctx: serviceContext(ctx),
         actor: ctx.actor,
         connectorId: input.connector_id,
         credentialId: input.credential_id,
@@ -256,7 +284,7 @@ export const connectorsRouter = router({
     .output(StatusResponse)
     .mutation(({ ctx, input }) =>
       connectorsService.startDeletion({
-        ctx,
+        ctx: serviceContext(ctx),
         actor: ctx.actor,
         connectorId: input.connector_id,
         credentialId: input.credential_id,
@@ -275,7 +303,7 @@ export const connectorsRouter = router({
     .input(CcPairIdInput)
     .output(CcPairDetails)
     .query(({ ctx, input }) =>
-      connectorsService.getPairDetails({ ctx, actor: ctx.actor, id: input.cc_pair_id }),
+      connectorsService.getPairDetails({ ctx: serviceContext(ctx), actor: ctx.actor, id: input.cc_pair_id }),
     ),
 
   setPairStatus: curatorProcedure
@@ -292,7 +320,12 @@ export const connectorsRouter = router({
     .input(CcPairStatusInput)
     .output(StatusResponse)
     .mutation(({ ctx, input }) =>
-      connectorsService.setPairStatus({ ctx, actor: ctx.actor, id: input.cc_pair_id, status: input.status }),
+      connectorsService.setPairStatus({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        id: input.cc_pair_id,
+        status: input.status,
+      }),
     ),
 
   indexAttempts: curatorProcedure
@@ -306,7 +339,9 @@ export const connectorsRouter = router({
     })
     .input(PageInput)
     .output(IndexAttemptPage)
-    .query(({ ctx, input }) => connectorsService.listAttempts({ ctx, actor: ctx.actor, input })),
+    .query(({ ctx, input }) =>
+      connectorsService.listAttempts({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   errors: curatorProcedure
     .meta({
@@ -319,5 +354,7 @@ export const connectorsRouter = router({
     })
     .input(PageInput)
     .output(IndexAttemptErrorPage)
-    .query(({ ctx, input }) => connectorsService.listErrors({ ctx, actor: ctx.actor, input })),
+    .query(({ ctx, input }) =>
+      connectorsService.listErrors({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 });

@@ -1,4 +1,4 @@
-import { curatorProcedure, publicProcedure, router } from '../trpc.ts';
+import { curatorProcedure, router, serviceContext, webhookProcedure } from '../trpc.ts';
 import * as connectorsService from './connectors.service.ts';
 import {
   ConnectorEventInput,
@@ -29,9 +29,11 @@ export const connectorSourcesRouter = router({
     })
     .input(ConnectorFileUploadInput)
     .output(ConnectorFileUploadResponse)
-    .mutation(({ ctx, input }) => connectorsService.uploadConnectorFiles({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.uploadConnectorFiles({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
-  event: publicProcedure
+  event: webhookProcedure
     .meta({
       openapi: {
         method: 'POST',
@@ -50,5 +52,7 @@ export const connectorSourcesRouter = router({
     })
     .input(ConnectorEventInput)
     .output(ConnectorEventResponse)
-    .mutation(({ ctx, input }) => connectorsService.handleConnectorEvent({ ctx, input })),
+    .mutation(({ ctx, input }) =>
+      connectorsService.handleConnectorEvent({ ctx: serviceContext(ctx), input }),
+    ),
 });

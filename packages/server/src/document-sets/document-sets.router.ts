@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { basicProcedure, curatorProcedure, router } from '../trpc.ts';
+import { basicProcedure, curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   CreateDocumentSetInput,
   DocumentSet,
@@ -23,7 +23,9 @@ export const documentSetsRouter = router({
     })
     .input(CreateDocumentSetInput)
     .output(DocumentSet)
-    .mutation(({ ctx, input }) => documentSetsService.createDocumentSet({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      documentSetsService.createDocumentSet({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   update: curatorProcedure
     .meta({
@@ -37,7 +39,9 @@ export const documentSetsRouter = router({
     })
     .input(UpdateDocumentSetInput)
     .output(DocumentSet)
-    .mutation(({ ctx, input }) => documentSetsService.updateDocumentSet({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      documentSetsService.updateDocumentSet({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   delete: curatorProcedure
     .meta({
@@ -52,7 +56,11 @@ export const documentSetsRouter = router({
     .input(DocumentSetIdInput)
     .output(z.void())
     .mutation(({ ctx, input }) =>
-      documentSetsService.deleteDocumentSet({ ctx, actor: ctx.actor, id: input.document_set_id }),
+      documentSetsService.deleteDocumentSet({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        id: input.document_set_id,
+      }),
     ),
 
   list: basicProcedure
@@ -68,5 +76,5 @@ export const documentSetsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(DocumentSet))
-    .query(({ ctx }) => documentSetsService.listDocumentSets({ ctx, actor: ctx.actor })),
+    .query(({ ctx }) => documentSetsService.listDocumentSets({ ctx: serviceContext(ctx), actor: ctx.actor })),
 });

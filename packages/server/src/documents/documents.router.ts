@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { curatorProcedure, router } from '../trpc.ts';
+import { curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   CcPairIdInput,
   DocMinimalInfo,
@@ -26,7 +26,9 @@ export const documentsRouter = router({
     })
     .input(IngestDocumentInput)
     .output(IngestionResult)
-    .mutation(({ ctx, input }) => documentsService.ingestDocument({ ctx, input, actor: ctx.actor })),
+    .mutation(({ ctx, input }) =>
+      documentsService.ingestDocument({ ctx: serviceContext(ctx), input, actor: ctx.actor }),
+    ),
 
   listIngested: curatorProcedure
     .meta({
@@ -39,7 +41,9 @@ export const documentsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(DocMinimalInfo))
-    .query(({ ctx }) => documentsService.listIngestedDocuments({ ctx, actor: ctx.actor })),
+    .query(({ ctx }) =>
+      documentsService.listIngestedDocuments({ ctx: serviceContext(ctx), actor: ctx.actor }),
+    ),
 
   deleteIngested: curatorProcedure
     .meta({
@@ -56,7 +60,11 @@ export const documentsRouter = router({
     .input(DocumentIdInput)
     .output(z.void())
     .mutation(({ ctx, input }) =>
-      documentsService.deleteIngestedDocument({ ctx, actor: ctx.actor, documentId: input.document_id }),
+      documentsService.deleteIngestedDocument({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        documentId: input.document_id,
+      }),
     ),
 
   listCcPairDocuments: curatorProcedure
@@ -71,6 +79,10 @@ export const documentsRouter = router({
     .input(CcPairIdInput)
     .output(z.array(DocMinimalInfo))
     .query(({ ctx, input }) =>
-      documentsService.listCcPairDocuments({ ctx, actor: ctx.actor, ccPairId: input.cc_pair_id }),
+      documentsService.listCcPairDocuments({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        ccPairId: input.cc_pair_id,
+      }),
     ),
 });

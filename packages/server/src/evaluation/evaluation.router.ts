@@ -1,4 +1,4 @@
-import { adminProcedure, router } from '../trpc.ts';
+import { adminProcedure, router, serviceContext } from '../trpc.ts';
 import { EvaluationInput, EvaluationReport } from './evaluation.schemas.ts';
 import * as evaluationService from './evaluation.service.ts';
 
@@ -19,5 +19,7 @@ export const evaluationRouter = router({
     })
     .input(EvaluationInput)
     .output(EvaluationReport)
-    .mutation(({ ctx, input }) => evaluationService.evaluate({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      evaluationService.evaluate({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 });

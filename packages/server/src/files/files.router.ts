@@ -1,4 +1,4 @@
-import { limitedProcedure, router } from '../trpc.ts';
+import { limitedProcedure, router, serviceContext } from '../trpc.ts';
 import { MAX_UPLOAD_FILES, UploadFilesInput, UploadFilesResponse } from './files.schemas.ts';
 import * as filesService from './files.service.ts';
 
@@ -18,5 +18,7 @@ export const filesRouter = router({
     })
     .input(UploadFilesInput)
     .output(UploadFilesResponse)
-    .mutation(({ ctx, input }) => filesService.uploadFiles({ ctx, actor: ctx.actor, files: input.files })),
+    .mutation(({ ctx, input }) =>
+      filesService.uploadFiles({ ctx: serviceContext(ctx), actor: ctx.actor, files: input.files }),
+    ),
 });

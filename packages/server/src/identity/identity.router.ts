@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { limitedProcedure, router } from '../trpc.ts';
+import { limitedProcedure, router, serviceContext } from '../trpc.ts';
 import { CreatePersonalTokenInput, PersonalAccessToken, PersonalTokenIdInput } from './identity.schemas.ts';
 import * as identityService from './identity.service.ts';
 
@@ -18,7 +18,7 @@ export const personalTokensRouter = router({
     })
     .input(z.object({}))
     .output(z.array(PersonalAccessToken))
-    .query(({ ctx }) => identityService.listPersonalTokens({ ctx })),
+    .query(({ ctx }) => identityService.listPersonalTokens({ ctx: serviceContext(ctx) })),
   create: limitedProcedure
     .meta({
       openapi: {
@@ -32,7 +32,9 @@ export const personalTokensRouter = router({
     })
     .input(CreatePersonalTokenInput)
     .output(PersonalAccessToken)
-    .mutation(({ ctx, input }) => identityService.createOwnPersonalToken({ ctx, input })),
+    .mutation(({ ctx, input }) =>
+      identityService.createOwnPersonalToken({ ctx: serviceContext(ctx), input }),
+    ),
   revoke: limitedProcedure
     .meta({
       openapi: {
@@ -46,5 +48,7 @@ export const personalTokensRouter = router({
     })
     .input(PersonalTokenIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => identityService.revokePersonalToken({ ctx, id: input.token_id })),
+    .mutation(({ ctx, input }) =>
+      identityService.revokePersonalToken({ ctx: serviceContext(ctx), id: input.token_id }),
+    ),
 });

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { adminProcedure, basicProcedure, curatorProcedure, limitedProcedure, router } from '../trpc.ts';
+import {
+  adminProcedure,
+  basicProcedure,
+  curatorProcedure,
+  limitedProcedure,
+  router,
+  serviceContext,
+} from '../trpc.ts';
 import {
   CreateLabelInput,
   CreatePersonaInput,
@@ -31,7 +38,7 @@ const labelsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(PersonaLabel))
-    .query(({ ctx }) => personasService.listLabels({ ctx })),
+    .query(({ ctx }) => personasService.listLabels({ ctx: serviceContext(ctx) })),
 
   create: basicProcedure
     .meta({
@@ -45,7 +52,9 @@ const labelsRouter = router({
     })
     .input(CreateLabelInput)
     .output(PersonaLabel)
-    .mutation(({ ctx, input }) => personasService.createLabel({ ctx, name: input.name })),
+    .mutation(({ ctx, input }) =>
+      personasService.createLabel({ ctx: serviceContext(ctx), name: input.name }),
+    ),
 
   update: adminProcedure
     .meta({
@@ -59,7 +68,7 @@ const labelsRouter = router({
     .input(UpdateLabelInput)
     .output(PersonaLabel)
     .mutation(({ ctx, input }) =>
-      personasService.updateLabel({ ctx, id: input.label_id, name: input.label_name }),
+      personasService.updateLabel({ ctx: serviceContext(ctx), id: input.label_id, name: input.label_name }),
     ),
 
   delete: adminProcedure
@@ -75,7 +84,9 @@ const labelsRouter = router({
     })
     .input(LabelIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => personasService.deleteLabel({ ctx, id: input.label_id })),
+    .mutation(({ ctx, input }) =>
+      personasService.deleteLabel({ ctx: serviceContext(ctx), id: input.label_id }),
+    ),
 });
 
 export const personasRouter = router({
@@ -94,7 +105,7 @@ export const personasRouter = router({
     })
     .input(CreatePersonaInput)
     .output(PersonaSnapshot)
-    .mutation(({ ctx, input }) => personasService.createPersona({ ctx, input })),
+    .mutation(({ ctx, input }) => personasService.createPersona({ ctx: serviceContext(ctx), input })),
 
   update: basicProcedure
     .meta({
@@ -109,7 +120,7 @@ export const personasRouter = router({
     })
     .input(UpdatePersonaInput)
     .output(PersonaSnapshot)
-    .mutation(({ ctx, input }) => personasService.updatePersona({ ctx, input })),
+    .mutation(({ ctx, input }) => personasService.updatePersona({ ctx: serviceContext(ctx), input })),
 
   get: limitedProcedure
     .meta({
@@ -123,7 +134,9 @@ export const personasRouter = router({
     })
     .input(PersonaIdInput)
     .output(FullPersonaSnapshot)
-    .query(({ ctx, input }) => personasService.getPersona({ ctx, id: input.persona_id })),
+    .query(({ ctx, input }) =>
+      personasService.getPersona({ ctx: serviceContext(ctx), id: input.persona_id }),
+    ),
 
   list: limitedProcedure
     .meta({
@@ -138,7 +151,7 @@ export const personasRouter = router({
     })
     .input(ListPersonasInput)
     .output(MinimalPersonaPage)
-    .query(({ ctx, input }) => personasService.listPersonas({ ctx, input })),
+    .query(({ ctx, input }) => personasService.listPersonas({ ctx: serviceContext(ctx), input })),
 
   delete: basicProcedure
     .meta({
@@ -154,7 +167,9 @@ export const personasRouter = router({
     })
     .input(PersonaIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => personasService.deletePersona({ ctx, id: input.persona_id })),
+    .mutation(({ ctx, input }) =>
+      personasService.deletePersona({ ctx: serviceContext(ctx), id: input.persona_id }),
+    ),
 
   undelete: adminProcedure
     .meta({
@@ -168,7 +183,9 @@ export const personasRouter = router({
     })
     .input(PersonaIdInput)
     .output(PersonaSnapshot)
-    .mutation(({ ctx, input }) => personasService.undeletePersona({ ctx, id: input.persona_id })),
+    .mutation(({ ctx, input }) =>
+      personasService.undeletePersona({ ctx: serviceContext(ctx), id: input.persona_id }),
+    ),
 
   adminList: curatorProcedure
     .meta({
@@ -182,7 +199,7 @@ export const personasRouter = router({
     })
     .input(ListPersonasInput)
     .output(PersonaPage)
-    .query(({ ctx, input }) => personasService.listPersonasForAdmin({ ctx, input })),
+    .query(({ ctx, input }) => personasService.listPersonasForAdmin({ ctx: serviceContext(ctx), input })),
 
   setDisplayPriorities: curatorProcedure
     .meta({
@@ -198,7 +215,7 @@ export const personasRouter = router({
     })
     .input(DisplayPrioritiesInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => personasService.setDisplayPriorities({ ctx, input })),
+    .mutation(({ ctx, input }) => personasService.setDisplayPriorities({ ctx: serviceContext(ctx), input })),
 
   setListed: curatorProcedure
     .meta({
@@ -212,7 +229,11 @@ export const personasRouter = router({
     .input(SetListedInput)
     .output(PersonaSnapshot)
     .mutation(({ ctx, input }) =>
-      personasService.setListed({ ctx, id: input.persona_id, isListed: input.is_listed }),
+      personasService.setListed({
+        ctx: serviceContext(ctx),
+        id: input.persona_id,
+        isListed: input.is_listed,
+      }),
     ),
 
   setFeatured: adminProcedure
@@ -227,7 +248,11 @@ export const personasRouter = router({
     .input(SetFeaturedInput)
     .output(PersonaSnapshot)
     .mutation(({ ctx, input }) =>
-      personasService.setFeatured({ ctx, id: input.persona_id, isFeatured: input.is_featured }),
+      personasService.setFeatured({
+        ctx: serviceContext(ctx),
+        id: input.persona_id,
+        isFeatured: input.is_featured,
+      }),
     ),
 
   setPublic: basicProcedure
@@ -242,6 +267,10 @@ export const personasRouter = router({
     .input(SetPublicInput)
     .output(PersonaSnapshot)
     .mutation(({ ctx, input }) =>
-      personasService.setPublic({ ctx, id: input.persona_id, isPublic: input.is_public }),
+      personasService.setPublic({
+        ctx: serviceContext(ctx),
+        id: input.persona_id,
+        isPublic: input.is_public,
+      }),
     ),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { basicProcedure, router } from '../trpc.ts';
+import { basicProcedure, router, serviceContext } from '../trpc.ts';
 import { CreateProjectInput, ProjectIdInput, UpdateProjectInput, UserProject } from './projects.schemas.ts';
 import * as projectsService from './projects.service.ts';
 
@@ -10,7 +10,7 @@ export const projectsRouter = router({
     .meta({ openapi: { method: 'GET', path: '/user/projects', tags, summary: "List the caller's projects" } })
     .input(z.object({}))
     .output(z.array(UserProject))
-    .query(({ ctx }) => projectsService.listProjects({ ctx, actor: ctx.actor })),
+    .query(({ ctx }) => projectsService.listProjects({ ctx: serviceContext(ctx), actor: ctx.actor })),
 
   create: basicProcedure
     .meta({
@@ -24,7 +24,9 @@ export const projectsRouter = router({
     })
     .input(CreateProjectInput)
     .output(UserProject)
-    .mutation(({ ctx, input }) => projectsService.createProject({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      projectsService.createProject({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   update: basicProcedure
     .meta({
@@ -32,7 +34,9 @@ export const projectsRouter = router({
     })
     .input(UpdateProjectInput)
     .output(UserProject)
-    .mutation(({ ctx, input }) => projectsService.updateProject({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      projectsService.updateProject({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 
   delete: basicProcedure
     .meta({
@@ -48,6 +52,10 @@ export const projectsRouter = router({
     .input(ProjectIdInput)
     .output(z.void())
     .mutation(({ ctx, input }) =>
-      projectsService.deleteProject({ ctx, actor: ctx.actor, projectId: input.project_id }),
+      projectsService.deleteProject({
+        ctx: serviceContext(ctx),
+        actor: ctx.actor,
+        projectId: input.project_id,
+      }),
     ),
 });

@@ -1,4 +1,4 @@
-import { curatorProcedure, router } from '../trpc.ts';
+import { curatorProcedure, router, serviceContext } from '../trpc.ts';
 import { AdminSearchInput, AdminSearchResponse } from './search.schemas.ts';
 import * as searchService from './search.service.ts';
 
@@ -19,5 +19,7 @@ export const searchRouter = router({
     })
     .input(AdminSearchInput)
     .output(AdminSearchResponse)
-    .mutation(({ ctx, input }) => searchService.adminSearch({ ctx, actor: ctx.actor, input })),
+    .mutation(({ ctx, input }) =>
+      searchService.adminSearch({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+    ),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, router } from '../trpc.ts';
+import { adminProcedure, router, serviceContext } from '../trpc.ts';
 import {
   GroupBudgetInput,
   GroupIdInput,
@@ -18,7 +18,7 @@ export const tokenBudgetsRouter = router({
     .meta({ openapi: { method: 'GET', path: `${base}/global`, tags, summary: 'List global token budgets' } })
     .input(z.object({}))
     .output(z.array(TokenBudget))
-    .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx, scope: 'global' })),
+    .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'global' })),
 
   createGlobal: adminProcedure
     .meta({
@@ -32,13 +32,15 @@ export const tokenBudgetsRouter = router({
     })
     .input(TokenBudgetArgs)
     .output(TokenBudget)
-    .mutation(({ ctx, input }) => tokenBudgetsService.createBudget({ ctx, scope: 'global', input })),
+    .mutation(({ ctx, input }) =>
+      tokenBudgetsService.createBudget({ ctx: serviceContext(ctx), scope: 'global', input }),
+    ),
 
   listUsers: adminProcedure
     .meta({ openapi: { method: 'GET', path: `${base}/users`, tags, summary: 'List per-user token budgets' } })
     .input(z.object({}))
     .output(z.array(TokenBudget))
-    .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx, scope: 'user' })),
+    .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'user' })),
 
   createUsers: adminProcedure
     .meta({
@@ -52,7 +54,9 @@ export const tokenBudgetsRouter = router({
     })
     .input(TokenBudgetArgs)
     .output(TokenBudget)
-    .mutation(({ ctx, input }) => tokenBudgetsService.createBudget({ ctx, scope: 'user', input })),
+    .mutation(({ ctx, input }) =>
+      tokenBudgetsService.createBudget({ ctx: serviceContext(ctx), scope: 'user', input }),
+    ),
 
   listGroups: adminProcedure
     .meta({
@@ -60,7 +64,7 @@ export const tokenBudgetsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(TokenBudget))
-    .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx, scope: 'user_group' })),
+    .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'user_group' })),
 
   listGroup: adminProcedure
     .meta({
@@ -74,7 +78,11 @@ export const tokenBudgetsRouter = router({
     .input(GroupIdInput)
     .output(z.array(TokenBudget))
     .query(({ ctx, input }) =>
-      tokenBudgetsService.listBudgets({ ctx, scope: 'user_group', groupId: input.group_id }),
+      tokenBudgetsService.listBudgets({
+        ctx: serviceContext(ctx),
+        scope: 'user_group',
+        groupId: input.group_id,
+      }),
     ),
 
   createGroup: adminProcedure
@@ -91,7 +99,12 @@ export const tokenBudgetsRouter = router({
     .output(TokenBudget)
     .mutation(({ ctx, input }) => {
       const { group_id, ...args } = input;
-      return tokenBudgetsService.createBudget({ ctx, scope: 'user_group', groupId: group_id, input: args });
+      return tokenBudgetsService.createBudget({
+        ctx: serviceContext(ctx),
+        scope: 'user_group',
+        groupId: group_id,
+        input: args,
+      });
     }),
 
   update: adminProcedure
@@ -107,7 +120,7 @@ export const tokenBudgetsRouter = router({
     .output(TokenBudget)
     .mutation(({ ctx, input }) => {
       const { token_id, ...args } = input;
-      return tokenBudgetsService.updateBudget({ ctx, id: token_id, input: args });
+      return tokenBudgetsService.updateBudget({ ctx: serviceContext(ctx), id: token_id, input: args });
     }),
 
   delete: adminProcedure
@@ -122,5 +135,7 @@ export const tokenBudgetsRouter = router({
     })
     .input(TokenIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => tokenBudgetsService.deleteBudget({ ctx, id: input.token_id })),
+    .mutation(({ ctx, input }) =>
+      tokenBudgetsService.deleteBudget({ ctx: serviceContext(ctx), id: input.token_id }),
+    ),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { basicProcedure, router } from '../trpc.ts';
+import { basicProcedure, router, serviceContext } from '../trpc.ts';
 import { ToolSnapshot } from './tools.schemas.ts';
 import * as toolsService from './tools.service.ts';
 
@@ -18,5 +18,5 @@ export const toolsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(ToolSnapshot))
-    .query(({ ctx }) => toolsService.listTools({ ctx })),
+    .query(({ ctx }) => toolsService.listTools({ ctx: serviceContext(ctx) })),
 });

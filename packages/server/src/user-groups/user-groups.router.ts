@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, curatorProcedure, router } from '../trpc.ts';
+import { adminProcedure, curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   CreateUserGroupInput,
   SetCuratorInput,
@@ -24,7 +24,7 @@ export const userGroupsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(UserGroup))
-    .query(({ ctx }) => userGroupsService.listUserGroups({ ctx })),
+    .query(({ ctx }) => userGroupsService.listUserGroups({ ctx: serviceContext(ctx) })),
 
   create: adminProcedure
     .meta({
@@ -38,7 +38,7 @@ export const userGroupsRouter = router({
     })
     .input(CreateUserGroupInput)
     .output(UserGroup)
-    .mutation(({ ctx, input }) => userGroupsService.createUserGroup({ ctx, input })),
+    .mutation(({ ctx, input }) => userGroupsService.createUserGroup({ ctx: serviceContext(ctx), input })),
 
   update: curatorProcedure
     .meta({
@@ -53,7 +53,7 @@ export const userGroupsRouter = router({
     })
     .input(UpdateUserGroupInput)
     .output(UserGroup)
-    .mutation(({ ctx, input }) => userGroupsService.updateUserGroup({ ctx, input })),
+    .mutation(({ ctx, input }) => userGroupsService.updateUserGroup({ ctx: serviceContext(ctx), input })),
 
   setCurator: adminProcedure
     .meta({
@@ -68,7 +68,7 @@ export const userGroupsRouter = router({
     })
     .input(SetCuratorInput)
     .output(UserGroup)
-    .mutation(({ ctx, input }) => userGroupsService.setCurator({ ctx, input })),
+    .mutation(({ ctx, input }) => userGroupsService.setCurator({ ctx: serviceContext(ctx), input })),
 
   delete: adminProcedure
     .meta({
@@ -83,5 +83,7 @@ export const userGroupsRouter = router({
     })
     .input(UserGroupIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => userGroupsService.deleteUserGroup({ ctx, id: input.user_group_id })),
+    .mutation(({ ctx, input }) =>
+      userGroupsService.deleteUserGroup({ ctx: serviceContext(ctx), id: input.user_group_id }),
+    ),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminProcedure, curatorProcedure, router } from '../trpc.ts';
+import { adminProcedure, curatorProcedure, router, serviceContext } from '../trpc.ts';
 import {
   ExternalIdentity,
   ExternalIdentityInput,
@@ -28,7 +28,7 @@ export const usersRouter = router({
     })
     .input(z.object({}))
     .output(z.array(UserSnapshot))
-    .query(({ ctx }) => usersService.listUsers({ ctx })),
+    .query(({ ctx }) => usersService.listUsers({ ctx: serviceContext(ctx) })),
   page: curatorProcedure
     .meta({
       openapi: {
@@ -41,7 +41,7 @@ export const usersRouter = router({
     })
     .input(ListUsersInput)
     .output(UserPage)
-    .query(({ ctx, input }) => usersService.pageUsers({ ctx, input })),
+    .query(({ ctx, input }) => usersService.pageUsers({ ctx: serviceContext(ctx), input })),
   invite: adminProcedure
     .meta({
       openapi: {
@@ -55,7 +55,7 @@ export const usersRouter = router({
     })
     .input(InviteUsersInput)
     .output(z.array(UserSnapshot))
-    .mutation(({ ctx, input }) => usersService.inviteUsers({ ctx, input })),
+    .mutation(({ ctx, input }) => usersService.inviteUsers({ ctx: serviceContext(ctx), input })),
   setRole: adminProcedure
     .meta({
       openapi: {
@@ -68,7 +68,7 @@ export const usersRouter = router({
     })
     .input(SetUserRoleInput)
     .output(UserSnapshot)
-    .mutation(({ ctx, input }) => usersService.setUserRole({ ctx, input })),
+    .mutation(({ ctx, input }) => usersService.setUserRole({ ctx: serviceContext(ctx), input })),
   deactivate: adminProcedure
     .meta({
       openapi: {
@@ -81,7 +81,9 @@ export const usersRouter = router({
     })
     .input(UserEmailInput)
     .output(UserSnapshot)
-    .mutation(({ ctx, input }) => usersService.setUserActive({ ctx, input, active: false })),
+    .mutation(({ ctx, input }) =>
+      usersService.setUserActive({ ctx: serviceContext(ctx), input, active: false }),
+    ),
   activate: adminProcedure
     .meta({
       openapi: {
@@ -94,7 +96,9 @@ export const usersRouter = router({
     })
     .input(UserEmailInput)
     .output(UserSnapshot)
-    .mutation(({ ctx, input }) => usersService.setUserActive({ ctx, input, active: true })),
+    .mutation(({ ctx, input }) =>
+      usersService.setUserActive({ ctx: serviceContext(ctx), input, active: true }),
+    ),
   delete: adminProcedure
     .meta({
       openapi: {
@@ -109,7 +113,7 @@ export const usersRouter = router({
     })
     .input(UserEmailInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => usersService.deleteUser({ ctx, input })),
+    .mutation(({ ctx, input }) => usersService.deleteUser({ ctx: serviceContext(ctx), input })),
   listExternalIdentities: adminProcedure
     .meta({
       openapi: {
@@ -123,7 +127,7 @@ export const usersRouter = router({
     })
     .input(UserEmailInput)
     .output(z.array(ExternalIdentity))
-    .query(({ ctx, input }) => usersService.listExternalIdentities({ ctx, input })),
+    .query(({ ctx, input }) => usersService.listExternalIdentities({ ctx: serviceContext(ctx), input })),
   linkExternalIdentity: adminProcedure
     .meta({
       openapi: {
@@ -138,7 +142,7 @@ export const usersRouter = router({
     })
     .input(ExternalIdentityInput)
     .output(z.array(ExternalIdentity))
-    .mutation(({ ctx, input }) => usersService.linkExternalIdentity({ ctx, input })),
+    .mutation(({ ctx, input }) => usersService.linkExternalIdentity({ ctx: serviceContext(ctx), input })),
   unlinkExternalIdentity: adminProcedure
     .meta({
       noContent: true,
@@ -152,5 +156,5 @@ export const usersRouter = router({
     })
     .input(ExternalIdentityInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => usersService.unlinkExternalIdentity({ ctx, input })),
+    .mutation(({ ctx, input }) => usersService.unlinkExternalIdentity({ ctx: serviceContext(ctx), input })),
 });

@@ -1,4 +1,3 @@
-import type { Context } from '../../context.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
@@ -15,22 +14,20 @@ import { assertRunTargets } from './secret-origins.ts';
 import { connectorNotFound, type Deps, openCredential } from './shared.ts';
 import { principalsOf } from './sync.ts';
 
-type EventCtx = Deps & Pick<Context, 'authFailures' | 'clientAddress'>;
-
 /**
  * A webhook delivery for an `event` connector: verified against the credentials of the connector's
  * active pairs (no API key: the signature is the authentication), then stored for each pair whose
  * credential verified it and answered at once; a worker re-reads just the documents it names
- * (`processQueuedEvents`). Slack's `url_verification` is answered here.
+ * (`processQueuedEvents`). Slack's `url_verification` is answered here. Failed deliveries are
+ * throttled per client address by the router's `webhookProcedure`, not here.
  */
 export async function handleConnectorEvent({
   ctx,
   input,
 }: {
-  ctx: EventCtx;
+  ctx: Deps;
   input: ConnectorEventInput;
 }): Promise<ConnectorEventResponse> {
-  await ctx.authFailures.assertAllowed(ctx.clientAddress);
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
   if (!connector) throw connectorNotFound(input.connector_id);
   const source = ctx.sources.get(connector.source);
@@ -71,7 +68,6 @@ export async function handleConnectorEvent({
       });
   }
   if (!verified.length) {
-    await ctx.authFailures.record(ctx.clientAddress);
     throw new AppError(
       'UNAUTHENTICATED',
       `The event's signature does not match the webhook secret of any active pair of connector ${connector.id}`,
