@@ -2,6 +2,9 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../../../../test/fakes/github.ts';
+import { createInnerContext } from '../context.ts';
+import { createCaller } from '../router.ts';
+import { errorOf } from '../testing/errors.ts';
 import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
 import * as eventsRepository from './events.repository.ts';
 import { createIndexingState } from './indexing-state.ts';
@@ -78,17 +81,25 @@ async function eventPair() {
   return { connectorId, pairId };
 }
 
-function deliver(connectorId: number, number: number, delivery?: string) {
+function deliver(
+  connectorId: number,
+  number: number,
+  delivery?: string,
+  from?: { clientAddress: string; secret?: string },
+) {
   const body = JSON.stringify({
     action: 'edited',
     issue: { number },
     repository: { full_name: 'acme/gadgets' },
   });
-  return t.caller().connectorSources.event({
+  const caller = from ? createCaller(createInnerContext(t.deps, from)) : t.caller();
+  return caller.connectorSources.event({
     connector_id: connectorId,
     headers: {
       'x-github-event': 'issues',
-      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+      'x-hub-signature-256': `sha256=${createHmac('sha256', from?.secret ?? secret)
+        .update(body)
+        .digest('hex')}`,
       ...(delivery ? { 'x-github-delivery': delivery } : {}),
     },
     raw_body: body,
@@ -269,6 +280,25 @@ describe('queued connector events', () => {
     await admin().connectors.deletionAttempt({ connector_id: connectorId, credential_id: credential.id });
     await pass();
     expect(await eventRows(pairId)).toEqual([]);
+  });
+});
+
+describe('webhook throttling', () => {
+  it('deliveries whose signature matches no pair count against their address; past the limit even a signed one is refused (429), other addresses are not', async () => {
+    const { connectorId } = await eventPair();
+    const attacker = { clientAddress: '203.0.113.7', secret: 'guessed-secret' };
+    for (let i = 0; i < t.config.KAS_AUTH_FAILURES_PER_MINUTE; i++)
+      expect(await errorOf(deliver(connectorId, 1, undefined, attacker))).toMatchObject({
+        status: 401,
+        error_code: 'UNAUTHENTICATED',
+      });
+    expect(
+      await errorOf(deliver(connectorId, 1, undefined, { clientAddress: attacker.clientAddress })),
+    ).toMatchObject({ status: 429, error_code: 'RATE_LIMITED' });
+    expect(await deliver(connectorId, 1, undefined, { clientAddress: '203.0.113.8' })).toEqual({
+      success: true,
+      queued: 1,
+    });
   });
 });
 
