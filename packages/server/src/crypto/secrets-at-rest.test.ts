@@ -1,14 +1,8 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestRuntime();
 
 /** Every row of every table of the database, as text: what a dump holds. */
 async function dumpDatabase(): Promise<string> {

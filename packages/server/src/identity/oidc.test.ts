@@ -3,11 +3,10 @@ import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/f
 import * as apiKeysService from '../api-keys/api-keys.service.ts';
 import { configFrom } from '../config.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { authenticateOidc } from './oidc.service.ts';
 import { createOidcVerifier } from './oidc.ts';
 
-let t: TestRuntime;
 let idp: FakeOidcProvider;
 beforeAll(async () => {
   idp = await startFakeOidcProvider({
@@ -17,19 +16,20 @@ beforeAll(async () => {
     eve: { email: 'eve@corp.example', email_verified: false },
     dana: { email: 'dana@corp.example' },
   });
-  t = await createTestRuntime({
-    KAS_OIDC_ISSUER: idp.issuer,
-    KAS_OIDC_AUDIENCE: idp.clientId,
-    KAS_OIDC_ADMIN_EMAILS: 'ROOT@corp.example',
-    KAS_OIDC_CURATOR_GROUPS: 'kas-curators',
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OIDC_JWKS_COOLDOWN_MS: '0',
-  });
 });
 afterAll(async () => {
-  vi.useRealTimers();
-  await t?.close();
   await idp?.close();
+});
+const t = useTestRuntime(() => ({
+  KAS_OIDC_ISSUER: idp.issuer,
+  KAS_OIDC_AUDIENCE: idp.clientId,
+  KAS_OIDC_ADMIN_EMAILS: 'ROOT@corp.example',
+  KAS_OIDC_CURATOR_GROUPS: 'kas-curators',
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OIDC_JWKS_COOLDOWN_MS: '0',
+}));
+afterAll(() => {
+  vi.useRealTimers();
 });
 
 describe('OIDC sign-in', () => {
