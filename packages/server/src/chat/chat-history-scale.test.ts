@@ -48,7 +48,7 @@ async function fastest(run: () => Promise<unknown>): Promise<number> {
   return best;
 }
 
-describe(`a chat history of ${SESSIONS} sessions`, () => {
+describe(`a chat history of ${SESSIONS} sessions`, { tags: ['slow'] }, () => {
   it('is searched through the indexes, in proportion to what matches', async () => {
     const caller = t.caller(key);
     const found = await caller.chat.search({ query: 'kubernetes', page: 1, page_size: 10 });

@@ -198,7 +198,9 @@ describe('BM25 ranking of the Postgres index', () => {
   });
 });
 
-describe('fast top-k: candidates from rare terms and champion lists agree with exhaustive BM25', () => {
+describe('fast top-k: candidates from rare terms and champion lists agree with exhaustive BM25', {
+  tags: ['slow'],
+}, () => {
   const t = useTestRuntime();
   let index: PostgresSearchIndex;
   let words: string[];
