@@ -13,7 +13,7 @@ export default defineConfig({
     tags: [
       {
         name: 'slow',
-        description: 'takes minutes: run by `npm test` and CI, left out of `npm run test:fast`',
+        description: 'measures size or scale: run by `npm test` and CI, left out of `npm run test:fast`',
       },
     ],
     projects: [
