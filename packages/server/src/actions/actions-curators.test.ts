@@ -4,14 +4,13 @@ import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/open
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
 /**
  * Actions for user groups: a curator creates and manages actions for the groups they curate and not
  * others'; only members of an action's groups use it in chat; admins manage everything.
  */
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let api: FakeOpenApiService;
 let mcp: FakeMcpServer;
@@ -25,7 +24,12 @@ let sales: number;
 
 beforeAll(async () => {
   [llm, api, mcp] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService(), startFakeMcpServer()]);
-  t = await createActionsRuntime(llm.baseURL);
+});
+afterAll(async () => {
+  await Promise.all([llm?.close(), api?.close(), mcp?.close()]);
+});
+const t = useTestRuntime(() => actionsEnv(llm.baseURL));
+beforeAll(async () => {
   carol = await t.createKey('curator', 'carol');
   dave = await t.createKey('curator', 'dave');
   mia = await t.createKey('basic', 'mia');
@@ -35,10 +39,6 @@ beforeAll(async () => {
   sales = (await admin.userGroups.create({ name: 'sales', user_ids: [dave.user_id] })).id;
   await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
   await admin.userGroups.setCurator({ user_group_id: sales, user_id: dave.user_id, is_curator: true });
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([llm?.close(), api?.close(), mcp?.close()]);
 });
 
 describe('actions for user groups', () => {

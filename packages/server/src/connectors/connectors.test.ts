@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as documentsService from '../documents/documents.service.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { type AnySource, validateWith } from './sources/source.ts';
 
 /** A source that needs a wiki base and space and a token, like the real wiki sources. */
@@ -21,7 +21,7 @@ const wiki: AnySource = {
   },
 };
 
-let t: TestRuntime;
+const t = useTestRuntime();
 let curator: { key: string; user_id: string };
 let basic: { key: string; user_id: string };
 let groupA: number;
@@ -38,7 +38,6 @@ const connectorInput = {
 };
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   t.deps.sources.register(wiki);
   curator = await t.createKey('basic', 'curator');
   basic = await t.createKey('basic', 'basic');
@@ -46,9 +45,6 @@ beforeAll(async () => {
   groupA = (await admin.userGroups.create({ name: 'A', user_ids: [curator.user_id] })).id;
   groupB = (await admin.userGroups.create({ name: 'B', user_ids: [] })).id;
   await admin.userGroups.setCurator({ user_group_id: groupA, user_id: curator.user_id, is_curator: true });
-});
-afterAll(async () => {
-  await t.close();
 });
 
 describe('connectors', () => {

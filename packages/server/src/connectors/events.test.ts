@@ -2,37 +2,32 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../../../../test/fakes/github.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as eventsRepository from './events.repository.ts';
 import { createIndexingState } from './indexing-state.ts';
 import { eventPass, schedulerPass } from './scheduler.ts';
 
 // Webhook events are stored when accepted and processed by the worker: exactly once, surviving a
 // dead worker, retried with backoff on a source failure, visible on the pair.
-let t: TestRuntime;
+const t = useTestRuntime({
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OUTBOUND_RETRIES: '0',
+  KAS_CONNECTOR_HEARTBEAT_MS: '100',
+  KAS_CONNECTOR_STALE_MS: '500',
+  KAS_CONNECTOR_BACKOFF_MS: '1000',
+  KAS_CONNECTOR_EVENT_TRIES: '3',
+});
+const { admin, pass, events } = t;
 let gh: FakeGitHub;
 let counter = 0;
 const secret = 'hook-secret';
 
 beforeAll(async () => {
-  t = await createTestRuntime({
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
-    KAS_CONNECTOR_HEARTBEAT_MS: '100',
-    KAS_CONNECTOR_STALE_MS: '500',
-    KAS_CONNECTOR_BACKOFF_MS: '1000',
-    KAS_CONNECTOR_EVENT_TRIES: '3',
-  });
   gh = await startFakeGitHub('acme');
 });
 afterAll(async () => {
   await gh.close();
-  await t.close();
 });
-
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
-const events = () => eventPass(t.deps, new AbortController().signal);
 const web = (path: string) => `${gh.url}/web/acme/${path}`;
 
 const issue = (number: number, body: string): FakeIssue => ({

@@ -1,22 +1,13 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { cleanUpUploads, schedulerPass } from './scheduler.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { cleanUpUploads } from './scheduler.ts';
 
 // Uploads for file connectors: removed when no connector references them after the grace period, and
 // with the connector (or its last pair) that named them.
-let t: TestRuntime;
+const t = useTestRuntime({ KAS_CONNECTOR_UPLOAD_GRACE_HOURS: '2' });
+const { admin, pass } = t;
 let counter = 0;
-
-beforeAll(async () => {
-  t = await createTestRuntime({ KAS_CONNECTOR_UPLOAD_GRACE_HOURS: '2' });
-});
-afterAll(async () => {
-  await t.close();
-});
-
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
 
 async function upload(...names: string[]) {
   return admin().connectorSources.uploadFiles({

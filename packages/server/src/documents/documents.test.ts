@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { authenticate } from '../auth/authenticate.ts';
 import { apiKeyActor } from '../auth/roles.ts';
 import { toErrorResponse } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { BLURB_TOKENS, CHUNK_TOKENS, chunkDocument } from './chunking.ts';
 import * as documentsService from './documents.service.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestRuntime();
 
 const doc = (over: Record<string, unknown> = {}) => ({
   semantic_identifier: 'Onboarding guide',

@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import type { CreatePersonaInput } from './personas.schemas.ts';
 import * as personasService from './personas.service.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime();
 type Key = { key: string; user_id: string; api_key_id: number };
 let alice: Key;
 let bob: Key;
 let carol: Key;
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   alice = await t.createKey('basic', 'alice');
   bob = await t.createKey('basic', 'bob');
   carol = await t.createKey('curator', 'carol');
-});
-afterAll(async () => {
-  await t.close();
 });
 
 function agent(overrides: Partial<CreatePersonaInput> = {}): CreatePersonaInput {
