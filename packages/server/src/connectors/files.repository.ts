@@ -32,6 +32,18 @@ export async function readConnectorFile(
   };
 }
 
+/** Who uploaded each of `ids` that exists (ids that are not uploads' are left out). */
+export async function findUploadOwners(
+  db: DbExecutor,
+  ids: readonly string[],
+): Promise<{ id: string; uploaded_by: string | null }[]> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (!valid.length) return [];
+  const result = await sql<{ id: string; uploaded_by: string | null }>`
+    SELECT id::text AS id, uploaded_by FROM connector_files WHERE id = ANY(${valid}::uuid[])`.execute(db);
+  return result.rows;
+}
+
 /** The uploads a `file` connector's configuration names (its `file_locations` and `zip_metadata_file_id`). */
 export function filesOfConfig(config: unknown): string[] {
   const value = (config ?? {}) as { file_locations?: unknown; zip_metadata_file_id?: unknown };

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Actor } from '../../auth/roles.ts';
+import { policy } from '../../auth/scope.ts';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
@@ -18,7 +19,7 @@ import { isAuthFailure, listMcpTools, mcpResultData, withMcpClient } from '../mc
 import type { AgentTool, ToolKindLoader } from '../tool-runner.ts';
 import { failure } from '../tool-runner.ts';
 import { mcpOauthAccessToken } from './mcp-oauth.ts';
-import { canManage, canUse, checkRequestedScope, memberGroups, requireManage, type Scope } from './scope.ts';
+import { canUse, checkRequestedScope, loadScope, requireManage, type Scope } from './scope.ts';
 
 type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 type Template = z.infer<typeof McpAuthTemplate>;
@@ -226,9 +227,13 @@ export async function createMcpServer({
   };
 }
 
+function serverNotFound(id: number): AppError {
+  return new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+}
+
 async function serverOr404(ctx: Ctx, id: number): Promise<McpServerRow> {
   const row = await actionsRepository.findMcpServer(ctx.db, id);
-  if (!row) throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+  if (!row) throw serverNotFound(id);
   return row;
 }
 
@@ -240,15 +245,19 @@ async function scopeOfServer(ctx: Ctx, row: McpServerRow): Promise<Scope> {
 /** The server, when the actor may use it (not scoped, or a member of one of its groups); 404 otherwise. */
 export async function usableServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
   const row = await serverOr404(ctx, id);
-  if (!canUse(actor, await memberGroups(ctx.db, actor), await scopeOfServer(ctx, row)))
-    throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+  if (!canUse(await loadScope(ctx.db, actor), await scopeOfServer(ctx, row))) throw serverNotFound(id);
   return row;
 }
 
-/** The server, when the actor manages it (admin, or curator of all its groups); 403 otherwise. */
+/**
+ * The server, when the actor manages it (admin, or curator of all its groups); 403 when they may only
+ * use it, and 404 like an absent server when they may not even use it.
+ */
 async function managedServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
   const row = await serverOr404(ctx, id);
-  await requireManage(ctx, actor, await scopeOfServer(ctx, row), `MCP server ${id}`);
+  await requireManage(ctx, actor, await scopeOfServer(ctx, row), `MCP server ${id}`, () =>
+    serverNotFound(id),
+  );
   return row;
 }
 
@@ -286,12 +295,11 @@ export async function listMcpServers({
   purpose: 'manage' | 'use';
 }) {
   const rows = await actionsRepository.listMcpServers(ctx.db);
-  const member = await memberGroups(ctx.db, actor);
+  const who = await loadScope(ctx.db, actor);
   const visible: McpServerRow[] = [];
   for (const row of rows) {
     const scope = await scopeOfServer(ctx, row);
-    if (purpose === 'manage' ? await canManage(ctx.db, actor, scope) : canUse(actor, member, scope))
-      visible.push(row);
+    if (purpose === 'manage' ? policy.manageAction(who, scope) : canUse(who, scope)) visible.push(row);
   }
   return { mcp_servers: await Promise.all(visible.map((r) => snapshot(ctx, actor, r))) };
 }
@@ -484,10 +492,13 @@ export async function deleteUserCredentials({
   actor: Actor;
   serverId: number;
 }) {
-  await serverOr404(ctx, serverId);
-  if (!(await actionsRepository.deleteMcpUserConfig(ctx.db, serverId, actor.user_id)))
-    throw new AppError('NOT_FOUND', `You have no credentials stored for MCP server ${serverId}`);
-  return { success: true as const };
+  const row = await actionsRepository.findMcpServer(ctx.db, serverId);
+  if (row && (await actionsRepository.deleteMcpUserConfig(ctx.db, serverId, actor.user_id)))
+    return { success: true as const };
+  // Nothing of one's own to forget: a server the caller may not use answers like an absent one.
+  if (!row || !canUse(await loadScope(ctx.db, actor), await scopeOfServer(ctx, row)))
+    throw serverNotFound(serverId);
+  throw new AppError('NOT_FOUND', `You have no credentials stored for MCP server ${serverId}`);
 }
 
 /** Builds the agent's MCP tools for one turn; servers not connected or not authenticated are skipped with a note. */
@@ -498,12 +509,12 @@ export const mcpToolLoader: ToolKindLoader = {
       if (r.mcp_server_id !== null)
         byServer.set(r.mcp_server_id, [...(byServer.get(r.mcp_server_id) ?? []), r]);
     const tools: AgentTool[] = [];
-    const member = await memberGroups(ctx.db, actor);
+    const who = await loadScope(ctx.db, actor);
     for (const [serverId, serverTools] of byServer) {
       const server = await actionsRepository.findMcpServer(ctx.db, serverId);
       if (!server) continue;
       const names = serverTools.map((t) => t.name).join(', ');
-      if (!canUse(actor, member, await scopeOfServer(ctx, server))) {
+      if (!canUse(who, await scopeOfServer(ctx, server))) {
         note(
           `The tools ${names} of MCP server "${server.name}" are not available: the server is reserved to user groups this user is not in.`,
         );
