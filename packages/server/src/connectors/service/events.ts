@@ -30,13 +30,13 @@ export async function handleConnectorEvent({
   input: ConnectorEventInput;
 }): Promise<ConnectorEventResponse> {
   await ctx.authFailures.assertAllowed(ctx.clientAddress);
-  // Every refusal is the same 401, counted as a failed authentication: before the signature is
-  // verified the caller learns nothing of the connector, not even whether it exists.
+  // Every refusal is the answer for an absent connector, counted as a failed authentication: before
+  // the signature is verified the caller learns nothing of the connector, not even whether it exists.
   const refuse = async (): Promise<never> => {
     await ctx.authFailures.record(ctx.clientAddress);
     throw new AppError(
-      'UNAUTHENTICATED',
-      `The event's signature does not match the webhook secret of any active pair of connector ${input.connector_id} accepting events`,
+      'CONNECTOR_NOT_FOUND',
+      `No connector ${input.connector_id} accepts this event: unknown connector, or a signature no active pair’s webhook secret matches`,
     );
   };
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
