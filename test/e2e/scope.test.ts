@@ -152,6 +152,14 @@ describe.each(['pglite', 'postgres'] as const)('scope over HTTP on %s', (db) => 
       );
       await likeAbsent(who, 'GET', (id) => `/api/svc-api/connector-docs/${id}`, pairId);
     }
+    // Nor can a document set name it.
+    await likeAbsent(
+      key.curatorB,
+      'POST',
+      () => '/api/manage/admin/document-set',
+      pairId,
+      (id) => ({ name: `B set ${id}`, cc_pair_ids: [id] }),
+    );
     // The unauthenticated webhook endpoint says nothing of a connector to a caller without its secret.
     await likeAbsent(
       undefined,

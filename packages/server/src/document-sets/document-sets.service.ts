@@ -22,6 +22,8 @@ async function checkReferences(
   db: DbExecutor,
   actor: Actor,
   input: { cc_pair_ids?: number[] | undefined; users?: string[] | undefined; groups?: number[] | undefined },
+  /** Pairs the set already names: kept even when the actor could not name them (an admin added them). */
+  kept: readonly number[] = [],
 ) {
   const missing = async <T>(wanted: T[] | undefined, find: (ids: T[]) => Promise<T[]>) => {
     const unique = [...new Set(wanted ?? [])];
@@ -33,7 +35,9 @@ async function checkReferences(
     if (!ids.length) return [];
     const scope = await loadScope(db, actor);
     return (await documentsRepository.listCcPairGroups(db))
-      .filter((pair) => ids.includes(pair.id) && policy.referenceCcPair(scope, pair))
+      .filter(
+        (pair) => ids.includes(pair.id) && (kept.includes(pair.id) || policy.referenceCcPair(scope, pair)),
+      )
       .map((pair) => pair.id);
   });
   if (pairs.length) throw new AppError('INVALID_INPUT', `CC pair ${pairs.join(', ')} does not exist`);
@@ -121,7 +125,7 @@ export async function updateDocumentSet({
     .transaction()
     .execute(async (trx) => {
       await loadManageable(trx, actor, input.id);
-      await checkReferences(trx, actor, input);
+      await checkReferences(trx, actor, input, before.cc_pair_ids);
       await documentSetsRepository.updateSet(trx, input.id, {
         ...(input.name !== undefined && { name: input.name }),
         ...(input.description !== undefined && { description: input.description }),
