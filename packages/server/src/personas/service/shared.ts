@@ -75,10 +75,6 @@ export async function loadLive(db: DbExecutor, actor: Actor, id: number) {
   return { row, access };
 }
 
-export function forbiddenView(id: number): AppError {
-  return new AppError('INSUFFICIENT_PERMISSIONS', `You do not have access to agent (persona) ${id}`);
-}
-
 export function forbiddenEdit(id: number): AppError {
   return new AppError(
     'INSUFFICIENT_PERMISSIONS',
