@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../../../../test/fakes/github.ts';
+import { errorOf } from '../testing/errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as eventsRepository from './events.repository.ts';
 import { createIndexingState } from './indexing-state.ts';
@@ -255,6 +256,32 @@ describe('queued connector events', () => {
     expect(await deliver(connectorId, 1, `${id}-b`)).toEqual({ success: true, queued: 1 });
     expect(await events()).toBe(1);
     expect(await eventRows(pairId)).toHaveLength(2);
+  });
+
+  it('tells a caller without the secret nothing about the connector: every refusal is the absent one', async () => {
+    const { connectorId } = await eventPair();
+    const { id: pollId } = await admin().connectors.create({
+      name: `poll ${counter}`,
+      source: 'github',
+      input_type: 'poll',
+      connector_specific_config: { base_url: gh.url, repo_owner: 'acme', repositories: 'gadgets' },
+      access_type: 'public',
+    });
+    const unsigned = (id: number) =>
+      errorOf(
+        t.caller().connectorSources.event({
+          connector_id: id,
+          headers: { 'x-github-event': 'issues', 'x-hub-signature-256': 'sha256=00' },
+          raw_body: '{}',
+        }),
+      );
+    const absent = await unsigned(999_999);
+    expect(absent).toMatchObject({ status: 404, error_code: 'CONNECTOR_NOT_FOUND' });
+    for (const id of [connectorId, pollId]) {
+      const answer = await unsigned(id);
+      expect(answer).toEqual({ ...absent, detail: absent.detail.replace('999999', `${id}`) });
+      expect(answer.detail).not.toMatch(/github|poll|input_type/i);
+    }
   });
 
   it('deleting the pair deletes its queued events', async () => {

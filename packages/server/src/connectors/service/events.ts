@@ -12,7 +12,7 @@ import { SourceError } from '../sources/source.ts';
 import type { ConnectorEventInput, ConnectorEventResponse } from '../sources.schemas.ts';
 import { toIngested } from './run-attempt.ts';
 import { assertRunTargets } from './secret-origins.ts';
-import { connectorNotFound, type Deps, openCredential } from './shared.ts';
+import { type Deps, openCredential } from './shared.ts';
 import { principalsOf } from './sync.ts';
 
 type EventCtx = Deps & Pick<Context, 'authFailures' | 'clientAddress'>;
@@ -31,22 +31,21 @@ export async function handleConnectorEvent({
   input: ConnectorEventInput;
 }): Promise<ConnectorEventResponse> {
   await ctx.authFailures.assertAllowed(ctx.clientAddress);
+  // Every refusal is the answer for an absent connector, counted as a failed authentication: before
+  // the signature is verified the caller learns nothing of the connector, not even whether it exists.
+  const refuse = async (): Promise<never> => {
+    await ctx.authFailures.record(ctx.clientAddress);
+    throw new AppError(
+      'CONNECTOR_NOT_FOUND',
+      `No connector ${input.connector_id} accepts this event: unknown connector, or a signature no active pair’s webhook secret matches`,
+    );
+  };
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
-  if (!connector) throw connectorNotFound(input.connector_id);
+  if (!connector) return refuse();
   const source = ctx.sources.get(connector.source);
-  if (!source?.events)
-    throw new AppError(
-      'INVALID_INPUT',
-      `Connector ${connector.id} (${connector.source}) does not accept events`,
-    );
-  if (connector.input_type !== 'event')
-    throw new AppError(
-      'INVALID_INPUT',
-      `Connector ${connector.id} has input_type ${connector.input_type}; events are accepted with input_type event`,
-    );
+  if (!source?.events || connector.input_type !== 'event') return refuse();
   const config = source.validateConfig(connector.connector_specific_config);
-  if (!config.ok)
-    throw new AppError('INVALID_INPUT', `Connector ${connector.id} has an invalid configuration`);
+  if (!config.ok) return refuse();
 
   const now = new Date();
   const verified: { pairId: number; refs: unknown[]; challenge?: string; deliveryId?: string }[] = [];
@@ -70,13 +69,7 @@ export async function handleConnectorEvent({
         deliveryId: verdict.deliveryId,
       });
   }
-  if (!verified.length) {
-    await ctx.authFailures.record(ctx.clientAddress);
-    throw new AppError(
-      'UNAUTHENTICATED',
-      `The event's signature does not match the webhook secret of any active pair of connector ${connector.id}`,
-    );
-  }
+  if (!verified.length) return refuse();
   const challenge = verified.find((v) => v.challenge !== undefined)?.challenge;
   if (challenge !== undefined) return { success: true, challenge, queued: 0 };
 
