@@ -238,7 +238,8 @@ describe('connector events over HTTP', () => {
       rawBody: body,
       headers: { 'x-github-event': 'issues', 'x-hub-signature-256': 'sha256=00' },
     });
-    expect((await json(bad, 401)).error_code).toBe('UNAUTHENTICATED');
+    const refused = await json(bad, 404);
+    expect(refused.error_code).toBe('CONNECTOR_NOT_FOUND');
     const ok = await s.request('POST', path, {
       rawBody: body,
       headers: { 'x-github-event': 'issues', 'x-hub-signature-256': signature },
@@ -247,8 +248,15 @@ describe('connector events over HTTP', () => {
     for (let i = 0; i < 100 && !(await search('moon is full')).length; i++)
       await new Promise((r) => setTimeout(r, 100));
     expect((await search('moon is full'))[0]?.semantic_identifier).toBe('acme/tools#7: Flaky test');
-    const missing = await s.request('POST', '/api/manage/connector/999999/event', { rawBody: body });
-    expect(missing.status).toBe(404);
+    // A wrong signature answers exactly as an absent connector does: nothing about the connector leaks.
+    const missing = await s.request('POST', '/api/manage/connector/999999/event', {
+      rawBody: body,
+      headers: { 'x-github-event': 'issues', 'x-hub-signature-256': 'sha256=00' },
+    });
+    expect(await json(missing, 404)).toEqual({
+      ...refused,
+      detail: refused.detail.replace(String(connectorId), '999999'),
+    });
   }, 30_000);
 
   it("answers Slack's url_verification challenge", async () => {

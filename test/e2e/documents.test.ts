@@ -37,10 +37,15 @@ describe.each(['pglite', 'postgres'] as const)('REST: document ingestion and doc
     });
     expect(await updated.json()).toEqual({ document_id: 'handbook', already_existed: true });
 
-    const derived = await ingest(
+    const derived = await ingest({
+      document: { semantic_identifier: 'No id', sections: [{ text: 'Body.' }] },
+    });
+    // The ingestion API's own pair is the admins': a curator names a pair of groups they curate.
+    const byCurator = await ingest(
       { document: { semantic_identifier: 'No id', sections: [{ text: 'Body.' }] } },
       curator.key,
     );
+    expect(byCurator.status).toBe(403);
     const derivedBody = await derived.json();
     expect(derivedBody.document_id).toMatch(/^ingestion_api_/);
 
@@ -84,12 +89,17 @@ describe.each(['pglite', 'postgres'] as const)('REST: document ingestion and doc
       cc_pair_id: pair.cc_pair_id,
     });
     const res = await s.request('GET', `/api/svc-api/connector-docs/${pair.cc_pair_id}`, {
-      key: curator.key,
+      key: s.adminKey,
     });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual([{ document_id: 'in-pair', semantic_id: 'In pair', link: null }]);
     const missing = await s.request('GET', '/api/svc-api/connector-docs/999999', { key: s.adminKey });
     expect(missing.status).toBe(404);
+    // A public pair without groups is the admins' to manage: a curator gets the absent pair's answer.
+    const asCurator = await s.request('GET', `/api/svc-api/connector-docs/${pair.cc_pair_id}`, {
+      key: curator.key,
+    });
+    expect(asCurator.status).toBe(404);
   });
 
   it('answers each error with the spec status and {error_code, detail}', async () => {

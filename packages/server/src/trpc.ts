@@ -113,15 +113,18 @@ export const optionalAuthProcedure = publicProcedure
 
 /**
  * A webhook: authenticated by its signature, which the procedure checks, not by a credential. Throttled
- * like credentials are in `authed`: an address that failed too often is refused first, and a delivery
- * the procedure refuses as unauthenticated counts against its address.
+ * like credentials are in `authed`: an address that failed too often is refused first, and each delivery
+ * the procedure refuses counts against its address, whether as unauthenticated (401) or as the answer
+ * for an absent object (404) that hides which check failed, so ids cannot be probed at speed either.
  */
 export const webhookProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const { deps, req } = ctx;
   await deps.authFailures.assertAllowed(req.clientAddress);
   const result = await next();
-  if (!result.ok && toErrorResponse(result.error).error_code === 'UNAUTHENTICATED')
-    await deps.authFailures.record(req.clientAddress);
+  if (!result.ok) {
+    const { status } = toErrorResponse(result.error);
+    if (status === 401 || status === 404) await deps.authFailures.record(req.clientAddress);
+  }
   return result;
 });
 

@@ -1428,7 +1428,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a source's webhook (input_type event)
-         * @description No API key: the delivery is authenticated by its signature. GitHub webhooks (`X-Hub-Signature-256`, HMAC-SHA256 with the credential's `github_webhook_secret`) and the Slack Events API (`X-Slack-Signature`/`X-Slack-Request-Timestamp` with the credential's `slack_signing_secret`; `url_verification` answers the challenge). Re-indexes just the affected documents. 401 when no linked credential verifies the signature.
+         * @description No API key: the delivery is authenticated by its signature. GitHub webhooks (`X-Hub-Signature-256`, HMAC-SHA256 with the credential's `github_webhook_secret`) and the Slack Events API (`X-Slack-Signature`/`X-Slack-Request-Timestamp` with the credential's `slack_signing_secret`; `url_verification` answers the challenge). Re-indexes just the affected documents. 404 when no active pair’s credential verifies the signature, exactly as for an absent connector.
          */
         post: operations["connectorSources-event"];
         delete?: never;

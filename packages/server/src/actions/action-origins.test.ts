@@ -4,14 +4,13 @@ import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/open
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
 /**
  * Secrets stored with an action are bound to the origin they were entered for: a curator who cannot
  * read an action's header values cannot have them sent to a server of theirs by moving the action.
  */
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let api: FakeOpenApiService;
 let evil: FakeOpenApiService;
@@ -28,16 +27,17 @@ beforeAll(async () => {
     startFakeOpenApiService(),
     startFakeMcpServer(),
   ]);
-  t = await createActionsRuntime(llm.baseURL);
-  carol = await t.createKey('curator', 'carol');
-  mia = await t.createKey('basic', 'mia');
-  const admin = t.caller(t.adminKey);
-  research = (await admin.userGroups.create({ name: 'research', user_ids: [carol.user_id, mia.user_id] })).id;
-  await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
 });
 afterAll(async () => {
-  await t?.close();
   await Promise.all([llm?.close(), api?.close(), evil?.close(), mcp?.close()]);
+});
+const t = useTestRuntime(() => actionsEnv(llm.baseURL));
+beforeAll(async () => {
+  carol = await t.createKey('curator', 'carol');
+  mia = await t.createKey('basic', 'mia');
+  const admin = t.admin();
+  research = (await admin.userGroups.create({ name: 'research', user_ids: [carol.user_id, mia.user_id] })).id;
+  await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
 });
 
 /** Mia asks the agent, and the model calls the action's forecast operation. */

@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let api: FakeOpenApiService;
 let user: { key: string; user_id: string };
@@ -16,10 +15,17 @@ const agentFor = (tool_ids: number[]) => agentInput(`agent ${tool_ids.join('-')}
 
 beforeAll(async () => {
   [llm, api] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService()]);
-  t = await createActionsRuntime(llm.baseURL, {
+});
+afterAll(async () => {
+  await Promise.all([llm?.close(), api?.close()]);
+});
+const t = useTestRuntime(() =>
+  actionsEnv(llm.baseURL, {
     KAS_ACTION_MAX_RESPONSE_BYTES: '4096',
     KAS_ACTION_TIMEOUT_MS: '1000',
-  });
+  }),
+);
+beforeAll(async () => {
   user = await t.createKey('basic', 'user');
   const admin = t.caller(t.adminKey);
   const action = await admin.actions.createCustomTool({
@@ -28,10 +34,6 @@ beforeAll(async () => {
   });
   actionId = action.id;
   agentId = (await admin.personas.create(agentFor([1, actionId]))).id;
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([llm?.close(), api?.close()]);
 });
 
 describe('chat with OpenAPI actions', () => {

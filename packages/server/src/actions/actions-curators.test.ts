@@ -4,14 +4,13 @@ import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/open
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
 /**
  * Actions for user groups: a curator creates and manages actions for the groups they curate and not
  * others'; only members of an action's groups use it in chat; admins manage everything.
  */
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let api: FakeOpenApiService;
 let mcp: FakeMcpServer;
@@ -25,7 +24,12 @@ let sales: number;
 
 beforeAll(async () => {
   [llm, api, mcp] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService(), startFakeMcpServer()]);
-  t = await createActionsRuntime(llm.baseURL);
+});
+afterAll(async () => {
+  await Promise.all([llm?.close(), api?.close(), mcp?.close()]);
+});
+const t = useTestRuntime(() => actionsEnv(llm.baseURL));
+beforeAll(async () => {
   carol = await t.createKey('curator', 'carol');
   dave = await t.createKey('curator', 'dave');
   mia = await t.createKey('basic', 'mia');
@@ -35,10 +39,6 @@ beforeAll(async () => {
   sales = (await admin.userGroups.create({ name: 'sales', user_ids: [dave.user_id] })).id;
   await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
   await admin.userGroups.setCurator({ user_group_id: sales, user_id: dave.user_id, is_curator: true });
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([llm?.close(), api?.close(), mcp?.close()]);
 });
 
 describe('actions for user groups', () => {
@@ -64,12 +64,20 @@ describe('actions for user groups', () => {
     expect(
       await asCarol.actions.updateCustomTool({ tool_id: action.id, description: 'Research weather' }),
     ).toMatchObject({ description: 'Research weather' });
+    // Dave (curator of sales, not in research) cannot see it: exactly as if it did not exist.
+    const absent = await errorOf(asDave.actions.updateCustomTool({ tool_id: 999999, description: 'x' }));
     for (const call of [
       () => asDave.actions.updateCustomTool({ tool_id: action.id, description: 'mine now' }),
       () => asDave.actions.deleteCustomTool({ tool_id: action.id }),
-      () => asCarol.actions.updateCustomTool({ tool_id: action.id, groups: [sales] }),
     ])
-      expect((await errorOf(call())).status).toBe(403);
+      expect(await errorOf(call())).toMatchObject({
+        status: 404,
+        error_code: absent.error_code,
+        detail: absent.detail.replace('999999', String(action.id)),
+      });
+    expect(
+      (await errorOf(asCarol.actions.updateCustomTool({ tool_id: action.id, groups: [sales] }))).status,
+    ).toBe(403);
     // An admin's unscoped action is not a curator's to change.
     const global = await t
       .caller(t.adminKey)
@@ -106,6 +114,14 @@ describe('actions for user groups', () => {
       'is not available: it is reserved to user groups this user is not in',
     );
     expect(api.requests.length).toBe(seen);
+    // Its definition, server URL and header names are not readable by non-members: 404 like an absent id.
+    expect((await t.caller(mia.key).actions.getTool({ tool_id: action.id })).id).toBe(action.id);
+    const absentTool = await errorOf(t.caller(otto.key).actions.getTool({ tool_id: 999999 }));
+    for (const who of [otto, dave])
+      expect(await errorOf(t.caller(who.key).actions.getTool({ tool_id: action.id }))).toEqual({
+        ...absentTool,
+        detail: absentTool.detail.replace('999999', String(action.id)),
+      });
 
     // The curator removes it.
     await asCarol.actions.deleteCustomTool({ tool_id: action.id });
@@ -129,14 +145,30 @@ describe('actions for user groups', () => {
     expect(listed.tools.map((x) => x.name)).toEqual(['add', 'whoami']);
     expect((await asCarol.mcp.list({})).mcp_servers.map((s) => s.id)).toEqual([server.server_id]);
     expect((await asDave.mcp.list({})).mcp_servers).toEqual([]);
+    // Not a member of research: the server answers like an absent one.
     for (const call of [
       () => asDave.mcp.get({ server_id: server.server_id }),
       () => asDave.mcp.tools({ server_id: server.server_id }),
       () => asDave.mcp.update({ server_id: server.server_id, name: 'x' }),
       () => asDave.mcp.delete({ server_id: server.server_id }),
     ])
-      expect((await errorOf(call())).status).toBe(403);
+      expect(await errorOf(call())).toMatchObject({
+        status: 404,
+        error_code: 'MCP_SERVER_NOT_FOUND',
+        detail: `MCP server ${server.server_id} not found`,
+      });
     expect((await asCarol.mcp.get({ server_id: server.server_id })).groups).toEqual([research]);
+    // Its tools are read only by members, like the server.
+    const toolId = listed.tools[0]!.id;
+    expect((await t.caller(mia.key).actions.getTool({ tool_id: toolId })).mcp_server_id).toBe(
+      server.server_id,
+    );
+    for (const who of [otto, dave])
+      expect(await errorOf(t.caller(who.key).actions.getTool({ tool_id: toolId }))).toMatchObject({
+        status: 404,
+        error_code: 'TOOL_NOT_FOUND',
+        detail: `Tool ${toolId} not found`,
+      });
     // Users see the servers they may use.
     expect((await t.caller(mia.key).mcp.listForUser({})).mcp_servers.map((s) => s.id)).toContain(
       server.server_id,
@@ -167,9 +199,10 @@ describe('actions for user groups', () => {
     );
     expect(mcp.calls).toEqual([]);
 
-    // Deleting its only group keeps the server reserved (to admins), never open to all.
+    // Deleting its only group keeps the server reserved (to admins), never open to all: its former
+    // curator no longer sees it.
     await t.caller(t.adminKey).userGroups.delete({ user_group_id: research });
-    expect((await errorOf(asCarol.mcp.get({ server_id: server.server_id }))).status).toBe(403);
+    expect((await errorOf(asCarol.mcp.get({ server_id: server.server_id }))).status).toBe(404);
     expect((await t.caller(otto.key).mcp.listForUser({})).mcp_servers.map((s) => s.id)).not.toContain(
       server.server_id,
     );

@@ -25,7 +25,9 @@ export const actionsRouter = router({
     })
     .input(ToolIdInput)
     .output(ToolDetail)
-    .query(({ ctx, input }) => actionsService.getTool({ ctx: serviceContext(ctx), toolId: input.tool_id })),
+    .query(({ ctx, input }) =>
+      actionsService.getTool({ ctx: serviceContext(ctx), actor: ctx.actor, toolId: input.tool_id }),
+    ),
 
   validateCustomTool: curatorProcedure
     .meta({

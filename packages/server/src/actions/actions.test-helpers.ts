@@ -1,5 +1,3 @@
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-
 /** A public agent with these tools and nothing else. */
 export const agentInput = (name: string, tool_ids: number[]) => ({
   name,
@@ -15,18 +13,15 @@ export const agentInput = (name: string, tool_ids: number[]) => ({
 });
 
 /**
- * A runtime whose model is the fake OpenAI at `llmBaseUrl` and whose actions may reach the local fakes
- * (the outbound guard refuses loopback otherwise), without retries, plus any other settings.
+ * Settings of a runtime whose model is the fake OpenAI at `llmBaseUrl` and whose actions may reach the
+ * local fakes (the outbound guard refuses loopback otherwise), without retries, plus any other settings.
  */
-export function createActionsRuntime(
-  llmBaseUrl: string,
-  env: Record<string, string> = {},
-): Promise<TestRuntime> {
-  return createTestRuntime({
+export function actionsEnv(llmBaseUrl: string, env: Record<string, string> = {}): Record<string, string> {
+  return {
     KAS_LLM_PROVIDER: 'openai',
     KAS_LLM_BASE_URL: llmBaseUrl,
     KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
     KAS_OUTBOUND_RETRIES: '0',
     ...env,
-  });
+  };
 }

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 
 /** An OpenAPI file as an admin would upload it: with trailing commas. */
 const weatherSpecText = `{
@@ -32,15 +32,11 @@ const weatherSpecText = `{
   "components": { "schemas": { "Alert": { "type": "object", "properties": { "city": { "type": "string" } } } } },
 }`;
 
-let t: TestRuntime;
+const t = useTestRuntime();
 let basic: { key: string; user_id: string };
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   basic = await t.createKey('basic', 'basic');
-});
-afterAll(async () => {
-  await t.close();
 });
 
 describe('OpenAPI actions', () => {

@@ -6,10 +6,9 @@ import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/f
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let provider: FakeOidcProvider;
 /** Announces its protected-resource metadata in the 401's WWW-Authenticate. */
@@ -64,13 +63,14 @@ beforeAll(async () => {
     }),
   ]);
   indicators.push(challenged.url, quiet.url);
-  t = await createActionsRuntime(llm.baseURL);
-  alice = await t.createKey('basic', 'alice');
-  bob = await t.createKey('basic', 'bob');
 });
 afterAll(async () => {
-  await t?.close();
   await Promise.all([llm, challenged, quiet, provider].map((s) => s?.close()));
+});
+const t = useTestRuntime(() => actionsEnv(llm.baseURL));
+beforeAll(async () => {
+  alice = await t.createKey('basic', 'alice');
+  bob = await t.createKey('basic', 'bob');
 });
 
 /** The user's whole connection: connect → the browser at the provider → callback. */

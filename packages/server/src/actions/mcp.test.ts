@@ -7,10 +7,9 @@ import {
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { answerOf, objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let open: FakeMcpServer;
 let shared: FakeMcpServer;
@@ -30,13 +29,14 @@ beforeAll(async () => {
         ] ?? null,
     }),
   ]);
-  t = await createActionsRuntime(llm.baseURL);
-  alice = await t.createKey('basic', 'alice');
-  bob = await t.createKey('basic', 'bob');
 });
 afterAll(async () => {
-  await t?.close();
   await Promise.all([llm, open, shared, perUser].map((s) => s?.close()));
+});
+const t = useTestRuntime(() => actionsEnv(llm.baseURL));
+beforeAll(async () => {
+  alice = await t.createKey('basic', 'alice');
+  bob = await t.createKey('basic', 'bob');
 });
 
 describe('MCP servers', () => {

@@ -4,15 +4,14 @@ import { type FakeOidcProvider, startFakeOidcProvider } from '../../../../test/f
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
 /**
  * OpenAPI actions with per-user OAuth against a real authorization server (`oidc-provider`): the
  * API checks each bearer token as a resource server does (a JWT from the provider's keys, for its
  * own audience), so only a token the provider really issued to that user gets through.
  */
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let api: FakeOpenApiService;
 let provider: FakeOidcProvider;
@@ -40,14 +39,15 @@ beforeAll(async () => {
       () => false,
     );
   };
-  t = await createActionsRuntime(llm.baseURL, {
-    KAS_PUBLIC_URL: 'https://kas.example.org',
-  });
 });
 afterAll(async () => {
-  await t?.close();
   await Promise.all([llm?.close(), api?.close(), provider?.close()]);
 });
+const t = useTestRuntime(() =>
+  actionsEnv(llm.baseURL, {
+    KAS_PUBLIC_URL: 'https://kas.example.org',
+  }),
+);
 
 describe('OAuth for OpenAPI actions with oidc-provider', () => {
   it('connects each user, sends only their token, refreshes before expiry and after a 401', async () => {

@@ -4,10 +4,9 @@ import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/open
 import { type FakeOpenApiService, startFakeOpenApiService } from '../../../../test/fakes/openapi-service.ts';
 import { objs, streamAll } from '../chat/chat.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
-import type { TestRuntime } from '../testing/test-runtime.ts';
-import { agentInput, createActionsRuntime } from './actions.test-helpers.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { actionsEnv, agentInput } from './actions.test-helpers.ts';
 
-let t: TestRuntime;
 let llm: FakeLlmServer;
 let api: FakeOpenApiService;
 let idp: FakeOAuthServer;
@@ -18,9 +17,16 @@ let agentId: number;
 
 beforeAll(async () => {
   [llm, api, idp] = await Promise.all([startFakeOpenAi(), startFakeOpenApiService(), startFakeOAuthServer()]);
-  t = await createActionsRuntime(llm.baseURL, {
+});
+afterAll(async () => {
+  await Promise.all([llm?.close(), api?.close(), idp?.close()]);
+});
+const t = useTestRuntime(() =>
+  actionsEnv(llm.baseURL, {
     KAS_PUBLIC_URL: 'https://kas.example.org',
-  });
+  }),
+);
+beforeAll(async () => {
   alice = await t.createKey('basic', 'alice');
   bob = await t.createKey('basic', 'bob');
   const admin = t.caller(t.adminKey);
@@ -35,10 +41,6 @@ beforeAll(async () => {
   configId = config.id;
   const action = await admin.actions.createCustomTool({ definition: api.spec(), oauth_config_id: configId });
   agentId = (await admin.personas.create(agentInput('oauth weather', [action.id]))).id;
-});
-afterAll(async () => {
-  await t?.close();
-  await Promise.all([llm?.close(), api?.close(), idp?.close()]);
 });
 
 describe('OAuth for OpenAPI actions', () => {

@@ -6,7 +6,7 @@ import * as actionsRepository from './actions.repository.ts';
 import { buildRequest, type OpenApiMethod, parseOpenApi } from './openapi/openapi.ts';
 import { decryptHeaders } from './service/custom-tools.ts';
 import { userAccessToken } from './service/oauth-tokens.ts';
-import { canUse, memberGroups } from './service/scope.ts';
+import { canUse, loadScope } from './service/scope.ts';
 
 export type ToolRunnerCtx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 
@@ -66,13 +66,13 @@ export async function loadAgentTools({
     ctx.db,
     scoped.map((r) => r.id),
   );
-  const member = scoped.length ? await memberGroups(ctx.db, actor) : new Set<number>();
+  const who = scoped.length ? await loadScope(ctx.db, actor) : null;
   for (const row of openapi) {
     const scope = {
       group_scoped: row.group_scoped,
       groups: groups.filter((g) => g.tool_id === row.id).map((g) => g.group_id),
     };
-    if (!canUse(actor, member, scope)) {
+    if (who && !canUse(who, scope)) {
       note(`The action "${row.name}" is not available: it is reserved to user groups this user is not in.`);
       continue;
     }

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hashCredential } from '../auth/credential.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = useTestRuntime();
 
 describe('API keys', () => {
   it('creates a key with its own service-account user, showing the full key once', async () => {

@@ -6,11 +6,10 @@ import {
 } from '../../../../test/fakes/oidc-provider.ts';
 import { configFrom } from '../config.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { authenticate, authenticateOidc } from './authenticate.ts';
 import { createOidcVerifier } from './oidc.ts';
 
-let t: TestRuntime;
 let idp: FakeOidcProvider;
 // Mutable: a test changes what the provider says about an account between sign-ins.
 const accounts: Record<string, OidcAccount> = {
@@ -28,19 +27,20 @@ const accounts: Record<string, OidcAccount> = {
 };
 beforeAll(async () => {
   idp = await startFakeOidcProvider(accounts);
-  t = await createTestRuntime({
-    KAS_OIDC_ISSUER: idp.issuer,
-    KAS_OIDC_AUDIENCE: idp.clientId,
-    KAS_OIDC_ADMIN_EMAILS: 'ROOT@corp.example',
-    KAS_OIDC_CURATOR_GROUPS: 'kas-curators',
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OIDC_JWKS_COOLDOWN_MS: '0',
-  });
 });
 afterAll(async () => {
-  vi.useRealTimers();
-  await t?.close();
   await idp?.close();
+});
+const t = useTestRuntime(() => ({
+  KAS_OIDC_ISSUER: idp.issuer,
+  KAS_OIDC_AUDIENCE: idp.clientId,
+  KAS_OIDC_ADMIN_EMAILS: 'ROOT@corp.example',
+  KAS_OIDC_CURATOR_GROUPS: 'kas-curators',
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OIDC_JWKS_COOLDOWN_MS: '0',
+}));
+afterAll(() => {
+  vi.useRealTimers();
 });
 
 describe('OIDC sign-in', () => {

@@ -25,7 +25,7 @@ function tempDataDir(): string {
 const ROWS = 50_000;
 
 // Backups are for the embedded database only; the Postgres project has nothing to run here.
-describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database', () => {
+describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database', { tags: ['slow'] }, () => {
   it('keep the database and the event loop answering while they are taken, and restore exactly', async () => {
     const config = configFrom({ KAS_DATA_DIR: tempDataDir(), KAS_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY });
     const handle = await createDatabase(config);

@@ -1,6 +1,6 @@
 import { CompiledQuery, sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { listSessionsWindow } from './chat.repository.ts';
 
 /**
@@ -20,10 +20,9 @@ const WORDS = [
   'onboarding',
 ];
 
-let t: TestRuntime;
+const t = useTestRuntime();
 let key: string;
 beforeAll(async () => {
-  t = await createTestRuntime();
   const user = await t.createKey('basic', 'long history');
   key = user.key;
   const db = t.deps.db;
@@ -38,9 +37,6 @@ beforeAll(async () => {
     WHERE s.user_id = ${user.user_id}::uuid`.execute(db);
   await sql`ANALYZE chat_sessions, chat_messages`.execute(db);
 }, 300_000);
-afterAll(async () => {
-  await t?.close();
-});
 
 async function fastest(run: () => Promise<unknown>): Promise<number> {
   let best = Number.POSITIVE_INFINITY;
@@ -52,7 +48,7 @@ async function fastest(run: () => Promise<unknown>): Promise<number> {
   return best;
 }
 
-describe(`a chat history of ${SESSIONS} sessions`, () => {
+describe(`a chat history of ${SESSIONS} sessions`, { tags: ['slow'] }, () => {
   it('is searched through the indexes, in proportion to what matches', async () => {
     const caller = t.caller(key);
     const found = await caller.chat.search({ query: 'kubernetes', page: 1, page_size: 10 });

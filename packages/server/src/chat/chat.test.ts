@@ -1,14 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { toErrorResponse } from '../errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { answerOf, errorOf, objs, streamAll } from './chat.test-helpers.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime();
 let user: { key: string; user_id: string };
 let other: { key: string; user_id: string };
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   user = await t.createKey('basic', 'alice');
   other = await t.createKey('basic', 'bob');
   const admin = t.caller(t.adminKey);
@@ -40,9 +39,6 @@ beforeAll(async () => {
       ],
     },
   });
-});
-afterAll(async () => {
-  await t.close();
 });
 
 describe('send-chat-message with the built-in answerer', () => {

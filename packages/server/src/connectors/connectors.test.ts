@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as documentsService from '../documents/documents.service.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { type AnySource, validateWith } from './sources/source.ts';
 
 /** A source that needs a wiki base and space and a token, like the real wiki sources. */
@@ -21,7 +21,7 @@ const wiki: AnySource = {
   },
 };
 
-let t: TestRuntime;
+const t = useTestRuntime();
 let curator: { key: string; user_id: string };
 let basic: { key: string; user_id: string };
 let groupA: number;
@@ -38,7 +38,6 @@ const connectorInput = {
 };
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   t.deps.sources.register(wiki);
   curator = await t.createKey('basic', 'curator');
   basic = await t.createKey('basic', 'basic');
@@ -46,9 +45,6 @@ beforeAll(async () => {
   groupA = (await admin.userGroups.create({ name: 'A', user_ids: [curator.user_id] })).id;
   groupB = (await admin.userGroups.create({ name: 'B', user_ids: [] })).id;
   await admin.userGroups.setCurator({ user_group_id: groupA, user_id: curator.user_id, is_curator: true });
-});
-afterAll(async () => {
-  await t.close();
 });
 
 describe('connectors', () => {
@@ -345,22 +341,54 @@ describe('connectors', () => {
         groups: [groupB],
       })
     ).data as number;
-    expect(await errorOf(asCurator.connectors.getPair({ cc_pair_id: adminPair }))).toMatchObject({
-      status: 403,
-    });
-    expect(
-      await errorOf(asCurator.connectors.update({ connector_id: adminConnector.id, name: 'x' })),
-    ).toMatchObject({
-      status: 403,
-    });
-    expect(
-      await errorOf(asCurator.connectors.getCredential({ credential_id: adminCredential.id })),
-    ).toMatchObject({
-      status: 403,
-    });
-    expect(
-      await errorOf(asCurator.connectors.setPairStatus({ cc_pair_id: adminPair, status: 'paused' })),
-    ).toMatchObject({ status: 403 });
+    // Another group's objects answer exactly like absent ones (no existence oracle).
+    const NONE = 999999;
+    const sameAsAbsent = async (id: number, call: (id: number) => Promise<unknown>) => {
+      const absent = await errorOf(call(NONE));
+      expect(absent.status).toBe(404);
+      expect(await errorOf(call(id))).toEqual({
+        ...absent,
+        detail: absent.detail.replace(`${NONE}`, `${id}`),
+      });
+    };
+    await sameAsAbsent(adminPair, (id) => asCurator.connectors.getPair({ cc_pair_id: id }));
+    await sameAsAbsent(adminPair, (id) =>
+      asCurator.connectors.setPairStatus({ cc_pair_id: id, status: 'paused' }),
+    );
+    await sameAsAbsent(adminPair, (id) =>
+      asCurator.connectors.indexAttempts({ cc_pair_id: id, page_num: 0, page_size: 10 }),
+    );
+    await sameAsAbsent(adminConnector.id, (id) =>
+      asCurator.connectors.update({ connector_id: id, name: 'x' }),
+    );
+    await sameAsAbsent(adminConnector.id, (id) =>
+      asCurator.connectors.deletionAttempt({ connector_id: id, credential_id: adminCredential.id }),
+    );
+    await sameAsAbsent(adminConnector.id, (id) => asCurator.connectors.delete({ connector_id: id }));
+    await sameAsAbsent(adminConnector.id, (id) => asCurator.connectors.runOnce({ connector_id: id }));
+    await sameAsAbsent(adminCredential.id, (id) => asCurator.connectors.getCredential({ credential_id: id }));
+    await sameAsAbsent(adminCredential.id, (id) =>
+      asCurator.connectors.updateCredential({ credential_id: id, name: 'x' }),
+    );
+    await sameAsAbsent(adminCredential.id, (id) =>
+      asCurator.connectors.deleteCredential({ credential_id: id }),
+    );
+    await sameAsAbsent(adminCredential.id, (id) =>
+      asCurator.connectors.createPair({
+        connector_id: theirs.id,
+        credential_id: id,
+        name: 'x',
+        groups: [groupA],
+      }),
+    );
+    await sameAsAbsent(adminConnector.id, (id) =>
+      asCurator.connectors.createPair({
+        connector_id: id,
+        credential_id: credential.id,
+        name: 'x',
+        groups: [groupA],
+      }),
+    );
     const visible = (await asCurator.connectors.list({})).map((c) => c.id);
     expect(visible).toContain(theirs.id);
     expect(visible).not.toContain(adminConnector.id);

@@ -2,40 +2,33 @@ import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeGitHub, type FakeIssue, fakeRepo, startFakeGitHub } from '../../../../test/fakes/github.ts';
-import { createInnerContext } from '../context.ts';
-import { createCaller } from '../router.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as eventsRepository from './events.repository.ts';
 import { createIndexingState } from './indexing-state.ts';
 import { eventPass, schedulerPass } from './scheduler.ts';
 
 // Webhook events are stored when accepted and processed by the worker: exactly once, surviving a
 // dead worker, retried with backoff on a source failure, visible on the pair.
-let t: TestRuntime;
+const t = useTestRuntime({
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OUTBOUND_RETRIES: '0',
+  KAS_CONNECTOR_HEARTBEAT_MS: '100',
+  KAS_CONNECTOR_STALE_MS: '500',
+  KAS_CONNECTOR_BACKOFF_MS: '1000',
+  KAS_CONNECTOR_EVENT_TRIES: '3',
+});
+const { admin, pass, events } = t;
 let gh: FakeGitHub;
 let counter = 0;
 const secret = 'hook-secret';
 
 beforeAll(async () => {
-  t = await createTestRuntime({
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '0',
-    KAS_CONNECTOR_HEARTBEAT_MS: '100',
-    KAS_CONNECTOR_STALE_MS: '500',
-    KAS_CONNECTOR_BACKOFF_MS: '1000',
-    KAS_CONNECTOR_EVENT_TRIES: '3',
-  });
   gh = await startFakeGitHub('acme');
 });
 afterAll(async () => {
   await gh.close();
-  await t.close();
 });
-
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
-const events = () => eventPass(t.deps, new AbortController().signal);
 const web = (path: string) => `${gh.url}/web/acme/${path}`;
 
 const issue = (number: number, body: string): FakeIssue => ({
@@ -92,8 +85,7 @@ function deliver(
     issue: { number },
     repository: { full_name: 'acme/gadgets' },
   });
-  const caller = from ? createCaller(createInnerContext(t.deps, from)) : t.caller();
-  return caller.connectorSources.event({
+  return t.caller(undefined, from && { clientAddress: from.clientAddress }).connectorSources.event({
     connector_id: connectorId,
     headers: {
       'x-github-event': 'issues',
@@ -273,6 +265,32 @@ describe('queued connector events', () => {
     expect(await eventRows(pairId)).toHaveLength(2);
   });
 
+  it('tells a caller without the secret nothing about the connector: every refusal is the absent one', async () => {
+    const { connectorId } = await eventPair();
+    const { id: pollId } = await admin().connectors.create({
+      name: `poll ${counter}`,
+      source: 'github',
+      input_type: 'poll',
+      connector_specific_config: { base_url: gh.url, repo_owner: 'acme', repositories: 'gadgets' },
+      access_type: 'public',
+    });
+    const unsigned = (id: number) =>
+      errorOf(
+        t.caller().connectorSources.event({
+          connector_id: id,
+          headers: { 'x-github-event': 'issues', 'x-hub-signature-256': 'sha256=00' },
+          raw_body: '{}',
+        }),
+      );
+    const absent = await unsigned(999_999);
+    expect(absent).toMatchObject({ status: 404, error_code: 'CONNECTOR_NOT_FOUND' });
+    for (const id of [connectorId, pollId]) {
+      const answer = await unsigned(id);
+      expect(answer).toEqual({ ...absent, detail: absent.detail.replace('999999', `${id}`) });
+      expect(answer.detail).not.toMatch(/github|poll|input_type/i);
+    }
+  });
+
   it('deleting the pair deletes its queued events', async () => {
     const { connectorId, pairId } = await eventPair();
     await deliver(connectorId, 1);
@@ -284,13 +302,14 @@ describe('queued connector events', () => {
 });
 
 describe('webhook throttling', () => {
-  it('deliveries whose signature matches no pair count against their address; past the limit even a signed one is refused (429), other addresses are not', async () => {
+  it('refused deliveries (a guessed secret, an absent connector) count against their address; past the limit even a signed one is refused (429), other addresses are not', async () => {
     const { connectorId } = await eventPair();
     const attacker = { clientAddress: '203.0.113.7', secret: 'guessed-secret' };
-    for (let i = 0; i < t.config.KAS_AUTH_FAILURES_PER_MINUTE; i++)
-      expect(await errorOf(deliver(connectorId, 1, undefined, attacker))).toMatchObject({
-        status: 401,
-        error_code: 'UNAUTHENTICATED',
+    const limit = t.config.KAS_AUTH_FAILURES_PER_MINUTE;
+    for (let i = 0; i < limit; i++)
+      expect(await errorOf(deliver(i % 2 ? connectorId : 999_999, 1, undefined, attacker))).toMatchObject({
+        status: 404,
+        error_code: 'CONNECTOR_NOT_FOUND',
       });
     expect(
       await errorOf(deliver(connectorId, 1, undefined, { clientAddress: attacker.clientAddress })),

@@ -36,6 +36,20 @@ export async function readConnectorFile(
   };
 }
 
+/** Who uploaded each of `ids` that exists (ids that are not uploads' are left out). */
+export async function findUploadOwners(
+  db: DbExecutor,
+  ids: readonly string[],
+): Promise<{ id: string; uploaded_by: string | null }[]> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (!valid.length) return [];
+  return db
+    .selectFrom('connector_files')
+    .select(['id', 'uploaded_by'])
+    .where('id', '=', (eb) => eb.fn.any(eb.val(valid)))
+    .execute();
+}
+
 /** The uploads a `file` connector's configuration names (its `file_locations` and `zip_metadata_file_id`). */
 export function filesOfConfig(config: unknown): string[] {
   const value = (config ?? {}) as { file_locations?: unknown; zip_metadata_file_id?: unknown };

@@ -1,27 +1,28 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeWebsite, htmlPage, startFakeWebsite } from '../../../../test/fakes/website.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { connectorTestHelpers } from './connectors.test-helpers.ts';
 import { createIndexingState } from './indexing-state.ts';
 import { schedulerPass } from './scheduler.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime({
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OUTBOUND_RETRIES: '2',
+  KAS_CONNECTOR_HEARTBEAT_MS: '100',
+  KAS_CONNECTOR_STALE_MS: '1000',
+  KAS_CONNECTOR_BACKOFF_MS: '0',
+});
+const { admin, pass } = t;
+const { docIds } = connectorTestHelpers(t);
 let site: FakeWebsite;
 let counter = 0;
 
 beforeAll(async () => {
-  t = await createTestRuntime({
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '2',
-    KAS_CONNECTOR_HEARTBEAT_MS: '100',
-    KAS_CONNECTOR_STALE_MS: '1000',
-    KAS_CONNECTOR_BACKOFF_MS: '0',
-  });
   site = await startFakeWebsite();
 });
 afterAll(async () => {
   await site.close();
-  await t.close();
 });
 beforeEach(() => {
   site.pages.clear();
@@ -30,9 +31,6 @@ beforeEach(() => {
   site.delayMs = 0;
   site.rateLimit.remaining = 0;
 });
-
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
 
 async function webPair(basePath = '/', type: 'recursive' | 'single' | 'sitemap' = 'recursive') {
   counter++;
@@ -53,14 +51,6 @@ async function webPair(basePath = '/', type: 'recursive' | 'single' | 'sitemap' 
     })
   ).data as number;
   return { connectorId, pairId };
-}
-
-async function docIds(pairId: number): Promise<string[]> {
-  const rows = await sql<{ document_id: string }>`
-    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
-    t.deps.db,
-  );
-  return rows.rows.map((r) => r.document_id);
 }
 
 function smallSite() {

@@ -1,31 +1,20 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeWebsite, htmlPage, startFakeWebsite } from '../../../../test/fakes/website.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { schedulerPass } from './scheduler.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { connectorTestHelpers } from './connectors.test-helpers.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime({ KAS_OUTBOUND_ALLOWLIST: '127.0.0.1', KAS_CONNECTOR_BACKOFF_MS: '0' });
+const { admin, pass } = t;
+const { docIds } = connectorTestHelpers(t);
 let site: FakeWebsite;
 
 beforeAll(async () => {
-  t = await createTestRuntime({ KAS_OUTBOUND_ALLOWLIST: '127.0.0.1', KAS_CONNECTOR_BACKOFF_MS: '0' });
   site = await startFakeWebsite();
 });
 afterAll(async () => {
   await site.close();
-  await t.close();
 });
-
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
-
-async function docIds(pairId: number): Promise<string[]> {
-  const rows = await sql<{ document_id: string }>`
-    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
-    t.deps.db,
-  );
-  return rows.rows.map((r) => r.document_id);
-}
 
 describe('prune runs (prune_freq)', () => {
   it('a web pair indexed once is pruned at its prune interval without re-indexing; a failed listing removes nothing', async () => {

@@ -45,8 +45,8 @@ export const connectorSourcesRouter = router({
           'No API key: the delivery is authenticated by its signature. GitHub webhooks (`X-Hub-Signature-256`, ' +
           "HMAC-SHA256 with the credential's `github_webhook_secret`) and the Slack Events API " +
           "(`X-Slack-Signature`/`X-Slack-Request-Timestamp` with the credential's `slack_signing_secret`; " +
-          '`url_verification` answers the challenge). Re-indexes just the affected documents. 401 when no ' +
-          'linked credential verifies the signature.',
+          '`url_verification` answers the challenge). Re-indexes just the affected documents. 404 when no ' +
+          'active pair’s credential verifies the signature, exactly as for an absent connector.',
       },
       rawBody: true,
     })

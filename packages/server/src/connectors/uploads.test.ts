@@ -1,22 +1,14 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
-import { cleanUpUploads, schedulerPass } from './scheduler.ts';
+import { describe, expect, it } from 'vitest';
+import { errorOf } from '../testing/errors.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { cleanUpUploads } from './scheduler.ts';
 
 // Uploads for file connectors: removed when no connector references them after the grace period, and
 // with the connector (or its last pair) that named them.
-let t: TestRuntime;
+const t = useTestRuntime({ KAS_CONNECTOR_UPLOAD_GRACE_HOURS: '2' });
+const { admin, pass } = t;
 let counter = 0;
-
-beforeAll(async () => {
-  t = await createTestRuntime({ KAS_CONNECTOR_UPLOAD_GRACE_HOURS: '2' });
-});
-afterAll(async () => {
-  await t.close();
-});
-
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
 
 async function upload(...names: string[]) {
   return admin().connectorSources.uploadFiles({
@@ -109,5 +101,59 @@ describe('connector uploads clean-up', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(await stored(files.file_paths)).toEqual([]);
+  });
+});
+
+describe('connector uploads belong to their uploader', () => {
+  it("answers another's upload exactly like an absent one, in a file connector's configuration", async () => {
+    const admin = t.caller(t.adminKey);
+    const amy = await t.createKey('curator', 'amy');
+    const ben = await t.createKey('curator', 'ben');
+    const groupA = (await admin.userGroups.create({ name: 'uploads A', user_ids: [amy.user_id] })).id;
+    const groupB = (await admin.userGroups.create({ name: 'uploads B', user_ids: [ben.user_id] })).id;
+    await admin.userGroups.setCurator({ user_group_id: groupA, user_id: amy.user_id, is_curator: true });
+    await admin.userGroups.setCurator({ user_group_id: groupB, user_id: ben.user_id, is_curator: true });
+    const upload = (who: string) =>
+      t.caller(who).connectorSources.uploadFiles({
+        files: [
+          { name: 'secret.txt', content_type: 'text/plain', data: new TextEncoder().encode('a secret') },
+        ],
+      });
+    const amys = (await upload(amy.key)).file_paths[0] as string;
+    const bens = (await upload(ben.key)).file_paths[0] as string;
+    const create = (who: string, fileId: string) =>
+      t.caller(who).connectors.create({
+        name: `files of ${fileId}`,
+        source: 'file',
+        input_type: 'load_state',
+        access_type: 'private',
+        groups: [who === ben.key ? groupB : groupA],
+        connector_specific_config: { file_locations: [fileId] },
+      });
+    const absentId = '00000000-0000-4000-8000-000000000000';
+    const absent = await errorOf(create(ben.key, absentId));
+    expect(absent).toMatchObject({ status: 400, error_code: 'INVALID_INPUT' });
+    expect(await errorOf(create(ben.key, amys))).toEqual({
+      ...absent,
+      detail: absent.detail.replace(absentId, amys),
+    });
+    expect(await errorOf(create(ben.key, 'not-an-upload'))).toEqual({
+      ...absent,
+      detail: absent.detail.replace(absentId, 'not-an-upload'),
+    });
+    // Their own upload is theirs to use; adding another's to it later is refused the same way.
+    const { id } = await create(ben.key, bens);
+    expect(
+      await errorOf(
+        t.caller(ben.key).connectors.update({
+          connector_id: id,
+          connector_specific_config: { file_locations: [bens, amys] },
+        }),
+      ),
+    ).toEqual({ ...absent, detail: absent.detail.replace(absentId, amys) });
+    // Kept as it was: names only uploads it already had.
+    await t.caller(ben.key).connectors.update({ connector_id: id, name: 'renamed' });
+    // Admins use any upload.
+    expect((await create(t.adminKey, amys)).id).toBeGreaterThan(0);
   });
 });

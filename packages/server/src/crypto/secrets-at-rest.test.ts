@@ -1,16 +1,10 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as identityService from '../identity/identity.service.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as usersService from '../users/users.service.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestRuntime();
 
 /** Every row of every table of the database, as text: what a dump holds. */
 async function dumpDatabase(): Promise<string> {

@@ -1,17 +1,14 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { configFrom } from '../config.ts';
-import { createTestRuntime, type TestRuntime, testDbKind } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { testDbKind } from '../testing/test-runtime.ts';
 import { createDatabase, type Db, migrateToLatest } from './database.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime();
 beforeAll(async () => {
-  t = await createTestRuntime();
   await sql`CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL)`.execute(t.deps.db);
   await sql`INSERT INTO counter VALUES (1, 0)`.execute(t.deps.db);
-});
-afterAll(async () => {
-  await t.close();
 });
 
 describe('database', () => {

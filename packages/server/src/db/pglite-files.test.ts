@@ -23,7 +23,8 @@ function heldUnder(dir: string): string[] {
 // The soak's open file descriptors crept up for minutes: the embedded Postgres keeps every relation
 // file it touched open (its file cache, up to max_files_per_process, 1000 by default), so the count
 // followed each table, index and fork the traffic and VACUUM reached, towards ~1,000.
-describe.skipIf(testDbKind() !== 'pglite' || process.platform !== 'linux')('embedded database files', () => {
+const embeddedOnLinux = testDbKind() === 'pglite' && process.platform === 'linux';
+describe.runIf(embeddedOnLinux)('embedded database files', { tags: ['slow'] }, () => {
   it('holds at most a bounded number of data files open, however many relations it touches', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kas-files-'));
     const pglite = await openPGlite(dir);

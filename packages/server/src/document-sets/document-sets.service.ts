@@ -1,4 +1,5 @@
 import type { Actor } from '../auth/roles.ts';
+import { loadScope, policy } from '../auth/scope.ts';
 import type { ServiceContext } from '../context.ts';
 import { type Db, type DbExecutor, isUniqueViolation } from '../db/database.ts';
 import * as documentsRepository from '../documents/documents.repository.ts';
@@ -19,14 +20,26 @@ function notFound(id: number): AppError {
 
 async function checkReferences(
   db: DbExecutor,
+  actor: Actor,
   input: { cc_pair_ids?: number[] | undefined; users?: string[] | undefined; groups?: number[] | undefined },
+  /** Pairs the set already names: kept even when the actor could not name them (an admin added them). */
+  kept: readonly number[] = [],
 ) {
   const missing = async <T>(wanted: T[] | undefined, find: (ids: T[]) => Promise<T[]>) => {
     const unique = [...new Set(wanted ?? [])];
     const found = new Set(await find(unique));
     return unique.filter((id) => !found.has(id));
   };
-  const pairs = await missing(input.cc_pair_ids, (ids) => documentsRepository.findExistingCcPairIds(db, ids));
+  // A pair the actor may not name (`policy.referenceCcPair`) answers like an absent one.
+  const pairs = await missing(input.cc_pair_ids, async (ids) => {
+    if (!ids.length) return [];
+    const scope = await loadScope(db, actor);
+    return (await documentsRepository.listCcPairGroups(db))
+      .filter(
+        (pair) => ids.includes(pair.id) && (kept.includes(pair.id) || policy.referenceCcPair(scope, pair)),
+      )
+      .map((pair) => pair.id);
+  });
   if (pairs.length) throw new AppError('INVALID_INPUT', `CC pair ${pairs.join(', ')} does not exist`);
   const users = await missing(input.users, (ids) => usersRepository.findExistingUserIds(db, ids));
   if (users.length) throw new AppError('INVALID_INPUT', `User ${users.join(', ')} does not exist`);
@@ -60,7 +73,7 @@ export async function createDocumentSet({
   const id = await ctx.db
     .transaction()
     .execute(async (trx) => {
-      await checkReferences(trx, input);
+      await checkReferences(trx, actor, input);
       if (await documentSetsRepository.findSetByName(trx, input.name)) {
         throw new AppError('DUPLICATE_RESOURCE', `A document set named "${input.name}" already exists`);
       }
@@ -89,7 +102,7 @@ export async function createDocumentSet({
 async function loadManageable(db: DbExecutor, actor: Actor, id: number) {
   const set = await documentSetsRepository.findSetOwner(db, id);
   if (!set) throw notFound(id);
-  if (actor.role !== 'admin' && set.owner_id !== actor.user_id) {
+  if (!policy.manageDocumentSet(await loadScope(db, actor), set)) {
     throw new AppError(
       'INSUFFICIENT_PERMISSIONS',
       'Only an admin or the curator who created it can change this document set',
@@ -112,7 +125,7 @@ export async function updateDocumentSet({
     .transaction()
     .execute(async (trx) => {
       await loadManageable(trx, actor, input.id);
-      await checkReferences(trx, input);
+      await checkReferences(trx, actor, input, before.cc_pair_ids);
       await documentSetsRepository.updateSet(trx, input.id, {
         ...(input.name !== undefined && { name: input.name }),
         ...(input.description !== undefined && { description: input.description }),

@@ -304,32 +304,26 @@ export function documentIdsOfCcPairs(db: DbExecutor, ccPairIds: number[]) {
 
 const minimalInfo = ['d.id as document_id', 'd.semantic_id', 'd.link'] as const;
 
-/** CC pairs a curator manages: public ones (the system ingestion pair among them) and those of a group they curate. */
-export async function managedCcPairIds(
+/** Every CC pair with its user groups: what the access rules of `auth/scope.ts` read. */
+export async function listCcPairGroups(
   db: DbExecutor,
-  curatedGroupIds: readonly number[],
-): Promise<number[]> {
-  const rows = await sql<{ id: number }>`
-    SELECT p.id FROM cc_pairs p
-    WHERE p.is_system OR p.access_type = 'public' OR EXISTS (
-      SELECT 1 FROM cc_pair_groups g WHERE g.cc_pair_id = p.id AND g.group_id = ANY(${curatedGroupIds as number[]}::int[]))`.execute(
-    db,
-  );
-  return rows.rows.map((r) => r.id);
+): Promise<{ id: number; access_type: AccessType; groups: number[] }[]> {
+  const rows = await sql<{ id: number; access_type: AccessType; groups: number[] }>`
+    SELECT p.id, p.access_type, ARRAY(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = p.id ORDER BY g.group_id) AS groups
+    FROM cc_pairs p ORDER BY p.id`.execute(db);
+  return rows.rows;
 }
 
-/** Owning CC pairs of a document that are not among `pairIds` (a curator may change a document only when none are). */
-export async function ownersOutside(
+/** The CC pairs owning a document, with their user groups. */
+export async function ownerPairsOf(
   db: DbExecutor,
   documentId: string,
-  pairIds: readonly number[],
-): Promise<number[]> {
-  const rows = await db
-    .selectFrom('document_by_cc_pair')
-    .select('cc_pair_id')
-    .where('document_id', '=', documentId)
-    .execute();
-  return rows.map((r) => r.cc_pair_id).filter((id) => !pairIds.includes(id));
+): Promise<{ id: number; groups: number[] }[]> {
+  const rows = await sql<{ id: number; groups: number[] }>`
+    SELECT o.cc_pair_id AS id,
+      ARRAY(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = o.cc_pair_id ORDER BY g.group_id) AS groups
+    FROM document_by_cc_pair o WHERE o.document_id = ${documentId} ORDER BY o.cc_pair_id`.execute(db);
+  return rows.rows;
 }
 
 /** Documents of the ingestion API; with `withinPairs`, only those every owner of which is in that list. */

@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { authenticate } from '../auth/authenticate.ts';
 import { apiKeyActor } from '../auth/roles.ts';
 import { toErrorResponse } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { BLURB_TOKENS, CHUNK_TOKENS, chunkDocument } from './chunking.ts';
 import * as documentsService from './documents.service.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
-  await t?.close();
-});
+const t = useTestRuntime();
 
 const doc = (over: Record<string, unknown> = {}) => ({
   semantic_identifier: 'Onboarding guide',
@@ -223,12 +217,72 @@ describe('ingestion', () => {
     ]) {
       expect(await errorOf(call())).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
     }
-    await expect(
-      t.caller(curator.key).documents.ingest({ document: doc({ id: 'by-curator' }) }),
-    ).resolves.toEqual({
-      document_id: 'by-curator',
-      already_existed: false,
+    // The ingestion API's own (public) pair is the admins'.
+    expect(
+      await errorOf(t.caller(curator.key).documents.ingest({ document: doc({ id: 'by-curator' }) })),
+    ).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+  });
+
+  it('keeps public pairs and admin-ingested documents out of reach of curators', async () => {
+    const admin = t.caller(t.adminKey);
+    const loner = t.caller((await t.createKey('curator', 'curates nothing')).key);
+    const curator = await t.createKey('curator', 'curates ops');
+    const ops = await admin.userGroups.create({ name: 'ops-docs', user_ids: [curator.user_id] });
+    await admin.userGroups.setCurator({ user_group_id: ops.id, user_id: curator.user_id, is_curator: true });
+    const opsPair = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'ops pair', access_type: 'private', group_ids: [ops.id] },
     });
+    const publicPair = await documentsService.createCcPair({
+      ctx: t.deps,
+      input: { name: 'public pair', access_type: 'public' },
+    });
+    await admin.documents.ingest({ document: doc({ id: 'admin-default', semantic_identifier: 'v1' }) });
+    await admin.documents.ingest({
+      cc_pair_id: publicPair.cc_pair_id,
+      document: doc({ id: 'admin-public', semantic_identifier: 'v1' }),
+    });
+    const absentDoc = await errorOf(admin.documents.deleteIngested({ document_id: 'no-such-doc' }));
+    const absentPair = await errorOf(
+      admin.documents.ingest({ cc_pair_id: 999_999, document: doc({ id: 'x' }) }),
+    );
+    for (const asCurator of [loner, t.caller(curator.key)]) {
+      for (const id of ['admin-default', 'admin-public']) {
+        expect(await errorOf(asCurator.documents.deleteIngested({ document_id: id }))).toEqual({
+          ...absentDoc,
+          detail: absentDoc.detail.replace('no-such-doc', id),
+        });
+        expect(await errorOf(asCurator.documents.ingest({ document: doc({ id }) }))).toMatchObject({
+          status: 403,
+        });
+        expect(
+          await errorOf(
+            asCurator.documents.ingest({ cc_pair_id: publicPair.cc_pair_id, document: doc({ id }) }),
+          ),
+        ).toEqual({ ...absentPair, detail: absentPair.detail.replace('999999', `${publicPair.cc_pair_id}`) });
+      }
+      expect((await asCurator.documents.listIngested({})).map((d) => d.document_id)).not.toContain(
+        'admin-public',
+      );
+    }
+    // A curator's own pair cannot take over an admin's document either.
+    expect(
+      await errorOf(
+        t
+          .caller(curator.key)
+          .documents.ingest({ cc_pair_id: opsPair.cc_pair_id, document: doc({ id: 'admin-public' }) }),
+      ),
+    ).toMatchObject({ status: 404, error_code: 'DOCUMENT_NOT_FOUND' });
+    await expect(
+      t
+        .caller(curator.key)
+        .documents.ingest({ cc_pair_id: opsPair.cc_pair_id, document: doc({ id: 'ops-own' }) }),
+    ).resolves.toEqual({ document_id: 'ops-own', already_existed: false });
+    const kept = await admin.documents.listIngested({});
+    expect(kept.filter((d) => d.document_id.startsWith('admin-')).map((d) => d.semantic_id)).toEqual([
+      'v1',
+      'v1',
+    ]);
   });
 
   it('limits curators to the CC pairs of groups they curate (list, pair documents, delete, re-ingest)', async () => {
@@ -256,24 +310,26 @@ describe('ingestion', () => {
     const listed = (await asCurator.documents.listIngested({})).map((d) => d.document_id);
     expect(listed).toContain('runbook');
     expect(listed).not.toContain('salaries');
-    expect(
-      await errorOf(asCurator.documents.listCcPairDocuments({ cc_pair_id: other.cc_pair_id })),
-    ).toMatchObject({
-      status: 403,
+    const absentPair = await errorOf(asCurator.documents.listCcPairDocuments({ cc_pair_id: 999_999 }));
+    expect(await errorOf(asCurator.documents.listCcPairDocuments({ cc_pair_id: other.cc_pair_id }))).toEqual({
+      ...absentPair,
+      detail: absentPair.detail.replace('999999', `${other.cc_pair_id}`),
     });
     expect(await asCurator.documents.listCcPairDocuments({ cc_pair_id: own.cc_pair_id })).toHaveLength(1);
     expect(await errorOf(asCurator.documents.deleteIngested({ document_id: 'salaries' }))).toMatchObject({
       status: 404,
     });
-    // Re-ingesting the private document's id into the public pair would publish it.
-    expect(await errorOf(asCurator.documents.ingest({ document: doc({ id: 'salaries' }) }))).toMatchObject({
-      status: 404,
-    });
+    // Re-ingesting the private document's id into their own pair would hand it to their group.
+    expect(
+      await errorOf(
+        asCurator.documents.ingest({ cc_pair_id: own.cc_pair_id, document: doc({ id: 'salaries' }) }),
+      ),
+    ).toMatchObject({ status: 404 });
     expect(
       await errorOf(
         asCurator.documents.ingest({ cc_pair_id: other.cc_pair_id, document: doc({ id: 'new' }) }),
       ),
-    ).toMatchObject({ status: 403 });
+    ).toMatchObject({ status: 400, detail: `CC pair ${other.cc_pair_id} does not exist` });
     expect((await admin.documents.listIngested({})).map((d) => d.document_id)).toContain('salaries');
     await asCurator.documents.deleteIngested({ document_id: 'runbook' });
   });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import * as documentsService from '../documents/documents.service.ts';
 import { toErrorResponse } from '../errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { chatMetrics, parseGoldenSet, searchMetrics } from './evaluation.service.ts';
 
 describe('evaluation metrics', () => {
@@ -46,9 +46,8 @@ describe('evaluation metrics', () => {
 });
 
 describe('POST /api/admin/search/eval', () => {
-  let t: TestRuntime;
+  const t = useTestRuntime();
   beforeAll(async () => {
-    t = await createTestRuntime();
     const docs = [
       [
         'vacuum',
@@ -64,9 +63,6 @@ describe('POST /api/admin/search/eval', () => {
         input: { document: { id: id!, semantic_identifier: title!, sections: [{ text: text! }] } },
       });
     }
-  });
-  afterAll(async () => {
-    await t?.close();
   });
 
   it('reports search and chat figures through the services behind the API', async () => {

@@ -1,23 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { authenticate } from '../auth/authenticate.ts';
 import { hashCredential } from '../auth/credential.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import type { CreatePersonaInput } from '../personas/personas.schemas.ts';
 import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as usersService from '../users/users.service.ts';
 import * as identityRepository from './identity.repository.ts';
 import * as identityService from './identity.service.ts';
 import { emailPrincipal, groupPrincipal, userPrincipal } from './principals.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
+const t = useTestRuntime();
+afterAll(() => {
   vi.useRealTimers();
-  await t?.close();
 });
 
 const agent = (over: Partial<CreatePersonaInput>): CreatePersonaInput => ({

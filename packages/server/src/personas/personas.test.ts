@@ -1,24 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import type { CreatePersonaInput } from './personas.schemas.ts';
 import * as personasService from './personas.service.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime();
 type Key = { key: string; user_id: string; api_key_id: number };
 let alice: Key;
 let bob: Key;
 let carol: Key;
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   alice = await t.createKey('basic', 'alice');
   bob = await t.createKey('basic', 'bob');
   carol = await t.createKey('curator', 'carol');
-});
-afterAll(async () => {
-  await t.close();
 });
 
 function agent(overrides: Partial<CreatePersonaInput> = {}): CreatePersonaInput {
@@ -170,9 +166,11 @@ describe('agents (personas)', () => {
         if (ids.includes(id)) {
           await expect(t.caller(k).personas.get({ persona_id: id })).resolves.toMatchObject({ id });
         } else {
+          // An agent the caller may not see answers exactly like an absent one.
           expect(await errorOf(t.caller(k).personas.get({ persona_id: id }))).toMatchObject({
-            status: 403,
-            error_code: 'INSUFFICIENT_PERMISSIONS',
+            status: 404,
+            error_code: 'PERSONA_NOT_FOUND',
+            detail: `Agent (persona) ${id} not found`,
           });
         }
       }
@@ -458,7 +456,8 @@ describe('agents (personas)', () => {
     expect(
       await errorOf(t.caller(bob.key).personas.setPublic({ persona_id: created.id, is_public: true })),
     ).toMatchObject({
-      status: 403,
+      status: 404,
+      error_code: 'PERSONA_NOT_FOUND',
     });
     await t.caller(alice.key).personas.setPublic({ persona_id: created.id, is_public: true });
     expect(await visibleIds(bob.key)).toContain(created.id);
@@ -654,8 +653,8 @@ describe('getPersonaForChat', () => {
         personaId: created.id,
       }),
     );
-    expect(error).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
-    expect(error.detail).toContain('persona');
+    expect(error).toMatchObject({ status: 404, error_code: 'PERSONA_NOT_FOUND' });
+    expect(error.detail).toBe(`Agent (persona) ${created.id} not found`);
 
     await t.caller(alice.key).personas.delete({ persona_id: created.id });
     expect(

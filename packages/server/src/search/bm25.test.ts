@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../db/database.ts';
 import { rng } from '../testing/random.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { B, idf, K1, TITLE_WEIGHT } from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
 import type { AccessScope, SearchHit } from './search-index.ts';
@@ -136,13 +136,12 @@ function expectSameRanking(hits: SearchHit[], expected: { id: string; score: num
 }
 
 describe('BM25 ranking of the Postgres index', () => {
-  let t: TestRuntime;
+  const t = useTestRuntime();
   let index: PostgresSearchIndex;
   const search = async (query: string, limit = 10, access: AccessScope = ALL) =>
     (await index.search({ query, filters: {}, access, limit })).map((h) => h.document_id);
 
   beforeAll(async () => {
-    t = await createTestRuntime();
     index = createPostgresSearchIndex(t.deps.db);
     const filler = (n: number) => Array.from({ length: n }, (_, i) => `filler${i % 7}`).join(' ');
     await insertDocuments(t.deps.db, [
@@ -166,7 +165,6 @@ describe('BM25 ranking of the Postgres index', () => {
   });
   afterAll(async () => {
     await index?.close();
-    await t?.close();
   });
 
   it('weighs rare terms above frequent ones (IDF)', async () => {
@@ -200,8 +198,10 @@ describe('BM25 ranking of the Postgres index', () => {
   });
 });
 
-describe('fast top-k: candidates from rare terms and champion lists agree with exhaustive BM25', () => {
-  let t: TestRuntime;
+describe('fast top-k: candidates from rare terms and champion lists agree with exhaustive BM25', {
+  tags: ['slow'],
+}, () => {
+  const t = useTestRuntime();
   let index: PostgresSearchIndex;
   let words: string[];
   let restrictedUser: string;
@@ -211,7 +211,6 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
   const limits = { champions: 40, alwaysFullDf: 25, fullBudget: 120, scoredChampions: 0 };
 
   beforeAll(async () => {
-    t = await createTestRuntime();
     index = createPostgresSearchIndex(t.deps.db, { limits });
     restrictedUser = (await t.createKey('basic', 'sees one percent')).user_id;
     words = vocabulary(2000);
@@ -248,7 +247,6 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
   });
   afterAll(async () => {
     await index?.close();
-    await t?.close();
   });
 
   const overlap = (a: SearchHit[], b: { id: string }[]) => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../../../../test/fakes/embeddings.ts';
 import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import * as documentsService from '../documents/documents.service.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { reciprocalRankFusion } from './hybrid.ts';
 import * as searchService from './search.service.ts';
 import { searchIndexContract } from './search-index.contract.ts';
@@ -22,18 +22,14 @@ searchIndexContract('hybrid (Postgres full-text + vectors)', () => ({
 }));
 
 describe('hybrid retrieval', () => {
-  let t: TestRuntime;
+  const t = useTestRuntime(() => ({
+    KAS_EMBEDDING_BASE_URL: embeddings.url,
+    KAS_EMBEDDING_API_KEY: 'embed-key',
+  }));
   let admin: Actor;
   beforeAll(async () => {
-    t = await createTestRuntime({
-      KAS_EMBEDDING_BASE_URL: embeddings.url,
-      KAS_EMBEDDING_API_KEY: 'embed-key',
-    });
     const key = await t.createKey('admin');
     admin = apiKeyActor({ user_id: key.user_id, api_key_id: key.api_key_id, role: 'admin' });
-  });
-  afterAll(async () => {
-    await t?.close();
   });
 
   it('embeds chunks with the configured endpoint and finds what keywords alone miss', async () => {

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import type { IngestedDocument } from '../documents/documents.schemas.ts';
 import * as documentsService from '../documents/documents.service.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { createPostgresSearchIndex } from './postgres.ts';
 import * as searchRepository from './search.repository.ts';
 import * as searchService from './search.service.ts';
@@ -75,7 +75,7 @@ export function searchIndexContract(
   env: () => Promise<Record<string, string>> | Record<string, string>,
 ) {
   describe(`search index contract: ${name}`, () => {
-    let t: TestRuntime;
+    const t = useTestRuntime(env);
     let admin: Actor;
     let userA: Actor;
     let userB: Actor;
@@ -100,7 +100,6 @@ export function searchIndexContract(
     };
 
     beforeAll(async () => {
-      t = await createTestRuntime(await env());
       const a = await t.createKey('basic', 'user a');
       const b = await t.createKey('basic', 'user b');
       const c = await t.createKey('basic', 'user c');
@@ -135,9 +134,6 @@ export function searchIndexContract(
       await ingest(fixtures.groupDoc, privateGroup.cc_pair_id);
       await t.caller(t.adminKey).documentSets.create({ name: 'Finance', cc_pair_ids: [finance.cc_pair_id] });
       await t.caller(t.adminKey).documentSets.create({ name: 'Hidden set', is_public: false });
-    });
-    afterAll(async () => {
-      await t?.close();
     });
 
     it('finds by keyword and ranks a title match first', async () => {

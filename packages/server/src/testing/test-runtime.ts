@@ -6,7 +6,7 @@ import './provided-context.ts';
 import * as apiKeysService from '../api-keys/api-keys.service.ts';
 import type { Role } from '../auth/roles.ts';
 import { type Config, configFrom } from '../config.ts';
-import { createInnerContext } from '../context.ts';
+import { createInnerContext, type RequestInfo } from '../context.ts';
 import { type CreateDbOptions, openPGlite } from '../db/database.ts';
 import { createLogger } from '../logger.ts';
 import { createCaller } from '../router.ts';
@@ -74,8 +74,14 @@ export interface TestRuntime {
   deps: Runtime['deps'];
   config: Config;
   adminKey: string;
-  /** A tRPC caller authenticated with `key` (no key: unauthenticated). */
-  caller(key?: string): ReturnType<typeof createCaller>;
+  /**
+   * A tRPC caller authenticated with `key` (no key: unauthenticated); `request` adds what the transport
+   * would know of the request (the client's address for the failed-authentication limits).
+   */
+  caller(
+    key?: string,
+    request?: Partial<Omit<RequestInfo, 'authorization'>>,
+  ): ReturnType<typeof createCaller>;
   /** Creates an API key with the role and returns its full value and user id. */
   createKey(role: Role, name?: string): Promise<{ key: string; user_id: string; api_key_id: number }>;
   close(): Promise<void>;
@@ -108,9 +114,9 @@ export async function createTestRuntime(env: Record<string, string> = {}): Promi
     config,
     adminKey: admin.key,
     // A fresh context per call, as each HTTP request gets one: the auth middleware sets the actor on it.
-    caller: (key) =>
+    caller: (key, request) =>
       createCaller(() =>
-        createInnerContext(runtime.deps, { authorization: key ? `Bearer ${key}` : undefined }),
+        createInnerContext(runtime.deps, { ...request, authorization: key ? `Bearer ${key}` : undefined }),
       ),
     createKey,
     close: async () => {

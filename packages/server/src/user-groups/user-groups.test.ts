@@ -1,22 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { errorOf } from '../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as userGroupsService from './user-groups.service.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime();
 type Key = { key: string; user_id: string; api_key_id: number };
 let alice: Key;
 let bob: Key;
 let carol: Key;
 
 beforeAll(async () => {
-  t = await createTestRuntime();
   alice = await t.createKey('basic', 'alice');
   bob = await t.createKey('basic', 'bob');
   carol = await t.createKey('basic', 'carol');
-});
-afterAll(async () => {
-  await t.close();
 });
 
 describe('user groups', () => {

@@ -1,18 +1,12 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestRuntime, type TestRuntime } from '../testing/test-runtime.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as maintenanceRepository from './maintenance.repository.ts';
 import type { WorkerTask } from './task.ts';
 import { analyzeChangedTables, purgeExpiredRateLimits } from './tasks.ts';
 import { startWorker } from './worker.ts';
 
-let t: TestRuntime;
-beforeAll(async () => {
-  t = await createTestRuntime();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = useTestRuntime();
 
 describe('worker', () => {
   it('purges expired rate-limit windows and keeps live ones', async () => {

@@ -11,7 +11,7 @@ import type {
   ToolDetail,
 } from '../actions.schemas.ts';
 import { parseOpenApi } from '../openapi/openapi.ts';
-import { checkRequestedScope, requireManage, type Scope } from './scope.ts';
+import { canUse, checkRequestedScope, loadScope, requireManage, type Scope } from './scope.ts';
 
 export const MASK = '********';
 
@@ -133,17 +133,29 @@ export async function createCustomTool({
     mcp_server_id: null,
   });
   await actionsRepository.replaceToolGroups(ctx.db, id, scope.groups);
-  return getTool({ ctx, toolId: id });
+  return detailOf(ctx, id);
 }
 
-async function scopeOfTool(ctx: Ctx, row: ToolRow): Promise<Scope> {
+function toolNotFound(id: number): AppError {
+  return new AppError('TOOL_NOT_FOUND', `Tool ${id} not found`);
+}
+
+async function scopeOfTool(ctx: Pick<Ctx, 'db'>, row: ToolRow): Promise<Scope> {
   const groups = await actionsRepository.groupsOfTools(ctx.db, [row.id]);
   return { group_scoped: row.group_scoped, groups: groups.map((g) => g.group_id) };
 }
 
+/** Who may use a tool: an MCP server's tools are scoped like their server, other tools by their own groups. */
+async function usageScopeOfTool(ctx: Pick<Ctx, 'db'>, row: ToolRow): Promise<Scope> {
+  if (row.mcp_server_id === null) return scopeOfTool(ctx, row);
+  const server = await actionsRepository.findMcpServer(ctx.db, row.mcp_server_id);
+  const groups = await actionsRepository.groupsOfMcpServers(ctx.db, [row.mcp_server_id]);
+  return { group_scoped: server?.group_scoped ?? true, groups: groups.map((g) => g.group_id) };
+}
+
 async function editableTool(ctx: Ctx, actor: Actor, toolId: number): Promise<ToolRow> {
   const row = await actionsRepository.findTool(ctx.db, toolId);
-  if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
+  if (!row) throw toolNotFound(toolId);
   if (row.kind === 'builtin')
     throw new AppError('INVALID_INPUT', `Tool ${toolId} is built in and cannot be modified`);
   if (row.kind === 'mcp')
@@ -151,7 +163,9 @@ async function editableTool(ctx: Ctx, actor: Actor, toolId: number): Promise<Too
       'INVALID_INPUT',
       `Tool ${toolId} comes from MCP server ${row.mcp_server_id}: manage it through /api/admin/mcp/*`,
     );
-  await requireManage(ctx, actor, await scopeOfTool(ctx, row), `action ${toolId}`);
+  await requireManage(ctx, actor, await scopeOfTool(ctx, row), `action ${toolId}`, () =>
+    toolNotFound(toolId),
+  );
   return row;
 }
 
@@ -220,7 +234,7 @@ export async function updateCustomTool({
     ...(scope ? { group_scoped: scope.group_scoped } : {}),
   });
   if (scope) await actionsRepository.replaceToolGroups(ctx.db, row.id, scope.groups);
-  return getTool({ ctx, toolId: row.id });
+  return detailOf(ctx, row.id);
 }
 
 /** Deletes an OpenAPI action; the agents that had it lose it (their `tool_ids` cascade). */
@@ -230,9 +244,33 @@ export async function deleteCustomTool({ ctx, actor, toolId }: { ctx: Ctx; actor
   return { success: true as const };
 }
 
-export async function getTool({ ctx, toolId }: { ctx: Pick<Ctx, 'db' | 'secrets'>; toolId: number }) {
+/**
+ * A tool with its action configuration, for those who may use it (`policy.useAction`); a tool of an
+ * action scoped to groups the caller is not in answers exactly like an absent one.
+ */
+export async function getTool({
+  ctx,
+  actor,
+  toolId,
+}: {
+  ctx: Pick<Ctx, 'db' | 'secrets'>;
+  actor: Actor;
+  toolId: number;
+}) {
   const row = await actionsRepository.findTool(ctx.db, toolId);
-  if (!row) throw new AppError('TOOL_NOT_FOUND', `Tool ${toolId} not found`);
+  if (!row || !canUse(await loadScope(ctx.db, actor), await usageScopeOfTool(ctx, row)))
+    throw toolNotFound(toolId);
+  return toolDetail(ctx, row);
+}
+
+/** The tool's detail after a change by someone who manages it. */
+async function detailOf(ctx: Pick<Ctx, 'db' | 'secrets'>, toolId: number) {
+  const row = await actionsRepository.findTool(ctx.db, toolId);
+  if (!row) throw toolNotFound(toolId);
+  return toolDetail(ctx, row);
+}
+
+async function toolDetail(ctx: Pick<Ctx, 'db' | 'secrets'>, row: ToolRow) {
   const groups = await actionsRepository.groupsOfTools(ctx.db, [row.id]);
   return toToolDetail(
     ctx,

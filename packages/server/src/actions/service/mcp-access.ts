@@ -3,13 +3,17 @@ import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import type { McpServerRow } from '../actions.repository.ts';
 import * as actionsRepository from '../actions.repository.ts';
-import { canUse, memberGroups, type Scope } from './scope.ts';
+import { canUse, loadScope, type Scope } from './scope.ts';
 
 type Ctx = ServiceContext<'db'>;
 
+export function serverNotFound(id: number): AppError {
+  return new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+}
+
 export async function serverOr404(ctx: Ctx, id: number): Promise<McpServerRow> {
   const row = await actionsRepository.findMcpServer(ctx.db, id);
-  if (!row) throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+  if (!row) throw serverNotFound(id);
   return row;
 }
 
@@ -21,7 +25,6 @@ export async function scopeOfServer(ctx: Ctx, row: McpServerRow): Promise<Scope>
 /** The server, when the actor may use it (not scoped, or a member of one of its groups); 404 otherwise. */
 export async function usableServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
   const row = await serverOr404(ctx, id);
-  if (!canUse(actor, await memberGroups(ctx.db, actor), await scopeOfServer(ctx, row)))
-    throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${id} not found`);
+  if (!canUse(await loadScope(ctx.db, actor), await scopeOfServer(ctx, row))) throw serverNotFound(id);
   return row;
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Actor } from '../../auth/roles.ts';
+import { policy } from '../../auth/scope.ts';
 import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
@@ -17,9 +18,9 @@ import type {
 import { isAuthFailure, listMcpTools, mcpResultData, withMcpClient } from '../mcp/client.ts';
 import type { AgentTool, ToolKindLoader } from '../tool-runner.ts';
 import { failure } from '../tool-runner.ts';
-import { scopeOfServer, serverOr404, usableServer } from './mcp-access.ts';
+import { scopeOfServer, serverNotFound, serverOr404, usableServer } from './mcp-access.ts';
 import { mcpOauthAccessToken } from './mcp-oauth.ts';
-import { canManage, canUse, checkRequestedScope, memberGroups, requireManage, type Scope } from './scope.ts';
+import { canUse, checkRequestedScope, loadScope, requireManage, type Scope } from './scope.ts';
 
 type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 type Template = z.infer<typeof McpAuthTemplate>;
@@ -227,10 +228,15 @@ export async function createMcpServer({
   };
 }
 
-/** The server, when the actor manages it (admin, or curator of all its groups); 403 otherwise. */
+/**
+ * The server, when the actor manages it (admin, or curator of all its groups); 403 when they may only
+ * use it, and 404 like an absent server when they may not even use it.
+ */
 async function managedServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
   const row = await serverOr404(ctx, id);
-  await requireManage(ctx, actor, await scopeOfServer(ctx, row), `MCP server ${id}`);
+  await requireManage(ctx, actor, await scopeOfServer(ctx, row), `MCP server ${id}`, () =>
+    serverNotFound(id),
+  );
   return row;
 }
 
@@ -268,12 +274,11 @@ export async function listMcpServers({
   purpose: 'manage' | 'use';
 }) {
   const rows = await actionsRepository.listMcpServers(ctx.db);
-  const member = await memberGroups(ctx.db, actor);
+  const who = await loadScope(ctx.db, actor);
   const visible: McpServerRow[] = [];
   for (const row of rows) {
     const scope = await scopeOfServer(ctx, row);
-    if (purpose === 'manage' ? await canManage(ctx.db, actor, scope) : canUse(actor, member, scope))
-      visible.push(row);
+    if (purpose === 'manage' ? policy.manageAction(who, scope) : canUse(who, scope)) visible.push(row);
   }
   return { mcp_servers: await Promise.all(visible.map((r) => snapshot(ctx, actor, r))) };
 }
@@ -466,10 +471,13 @@ export async function deleteUserCredentials({
   actor: Actor;
   serverId: number;
 }) {
-  await serverOr404(ctx, serverId);
-  if (!(await actionsRepository.deleteMcpUserConfig(ctx.db, serverId, actor.user_id)))
-    throw new AppError('NOT_FOUND', `You have no credentials stored for MCP server ${serverId}`);
-  return { success: true as const };
+  const row = await actionsRepository.findMcpServer(ctx.db, serverId);
+  if (row && (await actionsRepository.deleteMcpUserConfig(ctx.db, serverId, actor.user_id)))
+    return { success: true as const };
+  // Nothing of one's own to forget: a server the caller may not use answers like an absent one.
+  if (!row || !canUse(await loadScope(ctx.db, actor), await scopeOfServer(ctx, row)))
+    throw serverNotFound(serverId);
+  throw new AppError('NOT_FOUND', `You have no credentials stored for MCP server ${serverId}`);
 }
 
 /** Builds the agent's MCP tools for one turn; servers not connected or not authenticated are skipped with a note. */
@@ -480,12 +488,12 @@ export const mcpToolLoader: ToolKindLoader = {
       if (r.mcp_server_id !== null)
         byServer.set(r.mcp_server_id, [...(byServer.get(r.mcp_server_id) ?? []), r]);
     const tools: AgentTool[] = [];
-    const member = await memberGroups(ctx.db, actor);
+    const who = await loadScope(ctx.db, actor);
     for (const [serverId, serverTools] of byServer) {
       const server = await actionsRepository.findMcpServer(ctx.db, serverId);
       if (!server) continue;
       const names = serverTools.map((t) => t.name).join(', ');
-      if (!canUse(actor, member, await scopeOfServer(ctx, server))) {
+      if (!canUse(who, await scopeOfServer(ctx, server))) {
         note(
           `The tools ${names} of MCP server "${server.name}" are not available: the server is reserved to user groups this user is not in.`,
         );

@@ -1,4 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
+import { loadScope, policy, type Scope } from '../../auth/scope.ts';
 import { AppError } from '../../errors.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import type {
@@ -12,14 +13,10 @@ import * as connectorFilesRepository from '../files.repository.ts';
 import type { ConfigProblem } from '../sources/source.ts';
 import { applyBinding, checkSecretOrigins, linksOf, type PendingBinding } from './secret-origins.ts';
 import {
-  canManageConnector,
-  canManagePair,
   checkGroups,
   connectorNotFound,
   connectorSnapshot,
-  curatedGroups,
   type Deps,
-  forbidden,
   invalidConfig,
   sourceOf,
 } from './shared.ts';
@@ -61,12 +58,50 @@ function validateConnector(ctx: Deps, input: ConnectorCreateInput): Record<strin
   return config;
 }
 
+/** Every upload a `file` connector's configuration names, as written. */
+function namedUploads(config: Record<string, unknown>): string[] {
+  const named = Array.isArray(config.file_locations)
+    ? config.file_locations.filter((v): v is string => typeof v === 'string')
+    : [];
+  if (typeof config.zip_metadata_file_id === 'string') named.push(config.zip_metadata_file_id);
+  return named;
+}
+
+/**
+ * A `file` connector may name only uploads the actor may use (their own; admins any), besides those
+ * its configuration already names. Another's upload answers exactly like an absent one.
+ */
+async function checkUploads(
+  ctx: Deps,
+  scope: Scope,
+  source: string,
+  config: Record<string, unknown>,
+  kept: readonly string[] = [],
+) {
+  if (source !== 'file') return;
+  const keep = new Set(kept.map((id) => id.toLowerCase()));
+  const wanted = [...new Set(namedUploads(config))].filter((id) => !keep.has(id.toLowerCase()));
+  if (!wanted.length) return;
+  const usable = new Set(
+    (await connectorFilesRepository.findUploadOwners(ctx.db, wanted))
+      .filter((upload) => policy.useUpload(scope, upload))
+      .map((upload) => upload.id.toLowerCase()),
+  );
+  const missing = wanted.filter((id) => !usable.has(id.toLowerCase()));
+  if (missing.length)
+    throw invalidConfig(
+      'Invalid connector configuration',
+      missing.map((id) => ({ key: 'connector_specific_config', message: `uploaded file ${id} not found` })),
+    );
+}
+
+/** The connector, when the actor manages it; otherwise the same 404 as for an absent id. */
 async function loadManageable(ctx: Deps, actor: Actor, id: number) {
   const connector = await connectorsRepository.findConnector(ctx.db, id);
-  if (!connector || connector.is_system) throw connectorNotFound(id);
-  const curated = await curatedGroups(ctx.db, actor);
-  if (!canManageConnector(connector, actor, curated)) throw forbidden('connectors');
-  return { connector, curated };
+  const scope = await loadScope(ctx.db, actor);
+  if (!connector || connector.is_system || !policy.manageConnector(scope, connector))
+    throw connectorNotFound(id);
+  return { connector, scope };
 }
 
 export async function createConnector({
@@ -79,8 +114,9 @@ export async function createConnector({
   input: ConnectorCreateInput;
 }): Promise<{ id: number }> {
   const config = validateConnector(ctx, input);
-  const curated = await curatedGroups(ctx.db, actor);
-  if (curated && input.groups) await checkGroups(ctx.db, input.groups, curated, 'connectors');
+  const scope = await loadScope(ctx.db, actor);
+  if (!scope.admin && input.groups) await checkGroups(ctx.db, input.groups, scope, 'connectors');
+  await checkUploads(ctx, scope, input.source, config);
   const id = await connectorsRepository.insertConnector(ctx.db, {
     name: input.name,
     source: input.source,
@@ -104,9 +140,9 @@ export async function listConnectors({
   actor: Actor;
   credential?: number | undefined;
 }): Promise<ConnectorSnapshot[]> {
-  const curated = await curatedGroups(ctx.db, actor);
+  const scope = await loadScope(ctx.db, actor);
   const rows = await connectorsRepository.listConnectors(ctx.db, { credentialId: credential });
-  return rows.filter((row) => canManageConnector(row, actor, curated)).map(connectorSnapshot);
+  return rows.filter((row) => policy.manageConnector(scope, row)).map(connectorSnapshot);
 }
 
 export async function getConnector({ ctx, actor, id }: { ctx: Deps; actor: Actor; id: number }) {
@@ -123,7 +159,7 @@ export async function updateConnector({
   actor: Actor;
   input: ConnectorUpdateInput;
 }): Promise<ConnectorSnapshot> {
-  const { connector } = await loadManageable(ctx, actor, input.connector_id);
+  const { connector, scope } = await loadManageable(ctx, actor, input.connector_id);
   const merged: ConnectorCreateInput = {
     name: input.name ?? connector.name,
     source: input.source ?? connector.source,
@@ -138,6 +174,13 @@ export async function updateConnector({
     throw new AppError('INVALID_INPUT', 'The source of a connector linked to credentials cannot change');
   }
   const config = validateConnector(ctx, merged);
+  await checkUploads(
+    ctx,
+    scope,
+    merged.source,
+    config,
+    connector.source === 'file' ? namedUploads(connector.connector_specific_config) : [],
+  );
   // Each linked credential's secrets may go only where they are bound (see secret-origins.ts).
   const bindings: PendingBinding[] = [];
   for (const credentialId of connector.credential_ids) {
@@ -198,10 +241,14 @@ export async function runOnce({
   input: RunOnceInput;
 }): Promise<StatusResponse> {
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
+  const scope = await loadScope(ctx.db, actor);
   if (!connector || connector.is_system) throw connectorNotFound(input.connector_id);
+  // Pairs the actor does not manage are as if they were not linked.
+  const pairs = (await connectorsRepository.listPairs(ctx.db, { connectorId: connector.id })).filter((p) =>
+    policy.manageCcPair(scope, p),
+  );
+  if (!pairs.length && !policy.manageConnector(scope, connector)) throw connectorNotFound(connector.id);
   sourceOf(ctx, connector.source);
-  const curated = await curatedGroups(ctx.db, actor);
-  const pairs = await connectorsRepository.listPairs(ctx.db, { connectorId: connector.id });
   const wanted = input.credential_ids ?? pairs.map((p) => p.credential_id);
   if (!wanted.length) throw new AppError('INVALID_INPUT', 'The connector is not linked to any credential');
   const unlinked = wanted.filter((id) => !pairs.some((p) => p.credential_id === id));
@@ -212,7 +259,6 @@ export async function runOnce({
     );
   }
   const chosen = pairs.filter((p) => wanted.includes(p.credential_id));
-  if (chosen.some((p) => !canManagePair(p, curated))) throw forbidden('CC pairs');
   const runnable = chosen.filter((p) => p.status !== 'paused' && p.status !== 'deleting');
   for (const pair of runnable) await connectorsRepository.queueAttempt(ctx.db, pair.id, input.from_beginning);
   const skipped = chosen.length - runnable.length;

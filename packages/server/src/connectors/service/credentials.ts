@@ -1,4 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
+import { loadScope, policy } from '../../auth/scope.ts';
 import { AppError } from '../../errors.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import type {
@@ -14,13 +15,10 @@ import {
   secretsEntered,
 } from './secret-origins.ts';
 import {
-  canManageCredential,
   checkGroups,
   credentialNotFound,
   credentialSnapshot,
-  curatedGroups,
   type Deps,
-  forbidden,
   invalidConfig,
   MASK,
   openCredential,
@@ -38,12 +36,12 @@ function checkCredential(ctx: Deps, sourceName: string, json: Record<string, unk
   }
 }
 
+/** The credential, when the actor manages it; otherwise the same 404 as for an absent id. */
 async function loadManageable(ctx: Deps, actor: Actor, id: number) {
   const row = await connectorsRepository.findCredential(ctx.db, id);
-  if (!row) throw credentialNotFound(id);
-  const curated = await curatedGroups(ctx.db, actor);
-  if (!canManageCredential(row, actor, curated)) throw forbidden('credentials');
-  return { row, curated };
+  const scope = await loadScope(ctx.db, actor);
+  if (!row || !policy.manageCredential(scope, row)) throw credentialNotFound(id);
+  return { row, scope };
 }
 
 export async function createCredential({
@@ -56,8 +54,7 @@ export async function createCredential({
   input: CredentialCreateInput;
 }): Promise<CredentialSnapshot> {
   checkCredential(ctx, input.source, input.credential_json);
-  const curated = await curatedGroups(ctx.db, actor);
-  await checkGroups(ctx.db, input.groups, curated && input.groups.length ? curated : null, 'credentials');
+  await checkGroups(ctx.db, input.groups, await loadScope(ctx.db, actor), 'credentials', { optional: true });
   const id = await ctx.db.transaction().execute(async (trx) => {
     const id = await connectorsRepository.insertCredential(trx, {
       name: input.name ?? null,
@@ -85,11 +82,9 @@ export async function listCredentials({
   actor: Actor;
   source?: string | undefined;
 }): Promise<CredentialSnapshot[]> {
-  const curated = await curatedGroups(ctx.db, actor);
+  const scope = await loadScope(ctx.db, actor);
   const rows = await connectorsRepository.listCredentials(ctx.db, { source });
-  return rows
-    .filter((row) => canManageCredential(row, actor, curated))
-    .map((row) => credentialSnapshot(ctx, row));
+  return rows.filter((row) => policy.manageCredential(scope, row)).map((row) => credentialSnapshot(ctx, row));
 }
 
 export async function getCredential({ ctx, actor, id }: { ctx: Deps; actor: Actor; id: number }) {
@@ -110,7 +105,7 @@ export async function updateCredential({
   actor: Actor;
   input: CredentialUpdateInput;
 }): Promise<CredentialSnapshot> {
-  const { row, curated } = await loadManageable(ctx, actor, input.credential_id);
+  const { row, scope } = await loadManageable(ctx, actor, input.credential_id);
   const current = openCredential(ctx, row);
   let json = current;
   if (input.credential_json) {
@@ -129,8 +124,7 @@ export async function updateCredential({
           links: await linksOf(ctx, row.id),
         })
       : null;
-  if (input.groups)
-    await checkGroups(ctx.db, input.groups, curated && input.groups.length ? curated : null, 'credentials');
+  if (input.groups) await checkGroups(ctx.db, input.groups, scope, 'credentials', { optional: true });
   await ctx.db.transaction().execute(async (trx) => {
     await connectorsRepository.updateCredential(trx, row.id, {
       name: input.name === undefined ? row.name : input.name,

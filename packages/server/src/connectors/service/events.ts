@@ -11,15 +11,16 @@ import { SourceError } from '../sources/source.ts';
 import type { ConnectorEventInput, ConnectorEventResponse } from '../sources.schemas.ts';
 import { toIngested } from './run-attempt.ts';
 import { assertRunTargets } from './secret-origins.ts';
-import { connectorNotFound, type Deps, openCredential } from './shared.ts';
+import { type Deps, openCredential } from './shared.ts';
 import { principalsOf } from './sync.ts';
 
 /**
  * A webhook delivery for an `event` connector: verified against the credentials of the connector's
  * active pairs (no API key: the signature is the authentication), then stored for each pair whose
  * credential verified it and answered at once; a worker re-reads just the documents it names
- * (`processQueuedEvents`). Slack's `url_verification` is answered here. Failed deliveries are
- * throttled per client address by the router's `webhookProcedure`, not here.
+ * (`processQueuedEvents`). Slack's `url_verification` is answered here. Refusals are counted
+ * against the client's address by the router's `webhookProcedure`, not here: a service never reads
+ * the request.
  */
 export async function handleConnectorEvent({
   ctx,
@@ -28,22 +29,21 @@ export async function handleConnectorEvent({
   ctx: Deps;
   input: ConnectorEventInput;
 }): Promise<ConnectorEventResponse> {
+  // Every refusal is the answer for an absent connector (counted as a failed authentication by
+  // `webhookProcedure`): before the signature is verified the caller learns nothing of the connector,
+  // not even whether it exists.
+  const refuse = (): never => {
+    throw new AppError(
+      'CONNECTOR_NOT_FOUND',
+      `No connector ${input.connector_id} accepts this event: unknown connector, or a signature no active pair’s webhook secret matches`,
+    );
+  };
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
-  if (!connector) throw connectorNotFound(input.connector_id);
+  if (!connector) return refuse();
   const source = ctx.sources.get(connector.source);
-  if (!source?.events)
-    throw new AppError(
-      'INVALID_INPUT',
-      `Connector ${connector.id} (${connector.source}) does not accept events`,
-    );
-  if (connector.input_type !== 'event')
-    throw new AppError(
-      'INVALID_INPUT',
-      `Connector ${connector.id} has input_type ${connector.input_type}; events are accepted with input_type event`,
-    );
+  if (!source?.events || connector.input_type !== 'event') return refuse();
   const config = source.validateConfig(connector.connector_specific_config);
-  if (!config.ok)
-    throw new AppError('INVALID_INPUT', `Connector ${connector.id} has an invalid configuration`);
+  if (!config.ok) return refuse();
 
   const now = new Date();
   const verified: { pairId: number; refs: unknown[]; challenge?: string; deliveryId?: string }[] = [];
@@ -67,12 +67,7 @@ export async function handleConnectorEvent({
         deliveryId: verdict.deliveryId,
       });
   }
-  if (!verified.length) {
-    throw new AppError(
-      'UNAUTHENTICATED',
-      `The event's signature does not match the webhook secret of any active pair of connector ${connector.id}`,
-    );
-  }
+  if (!verified.length) return refuse();
   const challenge = verified.find((v) => v.challenge !== undefined)?.challenge;
   if (challenge !== undefined) return { success: true, challenge, queued: 0 };
 

@@ -1,4 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
+import { loadScope, policy } from '../../auth/scope.ts';
 import * as documentsRepository from '../../documents/documents.repository.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
@@ -16,26 +17,26 @@ import * as connectorFilesRepository from '../files.repository.ts';
 import { applyBinding, checkSecretOrigins, linksOf } from './secret-origins.ts';
 import {
   attemptSnapshot,
-  canManageConnector,
-  canManageCredential,
-  canManagePair,
   checkGroups,
   connectorNotFound,
   connectorSnapshot,
   credentialNotFound,
   credentialSnapshot,
-  curatedGroups,
   type Deps,
-  forbidden,
   iso,
   pairNotFound,
   progressOf,
 } from './shared.ts';
 
-async function loadPair(ctx: Deps, actor: Actor, id: number): Promise<PairRow> {
+/** The pair, when the actor manages it; otherwise the same 404 as for an absent id. */
+async function loadPair(
+  ctx: Deps,
+  actor: Actor,
+  id: number,
+  notFound: () => AppError = () => pairNotFound(id),
+): Promise<PairRow> {
   const pair = await connectorsRepository.findPair(ctx.db, id);
-  if (!pair) throw pairNotFound(id);
-  if (!canManagePair(pair, await curatedGroups(ctx.db, actor))) throw forbidden('CC pairs');
+  if (!pair || !policy.manageCcPair(await loadScope(ctx.db, actor), pair)) throw notFound();
   return pair;
 }
 
@@ -49,21 +50,20 @@ export async function createPair({
   actor: Actor;
   input: CcPairCreateInput;
 }): Promise<StatusResponse> {
+  const scope = await loadScope(ctx.db, actor);
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
-  if (!connector || connector.is_system) throw connectorNotFound(input.connector_id);
+  if (!connector || connector.is_system || !policy.manageConnector(scope, connector))
+    throw connectorNotFound(input.connector_id);
   const credential = await connectorsRepository.findCredential(ctx.db, input.credential_id);
-  if (!credential) throw credentialNotFound(input.credential_id);
-  const curated = await curatedGroups(ctx.db, actor);
-  if (!canManageConnector(connector, actor, curated) || !canManageCredential(credential, actor, curated)) {
-    throw forbidden('connectors and credentials');
-  }
+  if (!credential || !policy.manageCredential(scope, credential))
+    throw credentialNotFound(input.credential_id);
   if (credential.source !== connector.source) {
     throw new AppError(
       'INVALID_INPUT',
       `Credential ${credential.id} is for ${credential.source}, connector ${connector.id} is ${connector.source}`,
     );
   }
-  await checkGroups(ctx.db, input.groups, curated, 'CC pairs');
+  await checkGroups(ctx.db, input.groups, scope, 'CC pairs');
   if (await connectorsRepository.findPairOf(ctx.db, connector.id, credential.id)) {
     throw new AppError(
       'INVALID_INPUT',
@@ -192,8 +192,8 @@ export async function indexingStatus({
   ctx: Deps;
   actor: Actor;
 }): Promise<IndexingStatusEntry[]> {
-  const curated = await curatedGroups(ctx.db, actor);
-  const pairs = (await connectorsRepository.listPairs(ctx.db)).filter((p) => canManagePair(p, curated));
+  const scope = await loadScope(ctx.db, actor);
+  const pairs = (await connectorsRepository.listPairs(ctx.db)).filter((p) => policy.manageCcPair(scope, p));
   const events = await eventsRepository.pairEventSummaries(
     ctx.db,
     pairs.map((p) => p.id),
@@ -234,14 +234,11 @@ export async function startDeletion({
   connectorId: number;
   credentialId: number;
 }): Promise<StatusResponse> {
+  const notLinked = () =>
+    new AppError('CC_PAIR_NOT_FOUND', `Connector ${connectorId} is not linked to credential ${credentialId}`);
   const found = await connectorsRepository.findPairOf(ctx.db, connectorId, credentialId);
-  if (!found) {
-    throw new AppError(
-      'CC_PAIR_NOT_FOUND',
-      `Connector ${connectorId} is not linked to credential ${credentialId}`,
-    );
-  }
-  const pair = await loadPair(ctx, actor, found.id);
+  if (!found) throw notLinked();
+  const pair = await loadPair(ctx, actor, found.id, notLinked);
   await ctx.db.transaction().execute(async (trx) => {
     await connectorsRepository.setPairStatus(trx, pair.id, 'deleting');
     await connectorsRepository.setDeletionFailure(trx, pair.id, null);

@@ -1,9 +1,10 @@
-import type { Actor } from '../../auth/roles.ts';
+import { curatesAll, type Scope } from '../../auth/scope.ts';
 import type { ServiceContext } from '../../context.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
-import type { AttemptRow, ConnectorRow, CredentialRow, PairRow } from '../connectors.repository.ts';
+import type { AttemptRow, ConnectorRow, CredentialRow } from '../connectors.repository.ts';
+import * as connectorsRepository from '../connectors.repository.ts';
 import type {
   ConnectorSnapshot,
   CredentialSnapshot,
@@ -53,53 +54,23 @@ export function sourceOf(ctx: Pick<Deps, 'sources'>, name: string): AnySource {
   return source;
 }
 
-/** Groups the actor curates; null for admins (everything). */
-export async function curatedGroups(db: DbExecutor, actor: Actor): Promise<Set<number> | null> {
-  if (actor.role === 'admin') return null;
-  return new Set(await userGroupsRepository.curatedGroupIdsOfUser(db, actor.user_id));
-}
-
-function overlaps(ids: readonly number[], curated: Set<number>): boolean {
-  return ids.some((id) => curated.has(id));
-}
-
-export function canManageConnector(
-  connector: ConnectorRow,
-  actor: Actor,
-  curated: Set<number> | null,
-): boolean {
-  if (!curated) return true;
-  if (overlaps(connector.group_ids, curated)) return true;
-  return connector.creator_id === actor.user_id && connector.credential_ids.length === 0;
-}
-
-export function canManageCredential(
-  credential: CredentialRow,
-  actor: Actor,
-  curated: Set<number> | null,
-): boolean {
-  if (!curated) return true;
-  return credential.user_id === actor.user_id || overlaps(credential.groups, curated);
-}
-
-export function canManagePair(pair: PairRow, curated: Set<number> | null): boolean {
-  return !curated || overlaps(pair.groups, curated);
-}
-
-/** Curators must name groups, all of which they curate; everyone must name existing groups. */
+/**
+ * Everyone must name existing groups; curators only groups they curate, and at least one unless
+ * `optional` (a credential without groups is its owner's).
+ */
 export async function checkGroups(
   db: DbExecutor,
   groups: number[],
-  curated: Set<number> | null,
+  scope: Scope,
   what: string,
+  options: { optional?: boolean } = {},
 ) {
   const unique = [...new Set(groups)];
   const found = new Set(await userGroupsRepository.findExistingGroupIds(db, unique));
   const missing = unique.filter((id) => !found.has(id));
   if (missing.length) throw new AppError('INVALID_INPUT', `User group ${missing.join(', ')} does not exist`);
-  if (curated && (unique.length === 0 || unique.some((id) => !curated.has(id)))) {
-    throw forbidden(`${what}`);
-  }
+  if (options.optional && unique.length === 0) return;
+  if (!curatesAll(scope, unique)) throw forbidden(`${what}`);
 }
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);

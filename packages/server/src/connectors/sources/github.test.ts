@@ -7,52 +7,26 @@ import {
   fakeRepo,
   startFakeGitHub,
 } from '../../../../../test/fakes/github.ts';
-import { authenticate } from '../../auth/authenticate.ts';
-import * as identityService from '../../identity/identity.service.ts';
-import * as searchService from '../../search/search.service.ts';
-import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
-import * as usersService from '../../users/users.service.ts';
-import { eventPass, schedulerPass } from '../scheduler.ts';
+import { useTestRuntime } from '../../testing/runtime-fixture.ts';
+import { connectorTestHelpers } from '../connectors.test-helpers.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime({
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OUTBOUND_RETRIES: '2',
+  KAS_CONNECTOR_HEARTBEAT_MS: '100',
+  KAS_CONNECTOR_BACKOFF_MS: '0',
+});
+const { admin, pass, events } = t;
+const { docIds, textOf, latestAttempt, person, sees, sourcePair } = connectorTestHelpers(t);
 let gh: FakeGitHub;
-let counter = 0;
 
 beforeAll(async () => {
-  t = await createTestRuntime({
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '2',
-    KAS_CONNECTOR_HEARTBEAT_MS: '100',
-    KAS_CONNECTOR_BACKOFF_MS: '0',
-  });
   gh = await startFakeGitHub('acme');
 });
 afterAll(async () => {
   await gh.close();
-  await t.close();
 });
 
-const admin = () => t.caller(t.adminKey);
-
-async function person(email: string, identity?: { source: string; external_id: string }) {
-  const user = await usersService.createPerson({ ctx: t.deps, email, role: 'basic' });
-  const { token } = await identityService.createPersonalToken({
-    ctx: t.deps,
-    userId: user.id,
-    input: { name: 'laptop' },
-  });
-  if (identity)
-    await identityService.linkExternalIdentity({ ctx: t.deps, identity: { user_id: user.id, ...identity } });
-  return token as string;
-}
-
-async function sees(token: string, query: string, documentId: string): Promise<boolean> {
-  const actor = await authenticate({ ctx: t.deps, authorization: `Bearer ${token}` });
-  const chunks = await searchService.searchChunks({ ctx: t.deps, actor, query });
-  return chunks.some((c) => c.document_id === documentId);
-}
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
-const events = () => eventPass(t.deps, new AbortController().signal);
 const day = (d: number) => new Date(Date.UTC(2026, 0, d)).toISOString();
 
 function issue(number: number, title: string, body: string, extra: Partial<FakeIssue> = {}): FakeIssue {
@@ -104,47 +78,15 @@ async function githubPair(
   inputType = 'poll',
   accessType: 'public' | 'sync' = 'public',
 ) {
-  counter++;
-  const { id: connectorId } = await admin().connectors.create({
-    name: `gh ${counter}`,
+  return sourcePair({
+    name: 'gh',
     source: 'github',
-    input_type: inputType as 'poll',
-    connector_specific_config: { base_url: gh.url, repo_owner: 'acme', ...config },
-    access_type: accessType,
-    refresh_freq: 3600,
+    inputType: inputType as 'poll',
+    accessType,
+    config: { base_url: gh.url, repo_owner: 'acme', ...config },
+    credential: { github_access_token: 'ghp_good', ...credential },
   });
-  const cred = await admin().connectors.createCredential({
-    source: 'github',
-    credential_json: { github_access_token: 'ghp_good', ...credential },
-  });
-  const pairId = (
-    await admin().connectors.createPair({
-      connector_id: connectorId,
-      credential_id: cred.id,
-      name: `gh pair ${counter}`,
-      access_type: accessType,
-    })
-  ).data as number;
-  return { connectorId, pairId, credentialId: cred.id };
 }
-
-async function docIds(pairId: number): Promise<string[]> {
-  const rows = await sql<{ document_id: string }>`
-    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
-    t.deps.db,
-  );
-  return rows.rows.map((r) => r.document_id);
-}
-
-async function textOf(id: string): Promise<string> {
-  const rows = await sql<{ content: string }>`SELECT content FROM chunks WHERE document_id = ${id}`.execute(
-    t.deps.db,
-  );
-  return rows.rows.map((r) => r.content).join(' ');
-}
-
-const latestAttempt = async (pairId: number) =>
-  (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
 
 const web = (path: string) => `${gh.url}/web/acme/${path}`;
 const pairConnector = async (pairId: number) =>

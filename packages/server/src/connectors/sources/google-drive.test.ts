@@ -9,28 +9,27 @@ import { authenticate } from '../../auth/authenticate.ts';
 import * as identityService from '../../identity/identity.service.ts';
 import * as searchService from '../../search/search.service.ts';
 import { errorOf } from '../../testing/errors.ts';
-import { createTestRuntime, type TestRuntime } from '../../testing/test-runtime.ts';
+import { useTestRuntime } from '../../testing/runtime-fixture.ts';
 import * as usersService from '../../users/users.service.ts';
-import { schedulerPass } from '../scheduler.ts';
+import { connectorTestHelpers } from '../connectors.test-helpers.ts';
 
-let t: TestRuntime;
+const t = useTestRuntime({
+  KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+  KAS_OUTBOUND_RETRIES: '2',
+  KAS_CONNECTOR_HEARTBEAT_MS: '100',
+  KAS_CONNECTOR_BACKOFF_MS: '0',
+});
+const { admin, pass } = t;
+const { docIds, textOf, latestAttempt: lastAttempt, settle, sourcePair } = connectorTestHelpers(t);
 let google: FakeGoogle;
-let n = 0;
 
 beforeAll(async () => {
-  t = await createTestRuntime({
-    KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
-    KAS_OUTBOUND_RETRIES: '2',
-    KAS_CONNECTOR_HEARTBEAT_MS: '100',
-    KAS_CONNECTOR_BACKOFF_MS: '0',
-  });
   google = await startFakeGoogle();
   google.delegatedUsers.add('ann@corp.example');
   google.refreshTokens.set('1//refresh-bob', 'bob@corp.example');
 });
 afterAll(async () => {
   await google.close();
-  await t.close();
 });
 beforeEach(() => {
   google.files.clear();
@@ -39,8 +38,6 @@ beforeEach(() => {
   google.rateLimit.remaining = 0;
 });
 
-const admin = () => t.caller(t.adminKey);
-const pass = () => schedulerPass(t.deps, new AbortController().signal);
 const docId = (id: string) => `https://drive.google.com/open?id=${id}`;
 const OLD = new Date('2026-01-01T00:00:00Z');
 
@@ -96,56 +93,14 @@ async function pair(
   access_type: 'public' | 'sync' = 'public',
   extra: { prune_freq?: number } = {},
 ) {
-  n++;
-  const { id: connectorId } = await admin().connectors.create({
-    name: `drive ${n}`,
+  return sourcePair({
+    name: 'drive',
     source: 'google_drive',
-    input_type: 'poll',
-    connector_specific_config: { base_url: google.url, include_shared_drives: false, ...config },
-    access_type,
-    refresh_freq: 3600,
-    ...extra,
+    accessType: access_type,
+    extra,
+    config: { base_url: google.url, include_shared_drives: false, ...config },
+    credential,
   });
-  const cred = await admin().connectors.createCredential({
-    source: 'google_drive',
-    credential_json: credential,
-  });
-  const pairId = (
-    await admin().connectors.createPair({
-      connector_id: connectorId,
-      credential_id: cred.id,
-      name: `drive pair ${n}`,
-      access_type,
-    })
-  ).data as number;
-  return { connectorId, pairId };
-}
-
-async function docIds(pairId: number): Promise<string[]> {
-  const rows = await sql<{ document_id: string }>`
-    SELECT document_id FROM document_by_cc_pair WHERE cc_pair_id = ${pairId} ORDER BY document_id`.execute(
-    t.deps.db,
-  );
-  return rows.rows.map((r) => r.document_id);
-}
-
-const lastAttempt = async (pairId: number) =>
-  (await admin().connectors.indexAttempts({ cc_pair_id: pairId, page_num: 0, page_size: 1 })).items[0];
-
-/** Scheduler passes until the pair's latest attempt ended (earlier tests' failing pairs retry in the same passes). */
-async function settle(pairId: number) {
-  for (let i = 0; i < 6; i++) {
-    await pass();
-    const status = (await lastAttempt(pairId))?.status;
-    if (status && status !== 'not_started' && status !== 'in_progress') return;
-  }
-}
-
-async function textOf(id: string): Promise<string> {
-  const rows = await sql<{ content: string }>`SELECT content FROM chunks WHERE document_id = ${id}`.execute(
-    t.deps.db,
-  );
-  return rows.rows.map((r) => r.content).join(' ');
 }
 
 describe('google_drive source', () => {

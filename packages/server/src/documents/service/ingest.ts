@@ -13,7 +13,7 @@ import {
   prepareDocument,
   rowFor,
 } from './prepare.ts';
-import { assertMayChange, type DocumentsDeps as Deps, managedPairs } from './shared.ts';
+import { assertMayIngest, type DocumentsDeps as Deps } from './shared.ts';
 
 interface Outcome {
   existed: boolean;
@@ -301,7 +301,7 @@ export async function ingestDocument({
 }): Promise<IngestionResult> {
   const p = prepareDocument(input, { fromConnector, externalAccess });
   if (actor)
-    await assertMayChange(ctx.db, await managedPairs(ctx.db, actor), {
+    await assertMayIngest(ctx.db, actor, {
       documentId: p.row.id,
       targetPairId: input.cc_pair_id,
     });

@@ -12,7 +12,6 @@ import {
   accessTo,
   assembleSnapshots,
   type Deps,
-  forbiddenView,
   loadLive,
   notFound,
   snapshotsOf,
@@ -23,7 +22,7 @@ import {
 
 export async function getPersona({ ctx, id }: { ctx: Deps; id: number }): Promise<FullPersonaSnapshot> {
   const { row, access } = await loadLive(ctx.db, ctx.actor, id);
-  if (!access.canView) throw forbiddenView(id);
+  if (!access.canView) throw notFound(id);
   const [snapshot] = await snapshotsOf(ctx.db, [row]);
   return snapshot!;
 }
@@ -88,7 +87,7 @@ export async function getPersonaForChat({
   ]);
   if (!row || row.deleted) throw notFound(personaId);
   const access = (await accessTo(ctx.db, ctx.actor, [row], relations)).get(personaId)!;
-  if (!access.canView) throw forbiddenView(personaId);
+  if (!access.canView) throw notFound(personaId);
   const full = assembleSnapshots([row], relations)[0]!;
   return {
     id: full.id,

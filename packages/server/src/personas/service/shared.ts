@@ -1,7 +1,7 @@
 import type { Actor } from '../../auth/roles.ts';
+import { loadScope, policy } from '../../auth/scope.ts';
 import type { Db, DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
-import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 import * as personasRepository from '../personas.repository.ts';
 import type { FullPersonaSnapshot, MinimalPersonaSnapshot, PersonaSnapshot } from '../personas.schemas.ts';
 
@@ -43,29 +43,25 @@ export async function accessTo(
   loaded?: personasRepository.PersonaRelations,
 ): Promise<Map<number, Access>> {
   const result = new Map<number, Access>();
-  if (actor.role === 'admin') {
+  const scope = await loadScope(db, actor);
+  if (scope.admin) {
     for (const p of personas) result.set(p.id, { canView: true, canEdit: true });
     return result;
   }
-  const ids = personas.map((p) => p.id);
-  const [relations, memberOf, curates] = await Promise.all([
-    loaded ?? personasRepository.loadRelations(db, ids),
-    userGroupsRepository.groupIdsOfUser(db, actor.user_id),
-    actor.role === 'curator'
-      ? userGroupsRepository.curatedGroupIdsOfUser(db, actor.user_id)
-      : Promise.resolve([] as number[]),
-  ]);
-  const member = new Set(memberOf);
-  const curated = new Set(curates);
+  const relations =
+    loaded ??
+    (await personasRepository.loadRelations(
+      db,
+      personas.map((p) => p.id),
+    ));
   for (const p of personas) {
     const groups = relations.groups.filter((g) => g.persona_id === p.id).map((g) => g.group_id);
-    const owner = p.owner_id === actor.user_id;
-    const canEdit = owner || (groups.length > 0 && groups.every((g) => curated.has(g)));
+    const canEdit = policy.managePersona(scope, { owner_id: p.owner_id, groups });
     const canView =
       canEdit ||
       p.is_public ||
       relations.users.some((u) => u.persona_id === p.id && u.id === actor.user_id) ||
-      groups.some((g) => member.has(g));
+      policy.viewPersonaThroughGroups(scope, { groups });
     result.set(p.id, { canView, canEdit });
   }
   return result;
@@ -77,10 +73,6 @@ export async function loadLive(db: DbExecutor, actor: Actor, id: number) {
   if (!row || row.deleted) throw notFound(id);
   const access = (await accessTo(db, actor, [row])).get(id)!;
   return { row, access };
-}
-
-export function forbiddenView(id: number): AppError {
-  return new AppError('INSUFFICIENT_PERMISSIONS', `You do not have access to agent (persona) ${id}`);
 }
 
 export function forbiddenEdit(id: number): AppError {

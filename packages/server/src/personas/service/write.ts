@@ -171,7 +171,7 @@ export async function updatePersona({
   checkUserFiles(links);
   await ctx.db.transaction().execute(async (trx) => {
     const { row, access } = await loadLive(trx, ctx.actor, id);
-    if (!access.canEdit) throw forbiddenEdit(id);
+    if (!access.canEdit) throw access.canView ? forbiddenEdit(id) : notFound(id);
     if (input.is_featured !== undefined && input.is_featured !== row.is_featured) {
       requireAdminToFeature(ctx.actor);
     }
@@ -202,6 +202,8 @@ export async function deletePersona({ ctx, id }: { ctx: Deps; id: number }): Pro
     const row = await personasRepository.findPersona(trx, id);
     if (!row || row.deleted) throw notFound(id);
     if (ctx.actor.role !== 'admin' && row.owner_id !== ctx.actor.user_id) {
+      // An agent the caller cannot see answers like an absent one.
+      if (!(await accessTo(trx, ctx.actor, [row])).get(id)?.canView) throw notFound(id);
       throw new AppError('INSUFFICIENT_PERMISSIONS', 'You can only delete agents you created');
     }
     if (row.builtin_persona) throw new AppError('INVALID_INPUT', 'Built-in agents cannot be deleted');
@@ -265,7 +267,7 @@ async function setFlag(
 ): Promise<PersonaSnapshot> {
   await ctx.db.transaction().execute(async (trx) => {
     const { access } = await loadLive(trx, ctx.actor, id);
-    if (!access.canEdit) throw forbiddenEdit(id);
+    if (!access.canEdit) throw access.canView ? forbiddenEdit(id) : notFound(id);
     await personasRepository.updatePersona(trx, id, values);
   });
   return toPersonaSnapshot(await fullSnapshot(ctx.db, id));
