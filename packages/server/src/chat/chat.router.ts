@@ -38,9 +38,7 @@ export const chatRouter = router({
     })
     .input(CreateChatSessionInput)
     .output(CreateChatSessionResponse)
-    .mutation(({ ctx, input }) =>
-      chatService.createSession({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => chatService.createSession({ ctx: serviceContext(ctx), input })),
 
   getSession: optionalAuthProcedure
     .meta({
@@ -55,7 +53,7 @@ export const chatRouter = router({
     })
     .input(GetChatSessionInput)
     .output(ChatSessionDetail)
-    .query(({ ctx, input }) => chatService.getSession({ ctx: serviceContext(ctx), actor: ctx.actor, input })),
+    .query(({ ctx, input }) => chatService.getSession({ ctx: serviceContext(ctx), input })),
 
   listSessions: limitedProcedure
     .meta({
@@ -68,9 +66,7 @@ export const chatRouter = router({
     })
     .input(ListChatSessionsInput)
     .output(ListChatSessionsResponse)
-    .query(({ ctx, input }) =>
-      chatService.listSessions({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .query(({ ctx, input }) => chatService.listSessions({ ctx: serviceContext(ctx), input })),
 
   deleteSession: limitedProcedure
     .meta({
@@ -86,9 +82,7 @@ export const chatRouter = router({
     })
     .input(DeleteChatSessionInput)
     .output(z.void())
-    .mutation(({ ctx, input }) =>
-      chatService.deleteSession({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => chatService.deleteSession({ ctx: serviceContext(ctx), input })),
 
   stopSession: limitedProcedure
     .meta({
@@ -105,7 +99,6 @@ export const chatRouter = router({
     .mutation(({ ctx, input }) =>
       chatService.stopSession({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         sessionId: input.chat_session_id,
       }),
     ),
@@ -121,9 +114,7 @@ export const chatRouter = router({
     })
     .input(UpdateSharingInput)
     .output(ChatSessionSummary)
-    .mutation(({ ctx, input }) =>
-      chatService.updateSharing({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => chatService.updateSharing({ ctx: serviceContext(ctx), input })),
 
   renameSession: limitedProcedure
     .meta({
@@ -137,9 +128,7 @@ export const chatRouter = router({
     })
     .input(RenameChatSessionInput)
     .output(RenameChatSessionResponse)
-    .mutation(({ ctx, input }) =>
-      chatService.renameSession({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => chatService.renameSession({ ctx: serviceContext(ctx), input })),
 
   setMessageAsLatest: limitedProcedure
     .meta({
@@ -156,9 +145,7 @@ export const chatRouter = router({
     })
     .input(SetMessageAsLatestInput)
     .output(z.void())
-    .mutation(({ ctx, input }) =>
-      chatService.setMessageAsLatest({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => chatService.setMessageAsLatest({ ctx: serviceContext(ctx), input })),
 
   search: limitedProcedure
     .meta({
@@ -173,9 +160,7 @@ export const chatRouter = router({
     })
     .input(SearchChatsInput)
     .output(SearchChatsResponse)
-    .query(({ ctx, input }) =>
-      chatService.searchSessions({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .query(({ ctx, input }) => chatService.searchSessions({ ctx: serviceContext(ctx), input })),
 
   sendMessage: limitedProcedure
     .meta({
@@ -194,12 +179,10 @@ export const chatRouter = router({
     })
     .input(SendMessageInput)
     .output(ChatFullResponse)
-    .mutation(({ ctx, input }) =>
-      chatService.sendMessage({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => chatService.sendMessage({ ctx: serviceContext(ctx), input })),
 
   /** The streaming turn for tRPC clients: yields the same lines as the NDJSON route. RPC-only. */
   sendMessageStream: limitedProcedure.input(SendMessageInput).mutation(async function* ({ ctx, input }) {
-    yield* chatService.streamMessage({ ctx: serviceContext(ctx), actor: ctx.actor, input });
+    yield* chatService.streamMessage({ ctx: serviceContext(ctx), input });
   }),
 });

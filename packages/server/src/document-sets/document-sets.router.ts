@@ -23,9 +23,7 @@ export const documentSetsRouter = router({
     })
     .input(CreateDocumentSetInput)
     .output(DocumentSet)
-    .mutation(({ ctx, input }) =>
-      documentSetsService.createDocumentSet({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => documentSetsService.createDocumentSet({ ctx: serviceContext(ctx), input })),
 
   update: curatorProcedure
     .meta({
@@ -39,9 +37,7 @@ export const documentSetsRouter = router({
     })
     .input(UpdateDocumentSetInput)
     .output(DocumentSet)
-    .mutation(({ ctx, input }) =>
-      documentSetsService.updateDocumentSet({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => documentSetsService.updateDocumentSet({ ctx: serviceContext(ctx), input })),
 
   delete: curatorProcedure
     .meta({
@@ -58,7 +54,6 @@ export const documentSetsRouter = router({
     .mutation(({ ctx, input }) =>
       documentSetsService.deleteDocumentSet({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         id: input.document_set_id,
       }),
     ),
@@ -76,5 +71,5 @@ export const documentSetsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(DocumentSet))
-    .query(({ ctx }) => documentSetsService.listDocumentSets({ ctx: serviceContext(ctx), actor: ctx.actor })),
+    .query(({ ctx }) => documentSetsService.listDocumentSets({ ctx: serviceContext(ctx) })),
 });

@@ -54,7 +54,8 @@ export async function getDocumentSet({ ctx, id }: { ctx: Deps; id: number }): Pr
 }
 
 /** The sets the actor may use: all for admins; public, owned or shared with them or their groups otherwise. */
-export async function listDocumentSets({ ctx, actor }: { ctx: Deps; actor: Actor }): Promise<DocumentSet[]> {
+export async function listDocumentSets({ ctx }: { ctx: Deps & { actor: Actor } }): Promise<DocumentSet[]> {
+  const { actor } = ctx;
   return documentSetsRepository.listSets(
     ctx.db,
     actor.role === 'admin' ? { all: true } : { all: false, user_id: actor.user_id },
@@ -63,13 +64,12 @@ export async function listDocumentSets({ ctx, actor }: { ctx: Deps; actor: Actor
 
 export async function createDocumentSet({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: CreateDocumentSetInput;
 }): Promise<DocumentSet> {
+  const { actor } = ctx;
   const id = await ctx.db
     .transaction()
     .execute(async (trx) => {
@@ -113,13 +113,12 @@ async function loadManageable(db: DbExecutor, actor: Actor, id: number) {
 
 export async function updateDocumentSet({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: UpdateDocumentSetInput;
 }): Promise<DocumentSet> {
+  const { actor } = ctx;
   const before = await getDocumentSet({ ctx, id: input.id });
   await ctx.db
     .transaction()
@@ -152,13 +151,12 @@ export async function updateDocumentSet({
 
 export async function deleteDocumentSet({
   ctx,
-  actor,
   id,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   id: number;
 }): Promise<void> {
+  const { actor } = ctx;
   const before = await getDocumentSet({ ctx, id });
   await loadManageable(ctx.db, actor, id);
   await documentSetsRepository.deleteSet(ctx.db, id);

@@ -41,9 +41,7 @@ export const documentsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(DocMinimalInfo))
-    .query(({ ctx }) =>
-      documentsService.listIngestedDocuments({ ctx: serviceContext(ctx), actor: ctx.actor }),
-    ),
+    .query(({ ctx }) => documentsService.listIngestedDocuments({ ctx: serviceContext(ctx) })),
 
   deleteIngested: curatorProcedure
     .meta({
@@ -62,7 +60,6 @@ export const documentsRouter = router({
     .mutation(({ ctx, input }) =>
       documentsService.deleteIngestedDocument({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         documentId: input.document_id,
       }),
     ),
@@ -81,7 +78,6 @@ export const documentsRouter = router({
     .query(({ ctx, input }) =>
       documentsService.listCcPairDocuments({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         ccPairId: input.cc_pair_id,
       }),
     ),

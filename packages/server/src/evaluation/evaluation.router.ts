@@ -19,7 +19,5 @@ export const evaluationRouter = router({
     })
     .input(EvaluationInput)
     .output(EvaluationReport)
-    .mutation(({ ctx, input }) =>
-      evaluationService.evaluate({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => evaluationService.evaluate({ ctx: serviceContext(ctx), input })),
 });

@@ -148,18 +148,15 @@ export async function runEvaluation({
 /** The admin endpoint: the same evaluation through the services that serve admin search and chat. */
 export async function evaluate({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: EvaluationInput;
 }): Promise<EvaluationReport> {
   const target: EvaluationTarget = {
     search: async (question) => {
       const { documents } = await searchService.adminSearch({
         ctx,
-        actor,
         input: { query: question, filters: {} },
       });
       return documents.map((d) => d.document_id);
@@ -167,7 +164,6 @@ export async function evaluate({
     ask: async (question, personaId) => {
       const answer = await chatService.sendMessage({
         ctx,
-        actor,
         input: {
           message: question,
           chat_session_info: { persona_id: personaId, description: 'evaluation' },
@@ -180,7 +176,6 @@ export async function evaluate({
       });
       await chatService.deleteSession({
         ctx,
-        actor,
         input: { session_id: answer.chat_session_id, hard_delete: true },
       });
       if (answer.error_msg) throw new AppError('SERVICE_UNAVAILABLE', answer.error_msg);

@@ -18,7 +18,5 @@ export const filesRouter = router({
     })
     .input(UploadFilesInput)
     .output(UploadFilesResponse)
-    .mutation(({ ctx, input }) =>
-      filesService.uploadFiles({ ctx: serviceContext(ctx), actor: ctx.actor, files: input.files }),
-    ),
+    .mutation(({ ctx, input }) => filesService.uploadFiles({ ctx: serviceContext(ctx), files: input.files })),
 });

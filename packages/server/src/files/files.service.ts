@@ -10,13 +10,12 @@ import type { UploadedFile, UploadFilesResponse } from './files.schemas.ts';
 /** Stores the text of each file for the caller; the descriptors go into `file_descriptors` of a message. */
 export async function uploadFiles({
   ctx,
-  actor,
   files,
 }: {
-  ctx: ServiceContext<'db' | 'config'>;
-  actor: Actor;
+  ctx: ServiceContext<'db' | 'config'> & { actor: Actor };
   files: UploadedFile[];
 }): Promise<UploadFilesResponse> {
+  const { actor } = ctx;
   if (!files.length) throw new AppError('INVALID_INPUT', 'No files in the upload (multipart field "files")');
   const parsed: Array<{ file: UploadedFile; text: string }> = [];
   const maxBytes = ctx.config.KAS_MAX_UPLOAD_MB * 1024 * 1024;

@@ -10,7 +10,7 @@ export const projectsRouter = router({
     .meta({ openapi: { method: 'GET', path: '/user/projects', tags, summary: "List the caller's projects" } })
     .input(z.object({}))
     .output(z.array(UserProject))
-    .query(({ ctx }) => projectsService.listProjects({ ctx: serviceContext(ctx), actor: ctx.actor })),
+    .query(({ ctx }) => projectsService.listProjects({ ctx: serviceContext(ctx) })),
 
   create: basicProcedure
     .meta({
@@ -24,9 +24,7 @@ export const projectsRouter = router({
     })
     .input(CreateProjectInput)
     .output(UserProject)
-    .mutation(({ ctx, input }) =>
-      projectsService.createProject({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => projectsService.createProject({ ctx: serviceContext(ctx), input })),
 
   update: basicProcedure
     .meta({
@@ -34,9 +32,7 @@ export const projectsRouter = router({
     })
     .input(UpdateProjectInput)
     .output(UserProject)
-    .mutation(({ ctx, input }) =>
-      projectsService.updateProject({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => projectsService.updateProject({ ctx: serviceContext(ctx), input })),
 
   delete: basicProcedure
     .meta({
@@ -54,7 +50,6 @@ export const projectsRouter = router({
     .mutation(({ ctx, input }) =>
       projectsService.deleteProject({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         projectId: input.project_id,
       }),
     ),

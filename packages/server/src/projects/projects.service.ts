@@ -35,25 +35,19 @@ export async function getOwnedProject({
   return toProject(row);
 }
 
-export async function listProjects({
-  ctx,
-  actor,
-}: {
-  ctx: { db: Db };
-  actor: Actor;
-}): Promise<UserProject[]> {
+export async function listProjects({ ctx }: { ctx: { db: Db } & { actor: Actor } }): Promise<UserProject[]> {
+  const { actor } = ctx;
   return (await projectsRepository.listProjects(ctx.db, actor.user_id)).map(toProject);
 }
 
 export async function createProject({
   ctx,
-  actor,
   input,
 }: {
-  ctx: { db: Db };
-  actor: Actor;
+  ctx: { db: Db } & { actor: Actor };
   input: CreateProjectInput;
 }): Promise<UserProject> {
+  const { actor } = ctx;
   const { id } = await projectsRepository.insertProject(ctx.db, {
     user_id: actor.user_id,
     name: input.name,
@@ -65,13 +59,12 @@ export async function createProject({
 
 export async function updateProject({
   ctx,
-  actor,
   input,
 }: {
-  ctx: { db: Db };
-  actor: Actor;
+  ctx: { db: Db } & { actor: Actor };
   input: UpdateProjectInput;
 }): Promise<UserProject> {
+  const { actor } = ctx;
   const { project_id, ...patch } = input;
   await getOwnedProject({ ctx, actor, projectId: project_id });
   await projectsRepository.updateProject(ctx.db, project_id, patch);
@@ -81,13 +74,12 @@ export async function updateProject({
 /** Deleting a project keeps its chats; they become ordinary chats. */
 export async function deleteProject({
   ctx,
-  actor,
   projectId,
 }: {
-  ctx: { db: Db };
-  actor: Actor;
+  ctx: { db: Db } & { actor: Actor };
   projectId: number;
 }): Promise<void> {
+  const { actor } = ctx;
   await getOwnedProject({ ctx, actor, projectId });
   await projectsRepository.deleteProject(ctx.db, projectId);
 }

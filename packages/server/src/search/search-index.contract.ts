@@ -258,7 +258,10 @@ export function searchIndexContract(
     });
 
     it('removes deleted documents', async () => {
-      await documentsService.deleteIngestedDocument({ ctx: t.deps, actor: admin, documentId: 'pub-fox2' });
+      await documentsService.deleteIngestedDocument({
+        ctx: { ...t.deps, actor: admin },
+        documentId: 'pub-fox2',
+      });
       expect(await ids(admin, 'cat')).toEqual([]);
     });
 

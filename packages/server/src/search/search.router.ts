@@ -19,7 +19,5 @@ export const searchRouter = router({
     })
     .input(AdminSearchInput)
     .output(AdminSearchResponse)
-    .mutation(({ ctx, input }) =>
-      searchService.adminSearch({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => searchService.adminSearch({ ctx: serviceContext(ctx), input })),
 });

@@ -190,13 +190,12 @@ export const ADMIN_SEARCH_DOCUMENTS = 50;
 /** Admin search: one result per document (its best chunk), ordered by relevance; hidden documents included. */
 export async function adminSearch({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: AdminSearchInput;
 }): Promise<AdminSearchResponse> {
+  const { actor } = ctx;
   const chunks = await searchChunks({
     ctx,
     actor,

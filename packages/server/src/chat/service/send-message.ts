@@ -147,13 +147,12 @@ export async function startChatTurn({
 /** The stream of one turn: the lines of DESIGN.md, for the NDJSON route and the tRPC procedure alike. */
 export async function* streamMessage({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: SendMessageInput;
 }): AsyncGenerator<ChatStreamLine> {
+  const { actor } = ctx;
   const run = await startChatTurn({ ctx, actor, input });
   await run.started;
   yield* withHeartbeat(run.lines, ctx.config.KAS_CHAT_HEARTBEAT_MS);
@@ -195,13 +194,12 @@ async function* withHeartbeat(
 /** `stream: false`: the same turn, aggregated into one `ChatFullResponse`. */
 export async function sendMessage({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: SendMessageInput;
 }): Promise<ChatFullResponse> {
+  const { actor } = ctx;
   const run = await startChatTurn({ ctx, actor, input });
   await run.started;
   let answer = '';

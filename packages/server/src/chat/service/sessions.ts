@@ -78,13 +78,12 @@ export async function ownedSession(
 
 export async function createSession({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: CreateChatSessionInput;
 }): Promise<{ chat_session_id: string }> {
+  const { actor } = ctx;
   const session = await createSessionRow(ctx, actor, {
     persona_id: input.persona_id,
     description: input.description ?? null,
@@ -111,13 +110,12 @@ export async function createSessionRow(
 
 export async function getSession({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor | null;
+  ctx: ChatDeps & { actor: Actor | null };
   input: { session_id: string; is_shared: boolean; include_deleted: boolean };
 }): Promise<ChatSessionDetail> {
+  const { actor } = ctx;
   let session: SessionRow;
   if (input.is_shared) {
     const found = await chatRepository.findSession(ctx.db, input.session_id);
@@ -152,13 +150,12 @@ export async function getSession({
 
 export async function listSessions({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: ListChatSessionsInput;
 }): Promise<{ sessions: ChatSessionSummary[]; has_more: boolean }> {
+  const { actor } = ctx;
   const rows = await chatRepository.listSessions(ctx.db, {
     user_id: actor.user_id,
     before: input.before,
@@ -172,13 +169,12 @@ export async function listSessions({
 
 export async function deleteSession({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: { session_id: string; hard_delete?: boolean | undefined };
 }): Promise<void> {
+  const { actor } = ctx;
   const hard = input.hard_delete ?? ctx.config.KAS_HARD_DELETE_CHATS;
   const session = await ownedSession(ctx, actor, input.session_id, { includeDeleted: hard });
   if (hard) await chatRepository.deleteSession(ctx.db, session.id);
@@ -188,13 +184,12 @@ export async function deleteSession({
 
 export async function updateSharing({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: { session_id: string; sharing_status: SharedStatus };
 }): Promise<ChatSessionSummary> {
+  const { actor } = ctx;
   const session = await ownedSession(ctx, actor, input.session_id);
   await chatRepository.updateSession(ctx.db, session.id, { shared_status: input.sharing_status });
   return toSummary({ ...session, shared_status: input.sharing_status });
@@ -206,13 +201,12 @@ export async function updateSharing({
  */
 export async function setMessageAsLatest({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: SetMessageAsLatestInput;
 }): Promise<void> {
+  const { actor } = ctx;
   const message = await chatRepository.findMessage(ctx.db, input.message_id);
   if (!message) throw new AppError('MESSAGE_NOT_FOUND', `Chat message ${input.message_id} not found`);
   await ownedSession(ctx, actor, message.chat_session_id);
@@ -222,13 +216,12 @@ export async function setMessageAsLatest({
 
 export async function renameSession({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: { chat_session_id: string; name?: string | null | undefined };
 }): Promise<{ new_name: string }> {
+  const { actor } = ctx;
   const session = await ownedSession(ctx, actor, input.chat_session_id);
   let name = input.name ?? null;
   if (!name) {
@@ -274,13 +267,12 @@ async function generateName(ctx: ChatDeps, question: string): Promise<string> {
 
 export async function stopSession({
   ctx,
-  actor,
   sessionId,
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   sessionId: string;
 }): Promise<{ message: string }> {
+  const { actor } = ctx;
   const session = await ownedSession(ctx, actor, sessionId);
   await chatRepository.requestStop(ctx.db, session.id);
   ctx.stopRegistry.stopLocal(session.id);
@@ -301,15 +293,14 @@ function groupTitle(created: Date, now: Date): SearchChatsResponse['groups'][num
 
 export async function searchSessions({
   ctx,
-  actor,
   input,
   now = new Date(),
 }: {
-  ctx: ChatDeps;
-  actor: Actor;
+  ctx: ChatDeps & { actor: Actor };
   input: SearchChatsInput;
   now?: Date;
 }): Promise<SearchChatsResponse> {
+  const { actor } = ctx;
   const rows = await chatRepository.searchSessions(ctx.db, {
     user_id: actor.user_id,
     query: input.query,

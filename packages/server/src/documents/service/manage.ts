@@ -39,23 +39,21 @@ export async function createCcPair({
 
 export async function listIngestedDocuments({
   ctx,
-  actor,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
 }): Promise<DocMinimalInfo[]> {
+  const { actor } = ctx;
   return documentsRepository.listIngestedDocuments(ctx.db, await managedPairs(ctx.db, actor));
 }
 
 export async function listCcPairDocuments({
   ctx,
-  actor,
   ccPairId,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   ccPairId: number;
 }): Promise<DocMinimalInfo[]> {
+  const { actor } = ctx;
   if (!(await documentsRepository.findExistingCcPairIds(ctx.db, [ccPairId])).length) {
     throw new AppError('CC_PAIR_NOT_FOUND', `CC pair ${ccPairId} not found`);
   }
@@ -69,13 +67,12 @@ export async function listCcPairDocuments({
 /** Deletes an API-ingested document completely, whatever other pairs own it. */
 export async function deleteIngestedDocument({
   ctx,
-  actor,
   documentId,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   documentId: string;
 }) {
+  const { actor } = ctx;
   const origin = await documentsRepository.findDocumentOrigin(ctx.db, documentId);
   if (!origin) throw new AppError('DOCUMENT_NOT_FOUND', `Document ${documentId} not found`);
   await assertMayChange(ctx.db, actor, documentId);
