@@ -82,8 +82,7 @@ async function open(env: Record<string, string>): Promise<{ runtime: Runtime; ac
 
 async function webPair(deps: AppDeps, actor: Actor, baseUrl: string, name: string) {
   const { id } = await connectorsService.createConnector({
-    ctx: deps,
-    actor,
+    ctx: { ...deps, actor },
     input: {
       name,
       source: 'web',
@@ -93,13 +92,11 @@ async function webPair(deps: AppDeps, actor: Actor, baseUrl: string, name: strin
     },
   });
   const credential = await connectorsService.createCredential({
-    ctx: deps,
-    actor,
+    ctx: { ...deps, actor },
     input: { source: 'web', credential_json: {}, admin_public: true, curator_public: false, groups: [] },
   });
   const pair = await connectorsService.createPair({
-    ctx: deps,
-    actor,
+    ctx: { ...deps, actor },
     input: { connector_id: id, credential_id: credential.id, name, access_type: 'public', groups: [] },
   });
   return pair.data as number;
@@ -317,7 +314,7 @@ async function pauseLatency(deps: AppDeps, actor: Actor, site: string) {
     await new Promise((r) => setTimeout(r, 50));
   }
   const pausedAt = performance.now();
-  await connectorsService.setPairStatus({ ctx: deps, actor, id: pairId, status: 'paused' });
+  await connectorsService.setPairStatus({ ctx: { ...deps, actor }, id: pairId, status: 'paused' });
   for (;;) {
     const open = await sql<{
       n: number;
@@ -335,7 +332,7 @@ async function pauseLatency(deps: AppDeps, actor: Actor, site: string) {
     `pause: running attempt handed back ${latency.toFixed(0)} ms after the pause request (target ≤ 5000 ms); ` +
       `site requests in the 1.5 s after: ${after.total - before.total}`,
   );
-  await connectorsService.setPairStatus({ ctx: deps, actor, id: pairId, status: 'active' });
+  await connectorsService.setPairStatus({ ctx: { ...deps, actor }, id: pairId, status: 'active' });
   await running;
   await drain(deps, peak);
 }

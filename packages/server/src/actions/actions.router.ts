@@ -25,9 +25,7 @@ export const actionsRouter = router({
     })
     .input(ToolIdInput)
     .output(ToolDetail)
-    .query(({ ctx, input }) =>
-      actionsService.getTool({ ctx: serviceContext(ctx), actor: ctx.actor, toolId: input.tool_id }),
-    ),
+    .query(({ ctx, input }) => actionsService.getTool({ ctx: serviceContext(ctx), toolId: input.tool_id })),
 
   validateCustomTool: curatorProcedure
     .meta({
@@ -56,9 +54,7 @@ export const actionsRouter = router({
     })
     .input(CustomToolCreateInput)
     .output(ToolDetail)
-    .mutation(({ ctx, input }) =>
-      actionsService.createCustomTool({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.createCustomTool({ ctx: serviceContext(ctx), input })),
 
   updateCustomTool: curatorProcedure
     .meta({
@@ -73,9 +69,7 @@ export const actionsRouter = router({
     })
     .input(CustomToolUpdateInput)
     .output(ToolDetail)
-    .mutation(({ ctx, input }) =>
-      actionsService.updateCustomTool({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.updateCustomTool({ ctx: serviceContext(ctx), input })),
 
   deleteCustomTool: curatorProcedure
     .meta({
@@ -90,6 +84,6 @@ export const actionsRouter = router({
     .input(ToolIdInput)
     .output(DeletedResponse)
     .mutation(({ ctx, input }) =>
-      actionsService.deleteCustomTool({ ctx: serviceContext(ctx), actor: ctx.actor, toolId: input.tool_id }),
+      actionsService.deleteCustomTool({ ctx: serviceContext(ctx), toolId: input.tool_id }),
     ),
 });

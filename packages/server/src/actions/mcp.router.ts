@@ -34,17 +34,13 @@ export const mcpRouter = router({
     })
     .input(McpServerCreateInput)
     .output(McpServerCreateResponse)
-    .mutation(({ ctx, input }) =>
-      actionsService.createMcpServer({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.createMcpServer({ ctx: serviceContext(ctx), input })),
 
   list: curatorProcedure
     .meta({ openapi: { method: 'GET', path: '/admin/mcp/servers', tags, summary: 'List MCP servers' } })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
-    .query(({ ctx }) =>
-      actionsService.listMcpServers({ ctx: serviceContext(ctx), actor: ctx.actor, purpose: 'manage' }),
-    ),
+    .query(({ ctx }) => actionsService.listMcpServers({ ctx: serviceContext(ctx), purpose: 'manage' })),
 
   get: curatorProcedure
     .meta({
@@ -53,7 +49,7 @@ export const mcpRouter = router({
     .input(McpServerIdInput)
     .output(McpServerSnapshot)
     .query(({ ctx, input }) =>
-      actionsService.getMcpServer({ ctx: serviceContext(ctx), actor: ctx.actor, serverId: input.server_id }),
+      actionsService.getMcpServer({ ctx: serviceContext(ctx), serverId: input.server_id }),
     ),
 
   tools: curatorProcedure
@@ -72,7 +68,6 @@ export const mcpRouter = router({
     .query(({ ctx, input }) =>
       actionsService.fetchMcpServerTools({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         serverId: input.server_id,
       }),
     ),
@@ -88,9 +83,7 @@ export const mcpRouter = router({
     })
     .input(McpServerUpdateInput)
     .output(McpServerUpdateResponse)
-    .mutation(({ ctx, input }) =>
-      actionsService.updateMcpServer({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.updateMcpServer({ ctx: serviceContext(ctx), input })),
 
   delete: curatorProcedure
     .meta({
@@ -107,7 +100,6 @@ export const mcpRouter = router({
     .mutation(({ ctx, input }) =>
       actionsService.deleteMcpServer({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         serverId: input.server_id,
       }),
     ),
@@ -123,9 +115,7 @@ export const mcpRouter = router({
     })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
-    .query(({ ctx }) =>
-      actionsService.listMcpServers({ ctx: serviceContext(ctx), actor: ctx.actor, purpose: 'use' }),
-    ),
+    .query(({ ctx }) => actionsService.listMcpServers({ ctx: serviceContext(ctx), purpose: 'use' })),
 
   saveCredentials: basicProcedure
     .meta({
@@ -139,9 +129,7 @@ export const mcpRouter = router({
     })
     .input(McpUserCredentialsInput)
     .output(McpUserCredentialsResponse)
-    .mutation(({ ctx, input }) =>
-      actionsService.saveUserCredentials({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.saveUserCredentials({ ctx: serviceContext(ctx), input })),
 
   deleteCredentials: basicProcedure
     .meta({
@@ -157,7 +145,6 @@ export const mcpRouter = router({
     .mutation(({ ctx, input }) =>
       actionsService.deleteUserCredentials({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         serverId: input.server_id,
       }),
     ),
@@ -175,9 +162,7 @@ export const mcpRouter = router({
     })
     .input(McpOauthConnectInput)
     .output(McpOauthConnectResponse)
-    .mutation(({ ctx, input }) =>
-      actionsService.connectMcpOauth({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.connectMcpOauth({ ctx: serviceContext(ctx), input })),
 
   oauthCallback: basicProcedure
     .meta({
@@ -192,7 +177,5 @@ export const mcpRouter = router({
     })
     .input(OAuthCallbackInput)
     .output(McpOauthCallbackResponse)
-    .mutation(({ ctx, input }) =>
-      actionsService.mcpOauthCallback({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.mcpOauthCallback({ ctx: serviceContext(ctx), input })),
 });

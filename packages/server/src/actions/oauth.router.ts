@@ -98,7 +98,6 @@ export const oauthConfigsRouter = router({
     .mutation(({ ctx, input }) =>
       actionsService.initiateOauth({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         configId: input.oauth_config_id,
       }),
     ),
@@ -115,9 +114,7 @@ export const oauthConfigsRouter = router({
     })
     .input(OAuthCallbackInput)
     .output(OAuthCallbackResponse)
-    .mutation(({ ctx, input }) =>
-      actionsService.oauthCallback({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => actionsService.oauthCallback({ ctx: serviceContext(ctx), input })),
 
   disconnect: basicProcedure
     .meta({
@@ -133,7 +130,6 @@ export const oauthConfigsRouter = router({
     .mutation(({ ctx, input }) =>
       actionsService.disconnectOauth({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         configId: input.oauth_config_id,
       }),
     ),

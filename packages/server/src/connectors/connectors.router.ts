@@ -42,9 +42,7 @@ export const connectorsRouter = router({
     })
     .input(ConnectorCreateInput)
     .output(z.object({ id: z.number().int() }))
-    .mutation(({ ctx, input }) =>
-      connectorsService.createConnector({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => connectorsService.createConnector({ ctx: serviceContext(ctx), input })),
 
   list: curatorProcedure
     .meta({
@@ -62,7 +60,6 @@ export const connectorsRouter = router({
     .query(({ ctx, input }) =>
       connectorsService.listConnectors({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         credential: input.credential,
       }),
     ),
@@ -78,9 +75,7 @@ export const connectorsRouter = router({
     })
     .input(ConnectorUpdateInput)
     .output(ConnectorSnapshot)
-    .mutation(({ ctx, input }) =>
-      connectorsService.updateConnector({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => connectorsService.updateConnector({ ctx: serviceContext(ctx), input })),
 
   delete: curatorProcedure
     .meta({
@@ -98,7 +93,6 @@ export const connectorsRouter = router({
     .mutation(({ ctx, input }) =>
       connectorsService.deleteConnector({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         id: input.connector_id,
       }),
     ),
@@ -116,9 +110,7 @@ export const connectorsRouter = router({
     })
     .input(RunOnceInput)
     .output(StatusResponse)
-    .mutation(({ ctx, input }) =>
-      connectorsService.runOnce({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => connectorsService.runOnce({ ctx: serviceContext(ctx), input })),
 
   indexingStatus: curatorProcedure
     .meta({
@@ -133,7 +125,7 @@ export const connectorsRouter = router({
     })
     .input(z.object({}))
     .output(z.array(IndexingStatusEntry))
-    .query(({ ctx }) => connectorsService.indexingStatus({ ctx: serviceContext(ctx), actor: ctx.actor })),
+    .query(({ ctx }) => connectorsService.indexingStatus({ ctx: serviceContext(ctx) })),
 
   createCredential: curatorProcedure
     .meta({
@@ -148,9 +140,7 @@ export const connectorsRouter = router({
     })
     .input(CredentialCreateInput)
     .output(CredentialSnapshot)
-    .mutation(({ ctx, input }) =>
-      connectorsService.createCredential({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => connectorsService.createCredential({ ctx: serviceContext(ctx), input })),
 
   listCredentials: curatorProcedure
     .meta({
@@ -164,7 +154,7 @@ export const connectorsRouter = router({
     .input(CredentialListInput)
     .output(z.array(CredentialSnapshot))
     .query(({ ctx, input }) =>
-      connectorsService.listCredentials({ ctx: serviceContext(ctx), actor: ctx.actor, source: input.source }),
+      connectorsService.listCredentials({ ctx: serviceContext(ctx), source: input.source }),
     ),
 
   getCredential: curatorProcedure
@@ -181,7 +171,6 @@ export const connectorsRouter = router({
     .query(({ ctx, input }) =>
       connectorsService.getCredential({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         id: input.credential_id,
       }),
     ),
@@ -198,9 +187,7 @@ export const connectorsRouter = router({
     })
     .input(CredentialUpdateInput)
     .output(CredentialSnapshot)
-    .mutation(({ ctx, input }) =>
-      connectorsService.updateCredential({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => connectorsService.updateCredential({ ctx: serviceContext(ctx), input })),
 
   deleteCredential: curatorProcedure
     .meta({
@@ -218,7 +205,6 @@ export const connectorsRouter = router({
     .mutation(({ ctx, input }) =>
       connectorsService.deleteCredential({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         id: input.credential_id,
       }),
     ),
@@ -244,9 +230,7 @@ export const connectorsRouter = router({
       }),
     )
     .output(StatusResponse)
-    .mutation(({ ctx, input }) =>
-      connectorsService.createPair({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .mutation(({ ctx, input }) => connectorsService.createPair({ ctx: serviceContext(ctx), input })),
 
   dissociate: curatorProcedure
     .meta({
@@ -263,7 +247,6 @@ export const connectorsRouter = router({
     .mutation(({ ctx, input }) =>
       connectorsService.startDeletion({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         connectorId: input.connector_id,
         credentialId: input.credential_id,
       }),
@@ -285,7 +268,6 @@ export const connectorsRouter = router({
     .mutation(({ ctx, input }) =>
       connectorsService.startDeletion({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         connectorId: input.connector_id,
         credentialId: input.credential_id,
       }),
@@ -303,7 +285,7 @@ export const connectorsRouter = router({
     .input(CcPairIdInput)
     .output(CcPairDetails)
     .query(({ ctx, input }) =>
-      connectorsService.getPairDetails({ ctx: serviceContext(ctx), actor: ctx.actor, id: input.cc_pair_id }),
+      connectorsService.getPairDetails({ ctx: serviceContext(ctx), id: input.cc_pair_id }),
     ),
 
   setPairStatus: curatorProcedure
@@ -322,7 +304,6 @@ export const connectorsRouter = router({
     .mutation(({ ctx, input }) =>
       connectorsService.setPairStatus({
         ctx: serviceContext(ctx),
-        actor: ctx.actor,
         id: input.cc_pair_id,
         status: input.status,
       }),
@@ -339,9 +320,7 @@ export const connectorsRouter = router({
     })
     .input(PageInput)
     .output(IndexAttemptPage)
-    .query(({ ctx, input }) =>
-      connectorsService.listAttempts({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .query(({ ctx, input }) => connectorsService.listAttempts({ ctx: serviceContext(ctx), input })),
 
   errors: curatorProcedure
     .meta({
@@ -354,7 +333,5 @@ export const connectorsRouter = router({
     })
     .input(PageInput)
     .output(IndexAttemptErrorPage)
-    .query(({ ctx, input }) =>
-      connectorsService.listErrors({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
-    ),
+    .query(({ ctx, input }) => connectorsService.listErrors({ ctx: serviceContext(ctx), input })),
 });

@@ -30,7 +30,7 @@ export const connectorSourcesRouter = router({
     .input(ConnectorFileUploadInput)
     .output(ConnectorFileUploadResponse)
     .mutation(({ ctx, input }) =>
-      connectorsService.uploadConnectorFiles({ ctx: serviceContext(ctx), actor: ctx.actor, input }),
+      connectorsService.uploadConnectorFiles({ ctx: serviceContext(ctx), input }),
     ),
 
   event: webhookProcedure

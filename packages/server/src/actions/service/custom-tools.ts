@@ -99,13 +99,12 @@ export function validateDefinition({ input }: { input: { definition: unknown } }
 
 export async function createCustomTool({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: CustomToolCreateInput;
 }): Promise<ToolDetail> {
+  const { actor } = ctx;
   const parsed = parseOpenApi(input.definition);
   const headers = input.custom_headers ?? [];
   checkDuplicateHeaders(headers);
@@ -195,13 +194,12 @@ function checkHeaderOrigin(
 
 export async function updateCustomTool({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: CustomToolUpdateInput;
 }): Promise<ToolDetail> {
+  const { actor } = ctx;
   const row = await editableTool(ctx, actor, input.tool_id);
   const scope = await checkRequestedScope(ctx, actor, input.groups, await scopeOfTool(ctx, row));
   const parsed = input.definition !== undefined ? parseOpenApi(input.definition) : null;
@@ -238,7 +236,8 @@ export async function updateCustomTool({
 }
 
 /** Deletes an OpenAPI action; the agents that had it lose it (their `tool_ids` cascade). */
-export async function deleteCustomTool({ ctx, actor, toolId }: { ctx: Ctx; actor: Actor; toolId: number }) {
+export async function deleteCustomTool({ ctx, toolId }: { ctx: Ctx & { actor: Actor }; toolId: number }) {
+  const { actor } = ctx;
   const row = await editableTool(ctx, actor, toolId);
   await actionsRepository.deleteTool(ctx.db, row.id);
   return { success: true as const };
@@ -250,13 +249,12 @@ export async function deleteCustomTool({ ctx, actor, toolId }: { ctx: Ctx; actor
  */
 export async function getTool({
   ctx,
-  actor,
   toolId,
 }: {
-  ctx: Pick<Ctx, 'db' | 'secrets'>;
-  actor: Actor;
+  ctx: Pick<Ctx, 'db' | 'secrets'> & { actor: Actor };
   toolId: number;
 }) {
+  const { actor } = ctx;
   const row = await actionsRepository.findTool(ctx.db, toolId);
   if (!row || !canUse(await loadScope(ctx.db, actor), await usageScopeOfTool(ctx, row)))
     throw toolNotFound(toolId);

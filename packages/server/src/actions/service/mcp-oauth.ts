@@ -168,13 +168,12 @@ async function clientFor(
  */
 export async function connectMcpOauth({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: z.infer<typeof McpOauthConnectInput>;
 }): Promise<z.infer<typeof McpOauthConnectResponse>> {
+  const { actor } = ctx;
   const row = await usableServer(ctx, actor, input.server_id);
   if (row.auth_type !== 'OAUTH')
     throw new AppError(
@@ -210,13 +209,12 @@ export async function connectMcpOauth({
 /** Exchanges the code for the caller's tokens and stores them encrypted, for the user who started the flow only. */
 export async function mcpOauthCallback({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: { code: string; state: string };
 }): Promise<z.infer<typeof McpOauthCallbackResponse>> {
+  const { actor } = ctx;
   const state = await actionsRepository.takeOauthState(ctx.db, input.state);
   if (!state || state.mcp_server_id === null || new Date(state.expires_at).getTime() < Date.now())
     throw new AppError(

@@ -187,13 +187,12 @@ function validateCreate(input: McpServerCreateInput) {
 
 export async function createMcpServer({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: McpServerCreateInput;
 }) {
+  const { actor } = ctx;
   if (validateCreate(input) === 'pt' && !ctx.config.KAS_OIDC_ISSUER)
     throw new AppError(
       'INVALID_INPUT',
@@ -266,13 +265,12 @@ async function snapshot(ctx: Ctx, actor: Actor, row: McpServerRow): Promise<McpS
 /** `manage`: the servers the actor manages (admin list); `use`: those the actor may use (their groups). */
 export async function listMcpServers({
   ctx,
-  actor,
   purpose,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   purpose: 'manage' | 'use';
 }) {
+  const { actor } = ctx;
   const rows = await actionsRepository.listMcpServers(ctx.db);
   const who = await loadScope(ctx.db, actor);
   const visible: McpServerRow[] = [];
@@ -283,7 +281,8 @@ export async function listMcpServers({
   return { mcp_servers: await Promise.all(visible.map((r) => snapshot(ctx, actor, r))) };
 }
 
-export async function getMcpServer({ ctx, actor, serverId }: { ctx: Ctx; actor: Actor; serverId: number }) {
+export async function getMcpServer({ ctx, serverId }: { ctx: Ctx & { actor: Actor }; serverId: number }) {
+  const { actor } = ctx;
   return snapshot(ctx, actor, await managedServer(ctx, actor, serverId));
 }
 
@@ -300,13 +299,12 @@ function reachFailure(row: McpServerRow, error: unknown): string {
  */
 export async function fetchMcpServerTools({
   ctx,
-  actor,
   serverId,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   serverId: number;
 }): Promise<z.infer<typeof McpServerTools>> {
+  const { actor } = ctx;
   const row = await managedServer(ctx, actor, serverId);
   const base = { server_id: row.id, server_name: row.name, server_url: row.server_url };
   const auth = await mcpHeaders(ctx, actor, row);
@@ -358,13 +356,12 @@ export async function fetchMcpServerTools({
 
 export async function updateMcpServer({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: z.infer<typeof McpServerUpdateInput>;
 }) {
+  const { actor } = ctx;
   const row = await managedServer(ctx, actor, input.server_id);
   const scope = await checkRequestedScope(ctx, actor, input.groups, await scopeOfServer(ctx, row));
   await actionsRepository.updateMcpServer(ctx.db, row.id, {
@@ -388,15 +385,8 @@ export async function updateMcpServer({
   return { server_id: row.id, server_name: input.name ?? row.name, updated_tools: updated };
 }
 
-export async function deleteMcpServer({
-  ctx,
-  actor,
-  serverId,
-}: {
-  ctx: Ctx;
-  actor: Actor;
-  serverId: number;
-}) {
+export async function deleteMcpServer({ ctx, serverId }: { ctx: Ctx & { actor: Actor }; serverId: number }) {
+  const { actor } = ctx;
   await managedServer(ctx, actor, serverId);
   if (!(await actionsRepository.deleteMcpServer(ctx.db, serverId)))
     throw new AppError('MCP_SERVER_NOT_FOUND', `MCP server ${serverId} not found`);
@@ -406,13 +396,12 @@ export async function deleteMcpServer({
 /** Stores the caller's own key for a per-user API-key server, after trying it with `tools/list`. */
 export async function saveUserCredentials({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: z.infer<typeof McpUserCredentialsInput>;
 }): Promise<z.infer<typeof McpUserCredentialsResponse>> {
+  const { actor } = ctx;
   const row = await usableServer(ctx, actor, input.server_id);
   if (row.auth_type !== 'API_TOKEN' || row.auth_performer !== 'PER_USER')
     throw new AppError(
@@ -464,13 +453,12 @@ export async function saveUserCredentials({
 
 export async function deleteUserCredentials({
   ctx,
-  actor,
   serverId,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   serverId: number;
 }) {
+  const { actor } = ctx;
   const row = await actionsRepository.findMcpServer(ctx.db, serverId);
   if (row && (await actionsRepository.deleteMcpUserConfig(ctx.db, serverId, actor.user_id)))
     return { success: true as const };

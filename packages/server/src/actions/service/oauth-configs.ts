@@ -121,7 +121,8 @@ export async function deleteOauthConfig({ ctx, id }: { ctx: Ctx; id: number }) {
 }
 
 /** Starts the caller's own connection: an authorization URL with PKCE (S256) and a one-time state. */
-export async function initiateOauth({ ctx, actor, configId }: { ctx: Ctx; actor: Actor; configId: number }) {
+export async function initiateOauth({ ctx, configId }: { ctx: Ctx & { actor: Actor }; configId: number }) {
+  const { actor } = ctx;
   const config = await actionsRepository.findOauthConfig(ctx.db, configId);
   if (!config) throw new AppError('OAUTH_CONFIG_NOT_FOUND', `OAuth configuration ${configId} not found`);
   const state = randomBytes(24).toString('base64url');
@@ -150,13 +151,12 @@ export async function initiateOauth({ ctx, actor, configId }: { ctx: Ctx; actor:
 /** Exchanges the code for the caller's token and stores it encrypted, for the user who started the flow only. */
 export async function oauthCallback({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Ctx;
-  actor: Actor;
+  ctx: Ctx & { actor: Actor };
   input: z.infer<typeof OAuthCallbackInput>;
 }) {
+  const { actor } = ctx;
   const row = await actionsRepository.takeOauthState(ctx.db, input.state);
   if (!row || row.oauth_config_id === null || new Date(row.expires_at).getTime() < Date.now())
     throw new AppError(
@@ -193,15 +193,8 @@ export async function oauthCallback({
   return { success: true, oauth_config_id: config.id, message: `Connected to ${config.name}` };
 }
 
-export async function disconnectOauth({
-  ctx,
-  actor,
-  configId,
-}: {
-  ctx: Ctx;
-  actor: Actor;
-  configId: number;
-}) {
+export async function disconnectOauth({ ctx, configId }: { ctx: Ctx & { actor: Actor }; configId: number }) {
+  const { actor } = ctx;
   if (!(await actionsRepository.deleteUserToken(ctx.db, configId, actor.user_id)))
     throw new AppError('NOT_FOUND', `You are not connected to OAuth configuration ${configId}`);
   return { success: true as const };

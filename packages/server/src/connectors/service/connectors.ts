@@ -106,13 +106,12 @@ async function loadManageable(ctx: Deps, actor: Actor, id: number) {
 
 export async function createConnector({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: ConnectorCreateInput;
 }): Promise<{ id: number }> {
+  const { actor } = ctx;
   const config = validateConnector(ctx, input);
   const scope = await loadScope(ctx.db, actor);
   if (!scope.admin && input.groups) await checkGroups(ctx.db, input.groups, scope, 'connectors');
@@ -133,13 +132,12 @@ export async function createConnector({
 
 export async function listConnectors({
   ctx,
-  actor,
   credential,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   credential?: number | undefined;
 }): Promise<ConnectorSnapshot[]> {
+  const { actor } = ctx;
   const scope = await loadScope(ctx.db, actor);
   const rows = await connectorsRepository.listConnectors(ctx.db, { credentialId: credential });
   return rows.filter((row) => policy.manageConnector(scope, row)).map(connectorSnapshot);
@@ -152,13 +150,12 @@ export async function getConnector({ ctx, actor, id }: { ctx: Deps; actor: Actor
 
 export async function updateConnector({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: ConnectorUpdateInput;
 }): Promise<ConnectorSnapshot> {
+  const { actor } = ctx;
   const { connector, scope } = await loadManageable(ctx, actor, input.connector_id);
   const merged: ConnectorCreateInput = {
     name: input.name ?? connector.name,
@@ -209,13 +206,12 @@ export async function updateConnector({
 /** Deletes a connector with no CC pairs left (400 otherwise: delete its pairs first). */
 export async function deleteConnector({
   ctx,
-  actor,
   id,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   id: number;
 }): Promise<void> {
+  const { actor } = ctx;
   const { connector } = await loadManageable(ctx, actor, id);
   if (connector.credential_ids.length) {
     throw new AppError(
@@ -233,13 +229,12 @@ export async function deleteConnector({
 /** Queues an immediate run of the connector's pairs (all linked credentials by default). */
 export async function runOnce({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: RunOnceInput;
 }): Promise<StatusResponse> {
+  const { actor } = ctx;
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
   const scope = await loadScope(ctx.db, actor);
   if (!connector || connector.is_system) throw connectorNotFound(input.connector_id);

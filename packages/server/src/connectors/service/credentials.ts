@@ -46,13 +46,12 @@ async function loadManageable(ctx: Deps, actor: Actor, id: number) {
 
 export async function createCredential({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: CredentialCreateInput;
 }): Promise<CredentialSnapshot> {
+  const { actor } = ctx;
   checkCredential(ctx, input.source, input.credential_json);
   await checkGroups(ctx.db, input.groups, await loadScope(ctx.db, actor), 'credentials', { optional: true });
   const id = await ctx.db.transaction().execute(async (trx) => {
@@ -75,19 +74,19 @@ export async function createCredential({
 
 export async function listCredentials({
   ctx,
-  actor,
   source,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   source?: string | undefined;
 }): Promise<CredentialSnapshot[]> {
+  const { actor } = ctx;
   const scope = await loadScope(ctx.db, actor);
   const rows = await connectorsRepository.listCredentials(ctx.db, { source });
   return rows.filter((row) => policy.manageCredential(scope, row)).map((row) => credentialSnapshot(ctx, row));
 }
 
-export async function getCredential({ ctx, actor, id }: { ctx: Deps; actor: Actor; id: number }) {
+export async function getCredential({ ctx, id }: { ctx: Deps & { actor: Actor }; id: number }) {
+  const { actor } = ctx;
   const { row } = await loadManageable(ctx, actor, id);
   return credentialSnapshot(ctx, row);
 }
@@ -98,13 +97,12 @@ export async function getCredential({ ctx, actor, id }: { ctx: Deps; actor: Acto
  */
 export async function updateCredential({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: CredentialUpdateInput;
 }): Promise<CredentialSnapshot> {
+  const { actor } = ctx;
   const { row, scope } = await loadManageable(ctx, actor, input.credential_id);
   const current = openCredential(ctx, row);
   let json = current;
@@ -137,19 +135,18 @@ export async function updateCredential({
     if (reentered) await secretsEntered({ ...ctx, db: trx }, row.id, actor);
   });
   await applyBinding(ctx, binding);
-  return getCredential({ ctx, actor, id: row.id });
+  return getCredential({ ctx, id: row.id });
 }
 
 /** Deletes a credential no CC pair uses (400 otherwise). */
 export async function deleteCredential({
   ctx,
-  actor,
   id,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   id: number;
 }): Promise<void> {
+  const { actor } = ctx;
   const { row } = await loadManageable(ctx, actor, id);
   if ((await connectorsRepository.countPairsOfCredential(ctx.db, row.id)) > 0) {
     throw new AppError('INVALID_INPUT', 'Credential is still used by a CC pair; delete the pair first');

@@ -42,13 +42,12 @@ function parseMetadata(name: string, data: Uint8Array): Record<string, unknown>[
  */
 export async function uploadConnectorFiles({
   ctx,
-  actor,
   input,
 }: {
-  ctx: ServiceContext<'db' | 'config'>;
-  actor: Actor;
+  ctx: ServiceContext<'db' | 'config'> & { actor: Actor };
   input: ConnectorFileUploadInput;
 }): Promise<ConnectorFileUploadResponse> {
+  const { actor } = ctx;
   if (!input.files.length)
     throw new AppError('INVALID_INPUT', 'No files in the upload (multipart field "files")');
   const maxBytes = ctx.config.KAS_MAX_UPLOAD_MB * 1024 * 1024;

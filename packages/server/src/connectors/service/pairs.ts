@@ -43,13 +43,12 @@ async function loadPair(
 /** Links a connector to a credential: a CC pair, scheduled for its first run. */
 export async function createPair({
   ctx,
-  actor,
   input,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   input: CcPairCreateInput;
 }): Promise<StatusResponse> {
+  const { actor } = ctx;
   const scope = await loadScope(ctx.db, actor);
   const connector = await connectorsRepository.findConnector(ctx.db, input.connector_id);
   if (!connector || connector.is_system || !policy.manageConnector(scope, connector))
@@ -103,13 +102,12 @@ export async function createPair({
 
 export async function getPairDetails({
   ctx,
-  actor,
   id,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   id: number;
 }): Promise<CcPairDetails> {
+  const { actor } = ctx;
   const pair = await loadPair(ctx, actor, id);
   const connector = await connectorsRepository.findConnector(ctx.db, pair.connector_id);
   const credential = await connectorsRepository.findCredential(ctx.db, pair.credential_id);
@@ -144,15 +142,14 @@ export async function getPairDetails({
  */
 export async function setPairStatus({
   ctx,
-  actor,
   id,
   status,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   id: number;
   status: 'active' | 'paused';
 }): Promise<StatusResponse> {
+  const { actor } = ctx;
   const pair = await loadPair(ctx, actor, id);
   if (pair.status === 'deleting') throw new AppError('INVALID_INPUT', `CC pair ${id} is being deleted`);
   const next = status === 'paused' ? 'paused' : pair.last_successful_index_time ? 'active' : 'scheduled';
@@ -160,7 +157,8 @@ export async function setPairStatus({
   return { success: true, message: `CC pair ${id} is ${status}`, data: id };
 }
 
-export async function listAttempts({ ctx, actor, input }: { ctx: Deps; actor: Actor; input: PageInput }) {
+export async function listAttempts({ ctx, input }: { ctx: Deps & { actor: Actor }; input: PageInput }) {
+  const { actor } = ctx;
   await loadPair(ctx, actor, input.cc_pair_id);
   const page = await connectorsRepository.pageAttempts(
     ctx.db,
@@ -171,7 +169,8 @@ export async function listAttempts({ ctx, actor, input }: { ctx: Deps; actor: Ac
   return { items: page.items.map(attemptSnapshot), total_items: page.total };
 }
 
-export async function listErrors({ ctx, actor, input }: { ctx: Deps; actor: Actor; input: PageInput }) {
+export async function listErrors({ ctx, input }: { ctx: Deps & { actor: Actor }; input: PageInput }) {
+  const { actor } = ctx;
   await loadPair(ctx, actor, input.cc_pair_id);
   const page = await connectorsRepository.pageErrors(
     ctx.db,
@@ -187,11 +186,10 @@ export async function listErrors({ ctx, actor, input }: { ctx: Deps; actor: Acto
 
 export async function indexingStatus({
   ctx,
-  actor,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
 }): Promise<IndexingStatusEntry[]> {
+  const { actor } = ctx;
   const scope = await loadScope(ctx.db, actor);
   const pairs = (await connectorsRepository.listPairs(ctx.db)).filter((p) => policy.manageCcPair(scope, p));
   const events = await eventsRepository.pairEventSummaries(
@@ -225,15 +223,14 @@ export async function indexingStatus({
 /** Marks the pair `deleting`, cancels its attempts and removes it in the background. */
 export async function startDeletion({
   ctx,
-  actor,
   connectorId,
   credentialId,
 }: {
-  ctx: Deps;
-  actor: Actor;
+  ctx: Deps & { actor: Actor };
   connectorId: number;
   credentialId: number;
 }): Promise<StatusResponse> {
+  const { actor } = ctx;
   const notLinked = () =>
     new AppError('CC_PAIR_NOT_FOUND', `Connector ${connectorId} is not linked to credential ${credentialId}`);
   const found = await connectorsRepository.findPairOf(ctx.db, connectorId, credentialId);
