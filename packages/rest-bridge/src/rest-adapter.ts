@@ -132,7 +132,7 @@ export interface RestRoute {
  * `callRecursive`, whose transpiled object spreads cost ~19 µs per call (3 middlewares plus input and
  * output: 21.6 µs against 2.4 µs). On the public entry alone the platform benchmark's authenticated GET
  * took 49-55 µs of CPU against bare express's 21-23 µs, on both databases (38-47 %, below the 50 %
- * floor); with this runner 36-45 µs (46-62 %). Helmet as middleware and `res.json` measured within
+ * floor); with this runner 35-45 µs (46-62 %). Helmet as middleware and `res.json` measured within
  * 2 µs of the replayed headers and the JSON bypass they replaced, so those patches are gone. The
  * parity test (invoke.test.ts) compares this runner with the built procedure's own call; drop both
  * when tRPC's runner no longer spreads its options per middleware.
