@@ -1,23 +1,20 @@
-import {
-  type AppDeps,
-  AppError,
-  type ChatStreamLine,
-  createCaller,
-  createInnerContext,
-  toErrorResponse,
-} from '@kas/server';
+import { type ChatStreamLine, type Context, type Logger, toErrorResponse } from '@kas/server';
+import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import type express from 'express';
 import type { Request, Response } from 'express';
 import { sendError } from './errors.ts';
+import { callProcedure } from './rest-adapter.ts';
 
-function contextFor(deps: AppDeps, req: Request, res: Response) {
-  return createInnerContext(deps, {
-    authorization: req.headers.authorization,
-    clientAddress: req.socket.remoteAddress,
-    setHeader: (name, value) => {
-      if (!res.headersSent) res.setHeader(name, value);
-    },
-  });
+interface ChatRouteOptions {
+  router: AnyTRPCRouter;
+  createContext(req: Request, res: Response): Context;
+  logger: Logger;
+}
+
+function procedureAt(router: AnyTRPCRouter, path: string): AnyTRPCProcedure {
+  const procedure = (router._def.procedures as Record<string, AnyTRPCProcedure | undefined>)[path];
+  if (!procedure) throw new Error(`No procedure ${path}`);
+  return procedure;
 }
 
 /**
@@ -25,15 +22,27 @@ function contextFor(deps: AppDeps, req: Request, res: Response) {
  * it, an error is a line of its own. The generation does not depend on this response: when the client goes
  * away the route stops writing and the answer is still completed and saved.
  */
-async function sendChatMessage(deps: AppDeps, req: Request, res: Response) {
-  const caller = createCaller(contextFor(deps, req, res));
-  const body: unknown = req.body ?? {};
+async function sendChatMessage(options: ChatRouteOptions, req: Request, res: Response) {
+  const ctx = options.createContext(req, res);
+  const input: unknown = req.body ?? {};
   try {
-    if (typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === false) {
-      res.json(await caller.chat.sendMessage(body as never));
+    // Both procedures take the same input (SendMessageInput), so whichever is called validates it alike.
+    if (typeof input === 'object' && input !== null && (input as { stream?: unknown }).stream === false) {
+      res.json(
+        await callProcedure(procedureAt(options.router, 'chat.sendMessage'), {
+          path: 'chat.sendMessage',
+          ctx,
+          input,
+        }),
+      );
       return;
     }
-    const lines = (await caller.chat.sendMessageStream(body as never))[Symbol.asyncIterator]();
+    const stream = (await callProcedure(procedureAt(options.router, 'chat.sendMessageStream'), {
+      path: 'chat.sendMessageStream',
+      ctx,
+      input,
+    })) as AsyncIterable<ChatStreamLine>;
+    const lines = stream[Symbol.asyncIterator]();
     let next = await lines.next();
     let gone = false;
     res.on('close', () => {
@@ -51,7 +60,7 @@ async function sendChatMessage(deps: AppDeps, req: Request, res: Response) {
       }
     } catch (error) {
       const failure = toErrorResponse(error);
-      if (failure.error_code === 'INTERNAL_ERROR') deps.logger.error({ err: error }, 'chat stream failed');
+      if (failure.error_code === 'INTERNAL_ERROR') options.logger.error({ err: error }, 'chat stream failed');
       if (!gone)
         res.write(
           `${JSON.stringify({ error: failure.detail, error_code: failure.error_code, is_retryable: failure.is_retryable })}\n`,
@@ -60,19 +69,14 @@ async function sendChatMessage(deps: AppDeps, req: Request, res: Response) {
     if (gone) void lines.return?.(undefined);
     res.end();
   } catch (error) {
-    sendError(res, error, deps.logger);
+    sendError(res, error, options.logger);
   }
 }
 
-const SEND_MESSAGE_PATH = '/chat/send-chat-message';
-
 /**
- * The routes `registerChatRoutes` adds, as `METHOD /path`: they answer before the REST adapter, so its
- * front handler (rest-adapter.ts) leaves these paths to them.
+ * The hand-written chat route: the NDJSON stream at the path of `chat.sendMessage`. Register it before
+ * the REST adapter, which would otherwise answer that path with `chat.sendMessage`'s JSON.
  */
-export const CHAT_ROUTES: ReadonlySet<string> = new Set([`POST ${SEND_MESSAGE_PATH}`]);
-
-/** The hand-written chat route: the NDJSON stream. */
-export function registerChatRoutes(api: express.Router, deps: AppDeps): void {
-  api.post(SEND_MESSAGE_PATH, (req, res) => sendChatMessage(deps, req, res));
+export function registerChatRoutes(api: express.Router, options: ChatRouteOptions): void {
+  api.post('/chat/send-chat-message', (req, res) => sendChatMessage(options, req, res));
 }
