@@ -1,4 +1,3 @@
-import type { AuthCache } from '../auth/auth-cache.ts';
 import {
   displayCredential,
   earliestExpiry,
@@ -7,6 +6,7 @@ import {
   hashCredential,
 } from '../auth/credential.ts';
 import type { Actor } from '../auth/roles.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { AppError } from '../errors.ts';
@@ -15,10 +15,7 @@ import type { SearchIndex } from '../search/search-index.ts';
 import * as identityRepository from './identity.repository.ts';
 import type { CreatePersonalTokenInput, PersonalAccessToken } from './identity.schemas.ts';
 
-interface Deps {
-  db: Db;
-  authCache?: AuthCache | null;
-}
+type Deps = ServiceContext<'db'> & Partial<ServiceContext<'authCache'>>;
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 

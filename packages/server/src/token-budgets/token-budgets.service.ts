@@ -6,7 +6,7 @@ import * as userGroupsRepository from '../user-groups/user-groups.repository.ts'
 import * as tokenBudgetsRepository from './token-budgets.repository.ts';
 import type { TokenBudget, TokenBudgetArgs } from './token-budgets.schemas.ts';
 
-type Ctx = ServiceContext<'db'>;
+type Deps = ServiceContext<'db'>;
 const HOUR = 3_600_000;
 
 function notFound(id: number) {
@@ -18,7 +18,7 @@ export async function listBudgets({
   scope,
   groupId,
 }: {
-  ctx: Ctx;
+  ctx: Deps;
   scope?: TokenBudget['scope'];
   groupId?: number;
 }): Promise<TokenBudget[]> {
@@ -31,7 +31,7 @@ export async function createBudget({
   groupId = null,
   input,
 }: {
-  ctx: Ctx;
+  ctx: Deps;
   scope: TokenBudget['scope'];
   groupId?: number | null;
   input: TokenBudgetArgs;
@@ -49,7 +49,7 @@ export async function updateBudget({
   id,
   input,
 }: {
-  ctx: Ctx;
+  ctx: Deps;
   id: number;
   input: TokenBudgetArgs;
 }): Promise<TokenBudget> {
@@ -58,7 +58,7 @@ export async function updateBudget({
   return (await tokenBudgetsRepository.findBudget(ctx.db, id))!;
 }
 
-export async function deleteBudget({ ctx, id }: { ctx: Ctx; id: number }): Promise<void> {
+export async function deleteBudget({ ctx, id }: { ctx: Deps; id: number }): Promise<void> {
   const result = await tokenBudgetsRepository.deleteBudget(ctx.db, id);
   if (!result.numDeletedRows) throw notFound(id);
 }
@@ -70,7 +70,7 @@ const SCOPE_TEXT = { global: 'organization', user: 'user', user_group: "user's g
  * the budget's period reach `token_budget` thousand. `Retry-After` is when the oldest counted message leaves
  * the window.
  */
-export async function assertWithinBudget({ ctx, actor }: { ctx: Ctx; actor: Actor }): Promise<void> {
+export async function assertWithinBudget({ ctx, actor }: { ctx: Deps; actor: Actor }): Promise<void> {
   const budgets = await tokenBudgetsRepository.budgetsFor(ctx.db, actor.user_id);
   const now = Date.now();
   for (const budget of budgets) {

@@ -15,9 +15,9 @@ import { canUse, checkRequestedScope, loadScope, requireManage, type Scope } fro
 
 export const MASK = '********';
 
-type Ctx = ServiceContext<'db' | 'secrets' | 'config'>;
+type Deps = ServiceContext<'db' | 'secrets' | 'config'>;
 
-export function decryptHeaders(ctx: Pick<Ctx, 'secrets'>, enc: string | null): HeaderPair[] {
+export function decryptHeaders(ctx: Pick<Deps, 'secrets'>, enc: string | null): HeaderPair[] {
   if (!enc) return [];
   return JSON.parse(ctx.secrets.decrypt(enc)) as HeaderPair[];
 }
@@ -32,7 +32,7 @@ function methodsOf(row: ToolRow): MethodSpec[] {
   }));
 }
 
-export function toToolDetail(ctx: Pick<Ctx, 'secrets'>, row: ToolRow, groups: number[]): ToolDetail {
+export function toToolDetail(ctx: Pick<Deps, 'secrets'>, row: ToolRow, groups: number[]): ToolDetail {
   return {
     id: row.id,
     name: row.name,
@@ -53,7 +53,7 @@ export function toToolDetail(ctx: Pick<Ctx, 'secrets'>, row: ToolRow, groups: nu
 
 /** The rules on how an action authenticates; each refusal is a 400 saying why. */
 async function checkAuth(
-  ctx: Ctx,
+  ctx: Deps,
   auth: { headers: HeaderPair[]; passthrough: boolean; oauthConfigId: number | null },
 ): Promise<void> {
   if (auth.passthrough) {
@@ -101,7 +101,7 @@ export async function createCustomTool({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: CustomToolCreateInput;
 }): Promise<ToolDetail> {
   const { actor } = ctx;
@@ -139,20 +139,20 @@ function toolNotFound(id: number): AppError {
   return new AppError('TOOL_NOT_FOUND', `Tool ${id} not found`);
 }
 
-async function scopeOfTool(ctx: Pick<Ctx, 'db'>, row: ToolRow): Promise<Scope> {
+async function scopeOfTool(ctx: Pick<Deps, 'db'>, row: ToolRow): Promise<Scope> {
   const groups = await actionsRepository.groupsOfTools(ctx.db, [row.id]);
   return { group_scoped: row.group_scoped, groups: groups.map((g) => g.group_id) };
 }
 
 /** Who may use a tool: an MCP server's tools are scoped like their server, other tools by their own groups. */
-async function usageScopeOfTool(ctx: Pick<Ctx, 'db'>, row: ToolRow): Promise<Scope> {
+async function usageScopeOfTool(ctx: Pick<Deps, 'db'>, row: ToolRow): Promise<Scope> {
   if (row.mcp_server_id === null) return scopeOfTool(ctx, row);
   const server = await actionsRepository.findMcpServer(ctx.db, row.mcp_server_id);
   const groups = await actionsRepository.groupsOfMcpServers(ctx.db, [row.mcp_server_id]);
   return { group_scoped: server?.group_scoped ?? true, groups: groups.map((g) => g.group_id) };
 }
 
-async function editableTool(ctx: Ctx, actor: Actor, toolId: number): Promise<ToolRow> {
+async function editableTool(ctx: Deps, actor: Actor, toolId: number): Promise<ToolRow> {
   const row = await actionsRepository.findTool(ctx.db, toolId);
   if (!row) throw toolNotFound(toolId);
   if (row.kind === 'builtin')
@@ -196,7 +196,7 @@ export async function updateCustomTool({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: CustomToolUpdateInput;
 }): Promise<ToolDetail> {
   const { actor } = ctx;
@@ -236,7 +236,7 @@ export async function updateCustomTool({
 }
 
 /** Deletes an OpenAPI action; the agents that had it lose it (their `tool_ids` cascade). */
-export async function deleteCustomTool({ ctx, toolId }: { ctx: Ctx & { actor: Actor }; toolId: number }) {
+export async function deleteCustomTool({ ctx, toolId }: { ctx: Deps & { actor: Actor }; toolId: number }) {
   const { actor } = ctx;
   const row = await editableTool(ctx, actor, toolId);
   await actionsRepository.deleteTool(ctx.db, row.id);
@@ -251,7 +251,7 @@ export async function getTool({
   ctx,
   toolId,
 }: {
-  ctx: Pick<Ctx, 'db' | 'secrets'> & { actor: Actor };
+  ctx: Pick<Deps, 'db' | 'secrets'> & { actor: Actor };
   toolId: number;
 }) {
   const { actor } = ctx;
@@ -262,13 +262,13 @@ export async function getTool({
 }
 
 /** The tool's detail after a change by someone who manages it. */
-async function detailOf(ctx: Pick<Ctx, 'db' | 'secrets'>, toolId: number) {
+async function detailOf(ctx: Pick<Deps, 'db' | 'secrets'>, toolId: number) {
   const row = await actionsRepository.findTool(ctx.db, toolId);
   if (!row) throw toolNotFound(toolId);
   return toolDetail(ctx, row);
 }
 
-async function toolDetail(ctx: Pick<Ctx, 'db' | 'secrets'>, row: ToolRow) {
+async function toolDetail(ctx: Pick<Deps, 'db' | 'secrets'>, row: ToolRow) {
   const groups = await actionsRepository.groupsOfTools(ctx.db, [row.id]);
   return toToolDetail(
     ctx,

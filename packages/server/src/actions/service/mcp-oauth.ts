@@ -24,7 +24,7 @@ import {
 import { REFRESH_MARGIN_MS } from '../oauth/tokens.ts';
 import { usableServer } from './mcp-access.ts';
 
-type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
+type Deps = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 
 const STATE_TTL_MS = 10 * 60_000;
 
@@ -45,12 +45,12 @@ interface StateData {
 }
 
 /** The redirect URI kas registers (or the admin registers) with the MCP server's authorization server. */
-export function mcpRedirectUri(config: Ctx['config']): string {
+export function mcpRedirectUri(config: Deps['config']): string {
   const base = (config.KAS_PUBLIC_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
   return `${base}/mcp/oauth/callback`;
 }
 
-function adminOauthClient(ctx: Ctx, row: McpServerRow): OAuthClientInformationMixed | null {
+function adminOauthClient(ctx: Deps, row: McpServerRow): OAuthClientInformationMixed | null {
   if (!row.admin_config_enc) return null;
   const config = JSON.parse(ctx.secrets.decrypt(row.admin_config_enc)) as {
     oauth_client_id?: string;
@@ -64,14 +64,14 @@ function adminOauthClient(ctx: Ctx, row: McpServerRow): OAuthClientInformationMi
     : null;
 }
 
-async function readGrant(ctx: Ctx, serverId: number, userId: string): Promise<McpOauthGrant | null> {
+async function readGrant(ctx: Deps, serverId: number, userId: string): Promise<McpOauthGrant | null> {
   const row = await actionsRepository.findMcpUserConfig(ctx.db, serverId, userId);
   if (!row) return null;
   return (JSON.parse(ctx.secrets.decrypt(row.config_enc)) as { oauth?: McpOauthGrant }).oauth ?? null;
 }
 
 async function saveGrant(
-  ctx: Ctx,
+  ctx: Deps,
   serverId: number,
   userId: string,
   grant: Omit<McpOauthGrant, 'expires_at'>,
@@ -95,7 +95,7 @@ async function saveGrant(
  * has not connected, or the token expired and could not be refreshed. Reads this user's row only.
  */
 export async function mcpOauthAccessToken(
-  ctx: Ctx,
+  ctx: Deps,
   row: McpServerRow,
   userId: string,
   options: { rejected?: string | undefined } = {},
@@ -127,7 +127,7 @@ export async function mcpOauthAccessToken(
 }
 
 async function clientFor(
-  ctx: Ctx,
+  ctx: Deps,
   row: McpServerRow,
   discovery: McpAuthDiscovery,
   redirectUri: string,
@@ -170,7 +170,7 @@ export async function connectMcpOauth({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: z.infer<typeof McpOauthConnectInput>;
 }): Promise<z.infer<typeof McpOauthConnectResponse>> {
   const { actor } = ctx;
@@ -211,7 +211,7 @@ export async function mcpOauthCallback({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: { code: string; state: string };
 }): Promise<z.infer<typeof McpOauthCallbackResponse>> {
   const { actor } = ctx;

@@ -22,7 +22,7 @@ import { scopeOfServer, serverNotFound, serverOr404, usableServer } from './mcp-
 import { mcpOauthAccessToken } from './mcp-oauth.ts';
 import { canUse, checkRequestedScope, loadScope, requireManage, type Scope } from './scope.ts';
 
-type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
+type Deps = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 type Template = z.infer<typeof McpAuthTemplate>;
 
 /** The server's admin-side configuration, stored encrypted. */
@@ -40,7 +40,7 @@ interface UserConfig {
 
 const DEFAULT_TEMPLATE: Template = { headers: { Authorization: 'Bearer {api_key}' } };
 
-function adminConfig(ctx: Pick<Ctx, 'secrets'>, row: McpServerRow): AdminConfig {
+function adminConfig(ctx: Pick<Deps, 'secrets'>, row: McpServerRow): AdminConfig {
   return row.admin_config_enc ? (JSON.parse(ctx.secrets.decrypt(row.admin_config_enc)) as AdminConfig) : {};
 }
 
@@ -65,7 +65,7 @@ function fill(template: Template, values: Record<string, string>): Record<string
   return headers;
 }
 
-function requiredFields(ctx: Pick<Ctx, 'secrets'>, row: McpServerRow): string[] {
+function requiredFields(ctx: Pick<Deps, 'secrets'>, row: McpServerRow): string[] {
   if (row.auth_type !== 'API_TOKEN' || row.auth_performer !== 'PER_USER') return [];
   return placeholders(adminConfig(ctx, row).auth_template ?? DEFAULT_TEMPLATE);
 }
@@ -75,7 +75,7 @@ function requiredFields(ctx: Pick<Ctx, 'secrets'>, row: McpServerRow): string[] 
  * tokens are read for this user only, so one user's key or token is never sent for another.
  */
 export async function mcpHeaders(
-  ctx: Ctx,
+  ctx: Deps,
   actor: Actor,
   row: McpServerRow,
 ): Promise<{ headers: Record<string, string> } | { missing: string }> {
@@ -121,7 +121,7 @@ export async function mcpHeaders(
  * again with the new one (the MCP authorization spec's answer to a 401 during a call).
  */
 async function withAuthRetry<T>(
-  ctx: Ctx,
+  ctx: Deps,
   actor: Actor,
   row: McpServerRow,
   headers: Record<string, string>,
@@ -138,7 +138,7 @@ async function withAuthRetry<T>(
   }
 }
 
-async function userConfig(ctx: Ctx, serverId: number, userId: string): Promise<UserConfig | null> {
+async function userConfig(ctx: Deps, serverId: number, userId: string): Promise<UserConfig | null> {
   const row = await actionsRepository.findMcpUserConfig(ctx.db, serverId, userId);
   return row ? (JSON.parse(ctx.secrets.decrypt(row.config_enc)) as UserConfig) : null;
 }
@@ -189,7 +189,7 @@ export async function createMcpServer({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: McpServerCreateInput;
 }) {
   const { actor } = ctx;
@@ -231,7 +231,7 @@ export async function createMcpServer({
  * The server, when the actor manages it (admin, or curator of all its groups); 403 when they may only
  * use it, and 404 like an absent server when they may not even use it.
  */
-async function managedServer(ctx: Ctx, actor: Actor, id: number): Promise<McpServerRow> {
+async function managedServer(ctx: Deps, actor: Actor, id: number): Promise<McpServerRow> {
   const row = await serverOr404(ctx, id);
   await requireManage(ctx, actor, await scopeOfServer(ctx, row), `MCP server ${id}`, () =>
     serverNotFound(id),
@@ -239,7 +239,7 @@ async function managedServer(ctx: Ctx, actor: Actor, id: number): Promise<McpSer
   return row;
 }
 
-async function snapshot(ctx: Ctx, actor: Actor, row: McpServerRow): Promise<McpServerSnapshot> {
+async function snapshot(ctx: Deps, actor: Actor, row: McpServerRow): Promise<McpServerSnapshot> {
   const config = adminConfig(ctx, row);
   const scope = await scopeOfServer(ctx, row);
   const { n } = await actionsRepository.countServerTools(ctx.db, row.id);
@@ -267,7 +267,7 @@ export async function listMcpServers({
   ctx,
   purpose,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   purpose: 'manage' | 'use';
 }) {
   const { actor } = ctx;
@@ -281,7 +281,7 @@ export async function listMcpServers({
   return { mcp_servers: await Promise.all(visible.map((r) => snapshot(ctx, actor, r))) };
 }
 
-export async function getMcpServer({ ctx, serverId }: { ctx: Ctx & { actor: Actor }; serverId: number }) {
+export async function getMcpServer({ ctx, serverId }: { ctx: Deps & { actor: Actor }; serverId: number }) {
   const { actor } = ctx;
   return snapshot(ctx, actor, await managedServer(ctx, actor, serverId));
 }
@@ -301,7 +301,7 @@ export async function fetchMcpServerTools({
   ctx,
   serverId,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   serverId: number;
 }): Promise<z.infer<typeof McpServerTools>> {
   const { actor } = ctx;
@@ -358,7 +358,7 @@ export async function updateMcpServer({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: z.infer<typeof McpServerUpdateInput>;
 }) {
   const { actor } = ctx;
@@ -385,7 +385,7 @@ export async function updateMcpServer({
   return { server_id: row.id, server_name: input.name ?? row.name, updated_tools: updated };
 }
 
-export async function deleteMcpServer({ ctx, serverId }: { ctx: Ctx & { actor: Actor }; serverId: number }) {
+export async function deleteMcpServer({ ctx, serverId }: { ctx: Deps & { actor: Actor }; serverId: number }) {
   const { actor } = ctx;
   await managedServer(ctx, actor, serverId);
   if (!(await actionsRepository.deleteMcpServer(ctx.db, serverId)))
@@ -398,7 +398,7 @@ export async function saveUserCredentials({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: z.infer<typeof McpUserCredentialsInput>;
 }): Promise<z.infer<typeof McpUserCredentialsResponse>> {
   const { actor } = ctx;
@@ -455,7 +455,7 @@ export async function deleteUserCredentials({
   ctx,
   serverId,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   serverId: number;
 }) {
   const { actor } = ctx;

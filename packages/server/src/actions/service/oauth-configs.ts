@@ -12,12 +12,12 @@ import type {
 } from '../actions.schemas.ts';
 import { TokenEndpointError, tokenRequest } from '../oauth/tokens.ts';
 
-type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
+type Deps = ServiceContext<'db' | 'secrets' | 'outbound' | 'config' | 'logger'>;
 
 const STATE_TTL_MS = 10 * 60_000;
 
 /** The redirect URI to register with the provider: the caller's browser lands there with `code` and `state`. */
-export function redirectUri(config: Ctx['config']): string {
+export function redirectUri(config: Deps['config']): string {
   const base = (config.KAS_PUBLIC_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '');
   return `${base}/oauth-config/callback`;
 }
@@ -28,14 +28,14 @@ function scopesOf(scopes: string[] | string | undefined): string[] {
   return list.map((s) => s.trim()).filter(Boolean);
 }
 
-async function snapshotOf(ctx: Ctx, id: number): Promise<OAuthConfigSnapshot> {
+async function snapshotOf(ctx: Deps, id: number): Promise<OAuthConfigSnapshot> {
   const row = (await actionsRepository.listOauthConfigs(ctx.db)).find((r) => r.id === id);
   if (!row) throw new AppError('OAUTH_CONFIG_NOT_FOUND', `OAuth configuration ${id} not found`);
   return toSnapshot(ctx, row);
 }
 
 function toSnapshot(
-  ctx: Ctx,
+  ctx: Deps,
   row: Awaited<ReturnType<typeof actionsRepository.listOauthConfigs>>[number],
 ): OAuthConfigSnapshot {
   return {
@@ -54,7 +54,7 @@ export async function createOauthConfig({
   ctx,
   input,
 }: {
-  ctx: Ctx;
+  ctx: Deps;
   input: z.infer<typeof OAuthConfigCreateInput>;
 }) {
   const { id } = await actionsRepository.insertOauthConfig(ctx.db, {
@@ -68,11 +68,11 @@ export async function createOauthConfig({
   return snapshotOf(ctx, id);
 }
 
-export async function listOauthConfigs({ ctx }: { ctx: Ctx }) {
+export async function listOauthConfigs({ ctx }: { ctx: Deps }) {
   return (await actionsRepository.listOauthConfigs(ctx.db)).map((r) => toSnapshot(ctx, r));
 }
 
-export async function getOauthConfig({ ctx, id }: { ctx: Ctx; id: number }) {
+export async function getOauthConfig({ ctx, id }: { ctx: Deps; id: number }) {
   return snapshotOf(ctx, id);
 }
 
@@ -80,7 +80,7 @@ export async function updateOauthConfig({
   ctx,
   input,
 }: {
-  ctx: Ctx;
+  ctx: Deps;
   input: z.infer<typeof OAuthConfigUpdateInput>;
 }) {
   const current = await snapshotOf(ctx, input.oauth_config_id);
@@ -109,7 +109,7 @@ export async function updateOauthConfig({
 }
 
 /** Deletes a configuration and every user's token for it; 400 while an action still uses it. */
-export async function deleteOauthConfig({ ctx, id }: { ctx: Ctx; id: number }) {
+export async function deleteOauthConfig({ ctx, id }: { ctx: Deps; id: number }) {
   const snapshot = await snapshotOf(ctx, id);
   if (snapshot.tool_count > 0)
     throw new AppError(
@@ -121,7 +121,7 @@ export async function deleteOauthConfig({ ctx, id }: { ctx: Ctx; id: number }) {
 }
 
 /** Starts the caller's own connection: an authorization URL with PKCE (S256) and a one-time state. */
-export async function initiateOauth({ ctx, configId }: { ctx: Ctx & { actor: Actor }; configId: number }) {
+export async function initiateOauth({ ctx, configId }: { ctx: Deps & { actor: Actor }; configId: number }) {
   const { actor } = ctx;
   const config = await actionsRepository.findOauthConfig(ctx.db, configId);
   if (!config) throw new AppError('OAUTH_CONFIG_NOT_FOUND', `OAuth configuration ${configId} not found`);
@@ -153,7 +153,7 @@ export async function oauthCallback({
   ctx,
   input,
 }: {
-  ctx: Ctx & { actor: Actor };
+  ctx: Deps & { actor: Actor };
   input: z.infer<typeof OAuthCallbackInput>;
 }) {
   const { actor } = ctx;
@@ -193,7 +193,7 @@ export async function oauthCallback({
   return { success: true, oauth_config_id: config.id, message: `Connected to ${config.name}` };
 }
 
-export async function disconnectOauth({ ctx, configId }: { ctx: Ctx & { actor: Actor }; configId: number }) {
+export async function disconnectOauth({ ctx, configId }: { ctx: Deps & { actor: Actor }; configId: number }) {
   const { actor } = ctx;
   if (!(await actionsRepository.deleteUserToken(ctx.db, configId, actor.user_id)))
     throw new AppError('NOT_FOUND', `You are not connected to OAuth configuration ${configId}`);

@@ -2,7 +2,7 @@ import type { ServiceContext } from '../../context.ts';
 import * as actionsRepository from '../actions.repository.ts';
 import { REFRESH_MARGIN_MS, type StoredToken, tokenRequest } from '../oauth/tokens.ts';
 
-type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'logger'>;
+type Deps = ServiceContext<'db' | 'secrets' | 'outbound' | 'logger'>;
 
 /**
  * The user's access token for an OAuth configuration, refreshed when it expires within a minute
@@ -10,7 +10,7 @@ type Ctx = ServiceContext<'db' | 'secrets' | 'outbound' | 'logger'>;
  * Only this user's row is ever read: one user's token is never used for another.
  */
 export async function userAccessToken(
-  ctx: Ctx,
+  ctx: Deps,
   configId: number,
   userId: string,
   options: { force?: boolean } = {},

@@ -5,7 +5,7 @@ import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as actionsRepository from '../actions.repository.ts';
 
-type Ctx = ServiceContext<'db'>;
+type Deps = ServiceContext<'db'>;
 
 /** An action's group scope: unscoped (everyone uses it, admins manage it) or the groups it is for. */
 export interface Scope extends GroupScoped {
@@ -24,7 +24,7 @@ export async function canManage(db: DbExecutor, actor: Actor, scope: Scope): Pro
  * answers `notFound`, exactly like an absent one.
  */
 export async function requireManage(
-  ctx: Ctx,
+  ctx: Deps,
   actor: Actor,
   scope: Scope,
   what: string,
@@ -44,7 +44,7 @@ export async function requireManage(
  * least one group and only groups they curate (403 otherwise). `undefined` keeps `current`.
  */
 export async function checkRequestedScope(
-  ctx: Ctx,
+  ctx: Deps,
   actor: Actor,
   groups: number[] | undefined,
   current: Scope | null,

@@ -1,12 +1,12 @@
 import type { Actor } from '../../auth/roles.ts';
 import { loadScope, policy } from '../../auth/scope.ts';
-import type { AppDeps } from '../../context.ts';
+import type { ServiceContext } from '../../context.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as documentsRepository from '../documents.repository.ts';
 
 /** What the documents services use of the application. */
-export type DocumentsDeps = Pick<AppDeps, 'db' | 'search' | 'logger' | 'ingestion'>;
+export type DocumentsDeps = ServiceContext<'db' | 'search' | 'logger' | 'ingestion'>;
 
 /**
  * The CC pairs whose documents the actor may read and change through the ingestion API: all for

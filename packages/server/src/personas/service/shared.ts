@@ -1,14 +1,12 @@
 import type { Actor } from '../../auth/roles.ts';
 import { loadScope, policy } from '../../auth/scope.ts';
-import type { Db, DbExecutor } from '../../db/database.ts';
+import type { ActorContext } from '../../context.ts';
+import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as personasRepository from '../personas.repository.ts';
 import type { FullPersonaSnapshot, MinimalPersonaSnapshot, PersonaSnapshot } from '../personas.schemas.ts';
 
-export interface Deps {
-  db: Db;
-  actor: Actor;
-}
+export type Deps = ActorContext<'db'>;
 
 /**
  * User knowledge (files users upload to attach to agents) does not exist yet, so `user_file_ids` must be
