@@ -6,7 +6,7 @@ import { errorOf } from '../testing/errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as eventsRepository from './events.repository.ts';
 import { createIndexingState } from './indexing-state.ts';
-import { eventPass, schedulerPass } from './scheduler.ts';
+import { eventPass } from './scheduler.ts';
 
 // Webhook events are stored when accepted and processed by the worker: exactly once, surviving a
 // dead worker, retried with backoff on a source failure, visible on the pair.

@@ -1,12 +1,10 @@
 import type { Actor } from '../auth/roles.ts';
 import { loadScope, policy } from '../auth/scope.ts';
 import type { ServiceContext } from '../context.ts';
-import { type Db, type DbExecutor, isUniqueViolation } from '../db/database.ts';
+import { type DbExecutor, isUniqueViolation } from '../db/database.ts';
 import * as documentsRepository from '../documents/documents.repository.ts';
 import * as documentsService from '../documents/documents.service.ts';
 import { AppError } from '../errors.ts';
-import type { Logger } from '../logger.ts';
-import type { SearchIndex } from '../search/search-index.ts';
 import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
 import * as usersRepository from '../users/users.repository.ts';
 import * as documentSetsRepository from './document-sets.repository.ts';

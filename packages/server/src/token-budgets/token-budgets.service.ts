@@ -1,6 +1,5 @@
 import type { Actor } from '../auth/roles.ts';
 import type { ServiceContext } from '../context.ts';
-import type { Db } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
 import * as tokenBudgetsRepository from './token-budgets.repository.ts';

@@ -1,11 +1,8 @@
 import type { Actor } from '../../auth/roles.ts';
-import type { Config } from '../../config.ts';
 import type { ServiceContext } from '../../context.ts';
 import type { Db } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
-import type { LlmProvider } from '../../llm/llm.types.ts';
 import * as projectsService from '../../projects/projects.service.ts';
-import type { SearchIndex } from '../../search/search-index.ts';
 import type { MessageRow, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type {
