@@ -66,7 +66,10 @@ try {
   await bob.agents.get(agent.id);
   check(false, 'an outsider must not read the agent');
 } catch (error) {
-  check(error instanceof ApiError && error.status === 403, 'an outsider gets 403');
+  check(
+    error instanceof ApiError && error.status === 404,
+    'an outsider gets 404, as for an agent that does not exist',
+  );
 }
 try {
   await alice.agents.delete(agent.id);

@@ -145,7 +145,7 @@ describe('REST: chat with the built-in answerer', () => {
     ).toBe(404);
   });
 
-  it('enforces agent access: 403 naming the agent', async () => {
+  it('enforces agent access: an agent the caller cannot see answers 404 like an absent one', async () => {
     const created = await s.request('POST', '/api/persona', {
       key: s.adminKey,
       body: {
@@ -167,8 +167,11 @@ describe('REST: chat with the built-in answerer', () => {
       await s.request('POST', '/api/chat/create-chat-session', { key: alice, body: { persona_id: id } }),
       await send(alice, { message: 'hi', chat_session_info: { persona_id: id } }),
     ]) {
-      expect(res.status).toBe(403);
-      expect((await res.json()).detail).toMatch(/persona|agent/i);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({
+        error_code: 'PERSONA_NOT_FOUND',
+        detail: `Agent (persona) ${id} not found`,
+      });
     }
     expect(
       (

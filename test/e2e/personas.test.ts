@@ -135,11 +135,13 @@ describe.each(['pglite', 'postgres'] as const)('agents over HTTP on %s', (db) =>
         document_sets: [],
       });
 
-      // Private: only the owner and admins.
+      // Private: only the owner and admins; to anyone else it answers like an absent agent.
       expect((await api.get(alice.key, id)).body.search_start_date).toBe('2025-01-01T00:00:00.000Z');
       expect((await api.get(s.adminKey, id)).status).toBe(200);
       const hidden = await api.get(bob.key, id);
-      expect(hidden).toMatchObject({ status: 403, body: { error_code: 'INSUFFICIENT_PERMISSIONS' } });
+      const absent = await api.get(bob.key, 999_999);
+      expect(hidden).toMatchObject({ status: 404, body: { error_code: 'PERSONA_NOT_FOUND' } });
+      expect(hidden.body.detail).toBe(absent.body.detail.replace('999999', String(id)));
       expect((await ids(bob.key)).all).not.toContain(id);
       expect((await ids(alice.key)).all).toContain(id);
       expect((await api.adminList(bob.key)).status).toBe(403);
@@ -150,9 +152,9 @@ describe.each(['pglite', 'postgres'] as const)('agents over HTTP on %s', (db) =>
         user_file_ids: [],
       });
 
-      // Nobody but the owner (or an admin) edits or deletes.
-      expect((await api.update(bob.key, id, { name: 'hijacked' })).status).toBe(403);
-      expect((await api.remove(bob.key, id)).status).toBe(403);
+      // Nobody but the owner (or an admin) edits or deletes; one who cannot see it is told it is absent.
+      expect((await api.update(bob.key, id, { name: 'hijacked' })).status).toBe(404);
+      expect((await api.remove(bob.key, id)).status).toBe(404);
 
       // Shared with Bob: he sees it, still cannot change it.
       const shared = await api.update(alice.key, id, { users: [bob.user_id], display_priority: 42 });
@@ -175,7 +177,7 @@ describe.each(['pglite', 'postgres'] as const)('agents over HTTP on %s', (db) =>
       expect((await api.update(alice.key, id, { users: [], groups: [group.body.id] })).status).toBe(200);
       expect((await api.get(bob.key, id)).status).toBe(200);
       expect((await api.update(alice.key, id, { groups: [] })).status).toBe(200);
-      expect((await api.get(bob.key, id)).status).toBe(403);
+      expect((await api.get(bob.key, id)).status).toBe(404);
 
       // Admins may edit anyone's agent.
       expect((await api.update(s.adminKey, id, { description: 'by admin' })).body.description).toBe(

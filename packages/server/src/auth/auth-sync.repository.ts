@@ -43,6 +43,7 @@ export async function blockedAddresses(
 
 /** Publishes a new epoch (delivered to every listener, this process's included); returns it. */
 export async function publishEpoch(db: Db): Promise<number> {
+  // Raw SQL: NOTIFY (pg_notify) of a sequence's next value in one statement.
   const { rows } = await sql<{ epoch: string }>`
     SELECT e.epoch FROM (SELECT nextval('kas_auth_epoch') AS epoch) e,
       LATERAL (SELECT pg_notify(${CHANNEL}, e.epoch::text)) n`.execute(db);
@@ -50,11 +51,13 @@ export async function publishEpoch(db: Db): Promise<number> {
 }
 
 export async function publishBlock(db: Db, address: string, until: number): Promise<void> {
+  // Raw SQL: NOTIFY (pg_notify), not a table.
   await sql`SELECT pg_notify(${BLOCK_CHANNEL}, ${`${until} ${address}`})`.execute(db);
 }
 
 /** Every live listener's backend and the epoch it has acknowledged. */
 export async function listeners(db: Db): Promise<{ pid: number; epoch: number }[]> {
+  // Raw SQL: pg_stat_activity is a system view, which no table type declares.
   const { rows } = await sql<{ pid: number; application_name: string }>`
     SELECT pid, application_name FROM pg_stat_activity
     WHERE application_name LIKE ${`${LISTENER_PREFIX}%`}`.execute(db);
@@ -65,5 +68,6 @@ export async function listeners(db: Db): Promise<{ pid: number; epoch: number }[
 }
 
 export async function terminate(db: Db, pids: number[]): Promise<void> {
+  // Raw SQL: a server function over unnest(array), no table.
   await sql`SELECT pg_terminate_backend(pid) FROM unnest(${pids}::int[]) AS pid`.execute(db);
 }

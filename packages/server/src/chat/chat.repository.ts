@@ -31,7 +31,7 @@ export function updateSession(
   const { touch, ...columns } = patch;
   return db
     .updateTable('chat_sessions')
-    .set({ ...columns, ...(touch ? { time_updated: sql<Date>`now()` } : {}) })
+    .set((eb) => ({ ...columns, ...(touch ? { time_updated: eb.fn<Date>('now') } : {}) }))
     .where('id', '=', id)
     .executeTakeFirst();
 }
@@ -40,6 +40,7 @@ export function deleteSession(db: DbExecutor, id: string) {
   return db.deleteFrom('chat_sessions').where('id', '=', id).executeTakeFirst();
 }
 
+/** How long an unanswered chat counts as in progress. Raw SQL: the builder has no interval literal. */
 const FAILED_AFTER = sql`interval '5 minutes'`;
 
 export interface ListSessionsFilter {
@@ -92,13 +93,6 @@ export function listSessionsWindow(
   else if (filter.only_non_project_chats) sessions = sessions.where('s.project_id', 'is', null);
   // Failed: no answer ever succeeded, and one failed or none came within five minutes. Scalar LIMIT 1
   // probes through the messages' session index (an EXISTS may be planned as a hash of all messages).
-  const visible = filter.include_failed_chats
-    ? sql<boolean>`true`
-    : sql<boolean>`((select true from chat_messages m where m.chat_session_id = s.id
-        and m.message_type = 'assistant' and m.error is null limit 1) is not null
-      or ((select true from chat_messages m where m.chat_session_id = s.id
-        and m.message_type = 'assistant' and m.error is not null limit 1) is null
-        and s.time_created > now() - ${FAILED_AFTER}))`;
   return db
     .selectFrom(
       sessions
@@ -109,7 +103,26 @@ export function listSessionsWindow(
         .as('s'),
     )
     .selectAll('s')
-    .select(visible.as('visible'))
+    .select((eb) => {
+      if (filter.include_failed_chats) return eb.lit(true).as('visible');
+      const answer = (error: 'is' | 'is not') =>
+        eb
+          .selectFrom('chat_messages as m')
+          .select(eb.lit(true).as('found'))
+          .whereRef('m.chat_session_id', '=', 's.id')
+          .where('m.message_type', '=', 'assistant')
+          .where('m.error', error, null)
+          .limit(eb.lit(1));
+      return eb
+        .or([
+          eb(answer('is'), 'is not', null),
+          eb.and([
+            eb(answer('is not'), 'is', null),
+            eb('s.time_created', '>', sql<Date>`now() - ${FAILED_AFTER}`),
+          ]),
+        ])
+        .as('visible');
+    })
     .orderBy('s.time_created', 'desc')
     .orderBy('s.id');
 }
@@ -144,6 +157,8 @@ export async function searchSessions(
   const text = filter.query?.trim();
   if (!text) return live().limit(filter.limit).offset(filter.offset).execute();
   const like = likePattern(text);
+  // Raw SQL: full-text matching (to_tsvector @@ plainto_tsquery, the expressions the GIN indexes are built
+  // on) next to ilike, in the shape the messages' indexes are combined for (a bitmap OR).
   const words = sql`plainto_tsquery('english', ${text})`;
   const nameMatches = sql<boolean>`(s.description ilike ${like} or to_tsvector('english', s.description) @@ ${words})`;
   const messageMatches = sql<boolean>`m.message_type <> 'system'
@@ -156,7 +171,7 @@ export async function searchSessions(
       (eb) =>
         eb
           .selectFrom('chat_messages as m')
-          .select(sql<number>`1`.as('hit'))
+          .select((eb) => eb.lit(1).as('hit'))
           .whereRef('m.chat_session_id', '=', 's.id')
           .where(messageMatches)
           .limit(1)
@@ -164,19 +179,29 @@ export async function searchSessions(
       (join) => join.onTrue(),
     )
     .selectAll('s')
-    .where(sql<boolean>`(${nameMatches} or h.hit is not null)`)
+    .where((eb) => eb.or([nameMatches, eb('h.hit', 'is not', null)]))
     .orderBy('s.time_created', 'desc')
     .orderBy('s.id')
     .limit(filter.limit)
     .offset(filter.offset)
     .execute();
   if (recent.length === filter.limit) return recent;
-  const older = await live().select(sql<number>`1`.as('more')).offset(window).limit(1).executeTakeFirst();
+  const older = await live()
+    .select((eb) => eb.lit(1).as('more'))
+    .offset(window)
+    .limit(1)
+    .executeTakeFirst();
   if (!older) return recent;
   return live()
-    .where(
-      sql<boolean>`(${nameMatches}
-        or s.id in (select m.chat_session_id from chat_messages m where ${messageMatches}))`,
+    .where((eb) =>
+      eb.or([
+        nameMatches,
+        eb(
+          's.id',
+          'in',
+          eb.selectFrom('chat_messages as m').select('m.chat_session_id').where(messageMatches),
+        ),
+      ]),
     )
     .limit(filter.limit)
     .offset(filter.offset)
@@ -225,6 +250,7 @@ const NODE_COLUMNS = [
   'time_sent',
 ] as const;
 export type MessageNode = Pick<Selectable<ChatMessagesTable>, (typeof NODE_COLUMNS)[number]>;
+/** The node columns for the raw statements below (walkMessages, appendTurn). */
 const NODE = sql.raw(NODE_COLUMNS.map((c) => `m.${c}`).join(', '));
 /** Longest path walked (a guard against a cycle in damaged data). */
 const MAX_DEPTH = 100_000;
@@ -252,6 +278,8 @@ export async function walkMessages(
   from: number,
   direction: 'up' | 'down',
 ): Promise<MessageNode[]> {
+  // Raw SQL: a recursive walk with a depth guard; the builder's withRecursive would need the CTE's
+  // columns declared by hand and reads worse than the statement.
   const next = direction === 'up' ? sql`walk.parent_message_id` : sql`walk.latest_child_message_id`;
   const result = await sql<MessageNode>`
     WITH RECURSIVE walk AS (
@@ -282,6 +310,8 @@ export async function appendTurn(
   },
 ): Promise<{ question: MessageNode | null; answer: MessageNode }> {
   const { question } = args;
+  // Raw SQL: one statement of data-modifying CTEs fed by nextval() (ids drawn before the rows that link
+  // to them are inserted), which the builder cannot compose.
   const ids = question
     ? sql`SELECT min(v) AS question_id, max(v) AS answer_id
           FROM (SELECT nextval(pg_get_serial_sequence('chat_messages', 'id')) AS v FROM generate_series(1, 2)) x`
@@ -356,7 +386,7 @@ export function findMessage(db: DbExecutor, id: number) {
 export function requestStop(db: DbExecutor, sessionId: string) {
   return db
     .updateTable('chat_sessions')
-    .set({ stop_requested_at: sql<Date>`now()` })
+    .set((eb) => ({ stop_requested_at: eb.fn<Date>('now') }))
     .where('id', '=', sessionId)
     .executeTakeFirst();
 }

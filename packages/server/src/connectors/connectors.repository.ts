@@ -1,5 +1,5 @@
 import { type Expression, expressionBuilder, type InferResult, sql } from 'kysely';
-import type { DbExecutor } from '../db/database.ts';
+import { arrayOf, type DbExecutor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import type {
   Attempt,
@@ -21,14 +21,6 @@ export const now = () => expressions.fn<Date>('now');
  */
 export function secondsAgo(seconds: number | Expression<number | null>) {
   return sql<Date>`now() - make_interval(secs => ${seconds})`;
-}
-
-/**
- * A subquery's values as an array, `[]` when it finds none. Raw SQL: the builder has no `ARRAY(subquery)`
- * constructor (the compiled subquery brings its parentheses), and `array_agg` answers null for no rows.
- */
-function arrayOf<T>(subquery: Expression<{ [column: string]: T }>) {
-  return sql<T[]>`array${subquery}`;
 }
 
 function selectConnectors(db: DbExecutor) {

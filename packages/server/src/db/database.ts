@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { Kysely, PGliteDialect, PostgresDialect, type Transaction } from 'kysely';
+import { type Expression, Kysely, PGliteDialect, PostgresDialect, sql, type Transaction } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
@@ -15,6 +15,14 @@ import { snapshotDataDir } from './snapshot.ts';
 
 export type Db = Kysely<Database>;
 export type DbExecutor = Kysely<Database> | Transaction<Database>;
+
+/**
+ * A subquery's values as an array, `[]` when it finds none. Raw SQL: the builder has no `ARRAY(subquery)`
+ * constructor (the compiled subquery brings its parentheses), and `array_agg` answers null for no rows.
+ */
+export function arrayOf<T>(subquery: Expression<{ [column: string]: T }>) {
+  return sql<T[]>`array${subquery}`;
+}
 
 export interface DatabaseHandle {
   db: Db;

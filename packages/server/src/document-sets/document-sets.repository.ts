@@ -1,5 +1,5 @@
-import { type ExpressionBuilder, sql } from 'kysely';
-import type { DbExecutor } from '../db/database.ts';
+import type { ExpressionBuilder } from 'kysely';
+import { arrayOf, type DbExecutor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 
 /** Who reads: admins see every set; others public ones, their own, and those shared with them or their groups. */
@@ -30,43 +30,42 @@ function visibleTo(viewer: SetViewer) {
   };
 }
 
-const setColumns = [
-  'document_sets.id',
-  'document_sets.name',
-  'document_sets.description',
-  'document_sets.is_public',
-  sql<
-    number[]
-  >`array(SELECT l.cc_pair_id FROM document_set_cc_pairs l WHERE l.document_set_id = document_sets.id ORDER BY l.cc_pair_id)`.as(
-    'cc_pair_ids',
-  ),
-  sql<
-    string[]
-  >`array(SELECT u.user_id::text FROM document_set_users u WHERE u.document_set_id = document_sets.id ORDER BY u.user_id)`.as(
-    'users',
-  ),
-  sql<
-    number[]
-  >`array(SELECT g.group_id FROM document_set_groups g WHERE g.document_set_id = document_sets.id ORDER BY g.group_id)`.as(
-    'groups',
-  ),
-] as const;
+function selectSets(db: DbExecutor) {
+  return db.selectFrom('document_sets').select((eb) => [
+    'document_sets.id',
+    'document_sets.name',
+    'document_sets.description',
+    'document_sets.is_public',
+    arrayOf(
+      eb
+        .selectFrom('document_set_cc_pairs as l')
+        .select('l.cc_pair_id')
+        .whereRef('l.document_set_id', '=', 'document_sets.id')
+        .orderBy('l.cc_pair_id'),
+    ).as('cc_pair_ids'),
+    arrayOf(
+      eb
+        .selectFrom('document_set_users as u')
+        .select((eb) => eb.cast<string>('u.user_id', 'text').as('user_id'))
+        .whereRef('u.document_set_id', '=', 'document_sets.id')
+        .orderBy('u.user_id'),
+    ).as('users'),
+    arrayOf(
+      eb
+        .selectFrom('document_set_groups as g')
+        .select('g.group_id')
+        .whereRef('g.document_set_id', '=', 'document_sets.id')
+        .orderBy('g.group_id'),
+    ).as('groups'),
+  ]);
+}
 
 export function listSets(db: DbExecutor, viewer: SetViewer) {
-  return db
-    .selectFrom('document_sets')
-    .select(setColumns)
-    .where(visibleTo(viewer))
-    .orderBy('document_sets.id')
-    .execute();
+  return selectSets(db).where(visibleTo(viewer)).orderBy('document_sets.id').execute();
 }
 
 export function findSet(db: DbExecutor, id: number) {
-  return db
-    .selectFrom('document_sets')
-    .select(setColumns)
-    .where('document_sets.id', '=', id)
-    .executeTakeFirst();
+  return selectSets(db).where('document_sets.id', '=', id).executeTakeFirst();
 }
 
 export function findSetOwner(db: DbExecutor, id: number) {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { AccessType, CcPairStatus } from '../connectors/connectors.table.ts';
-import type { DbExecutor } from '../db/database.ts';
+import { arrayOf, type DbExecutor } from '../db/database.ts';
 import type { Chunk } from './chunking.ts';
 import type { Document } from './documents.table.ts';
 
@@ -32,26 +32,37 @@ export async function systemIngestionPairId(db: DbExecutor): Promise<number | un
  * linked to it) and the document sets it belongs to. `null` is the system ingestion pair.
  */
 export async function findCcPairAccess(db: DbExecutor, pairId: number): Promise<CcPairAccess | undefined> {
-  const result = await sql<{
-    id: number;
-    status: CcPairStatus;
-    access_type: AccessType;
-    is_system: boolean;
-    user_ids: (string | null)[];
-    group_ids: number[];
-    document_sets: string[];
-  }>`
-    SELECT p.id, p.status, p.access_type, p.is_system,
-      ARRAY[p.creator_id, (SELECT k.user_id FROM credentials k WHERE k.id = p.credential_id)]::text[] AS user_ids,
-      ARRAY(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = p.id) AS group_ids,
-      ARRAY(SELECT s.name FROM document_set_cc_pairs l JOIN document_sets s ON s.id = l.document_set_id
-            WHERE l.cc_pair_id = p.id) AS document_sets
-    FROM cc_pairs p WHERE p.id = ${pairId}`.execute(db);
-  const row = result.rows[0];
+  const row = await db
+    .selectFrom('cc_pairs as p')
+    .select((eb) => [
+      'p.id',
+      'p.status',
+      'p.access_type',
+      'p.is_system',
+      'p.creator_id',
+      eb
+        .selectFrom('credentials as k')
+        .select('k.user_id')
+        .whereRef('k.id', '=', 'p.credential_id')
+        .as('credential_user_id'),
+      arrayOf(
+        eb.selectFrom('cc_pair_groups as g').select('g.group_id').whereRef('g.cc_pair_id', '=', 'p.id'),
+      ).as('group_ids'),
+      arrayOf(
+        eb
+          .selectFrom('document_set_cc_pairs as l')
+          .innerJoin('document_sets as s', 's.id', 'l.document_set_id')
+          .select('s.name')
+          .whereRef('l.cc_pair_id', '=', 'p.id'),
+      ).as('document_sets'),
+    ])
+    .where('p.id', '=', pairId)
+    .executeTakeFirst();
   if (!row) return undefined;
+  const { creator_id, credential_user_id, ...access } = row;
   return {
-    ...row,
-    user_ids: [...new Set(row.user_ids.filter((u): u is string => !!u))],
+    ...access,
+    user_ids: [...new Set([creator_id, credential_user_id].filter((u): u is string => !!u))],
   };
 }
 
@@ -144,6 +155,7 @@ export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<
     .insertInto('documents')
     .values(values)
     .onConflict((oc) => oc.column('id').doUpdateSet({ ...update, time_updated: new Date() }))
+    // Raw SQL: `xmax` is a system column, which no table type declares; 0 when the row was inserted.
     .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
     .executeTakeFirstOrThrow();
   return { inserted: result.inserted };
@@ -198,15 +210,18 @@ export async function findDocumentStates(db: DbExecutor, ids: string[]): Promise
   if (!ids.length) return new Map();
   const rows = await db
     .selectFrom('documents as d')
-    .select([
+    .select((eb) => [
       'd.id',
       'd.content_hash',
       'd.from_ingestion_api',
-      sql<number[]>`array(SELECT o.cc_pair_id FROM document_by_cc_pair o WHERE o.document_id = d.id)`.as(
-        'cc_pair_ids',
-      ),
+      arrayOf(
+        eb
+          .selectFrom('document_by_cc_pair as o')
+          .select('o.cc_pair_id')
+          .whereRef('o.document_id', '=', 'd.id'),
+      ).as('cc_pair_ids'),
     ])
-    .where('d.id', '=', sql<string>`ANY(${ids}::text[])`)
+    .where((eb) => eb('d.id', '=', eb.fn.any(eb.val(ids))))
     .forUpdate()
     .execute();
   return new Map(rows.map(({ id, ...state }) => [id, state]));
@@ -269,6 +284,7 @@ export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {
  * (`access_external`) decides, so a user sees such a document exactly when the source lets them.
  */
 export function recomputeAccess(db: DbExecutor, documentIds: string[]) {
+  // Raw SQL: the owners' users come from a lateral `VALUES` list, which the builder cannot express.
   return sql`
     UPDATE documents d SET
       is_public = EXISTS (
@@ -308,10 +324,21 @@ const minimalInfo = ['d.id as document_id', 'd.semantic_id', 'd.link'] as const;
 export async function listCcPairGroups(
   db: DbExecutor,
 ): Promise<{ id: number; access_type: AccessType; groups: number[] }[]> {
-  const rows = await sql<{ id: number; access_type: AccessType; groups: number[] }>`
-    SELECT p.id, p.access_type, ARRAY(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = p.id ORDER BY g.group_id) AS groups
-    FROM cc_pairs p ORDER BY p.id`.execute(db);
-  return rows.rows;
+  return db
+    .selectFrom('cc_pairs as p')
+    .select((eb) => [
+      'p.id',
+      'p.access_type',
+      arrayOf(
+        eb
+          .selectFrom('cc_pair_groups as g')
+          .select('g.group_id')
+          .whereRef('g.cc_pair_id', '=', 'p.id')
+          .orderBy('g.group_id'),
+      ).as('groups'),
+    ])
+    .orderBy('p.id')
+    .execute();
 }
 
 /** The CC pairs owning a document, with their user groups. */
@@ -319,11 +346,21 @@ export async function ownerPairsOf(
   db: DbExecutor,
   documentId: string,
 ): Promise<{ id: number; groups: number[] }[]> {
-  const rows = await sql<{ id: number; groups: number[] }>`
-    SELECT o.cc_pair_id AS id,
-      ARRAY(SELECT g.group_id FROM cc_pair_groups g WHERE g.cc_pair_id = o.cc_pair_id ORDER BY g.group_id) AS groups
-    FROM document_by_cc_pair o WHERE o.document_id = ${documentId} ORDER BY o.cc_pair_id`.execute(db);
-  return rows.rows;
+  return db
+    .selectFrom('document_by_cc_pair as o')
+    .select((eb) => [
+      'o.cc_pair_id as id',
+      arrayOf(
+        eb
+          .selectFrom('cc_pair_groups as g')
+          .select('g.group_id')
+          .whereRef('g.cc_pair_id', '=', 'o.cc_pair_id')
+          .orderBy('g.group_id'),
+      ).as('groups'),
+    ])
+    .where('o.document_id', '=', documentId)
+    .orderBy('o.cc_pair_id')
+    .execute();
 }
 
 /** Documents of the ingestion API; with `withinPairs`, only those every owner of which is in that list. */
@@ -335,8 +372,16 @@ export function listIngestedDocuments(db: DbExecutor, withinPairs: readonly numb
     .$call((q) =>
       withinPairs === null
         ? q
-        : q.where(
-            sql<boolean>`NOT EXISTS (SELECT 1 FROM document_by_cc_pair o WHERE o.document_id = d.id AND NOT (o.cc_pair_id = ANY(${withinPairs as number[]}::int[])))`,
+        : q.where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('document_by_cc_pair as o')
+                  .select(eb.lit(1).as('one'))
+                  .whereRef('o.document_id', '=', 'd.id')
+                  .where((eb) => eb.not(eb('o.cc_pair_id', '=', eb.fn.any(eb.val(withinPairs))))),
+              ),
+            ),
           ),
     )
     .orderBy('d.time_created')
@@ -388,7 +433,7 @@ export async function loadIndexedDocuments(db: DbExecutor, ids: string[]) {
   if (!ids.length) return { documents: [], chunks: [] };
   const documents = await db
     .selectFrom('documents as d')
-    .select([
+    .select((eb) => [
       'd.id',
       'd.semantic_id',
       'd.source',
@@ -399,11 +444,15 @@ export async function loadIndexedDocuments(db: DbExecutor, ids: string[]) {
       'd.access_user_ids',
       'd.access_group_ids',
       'd.access_external',
-      sql<string[]>`array(
-        SELECT DISTINCT s.name FROM document_by_cc_pair o
-        JOIN document_set_cc_pairs l ON l.cc_pair_id = o.cc_pair_id
-        JOIN document_sets s ON s.id = l.document_set_id
-        WHERE o.document_id = d.id)`.as('document_sets'),
+      arrayOf(
+        eb
+          .selectFrom('document_by_cc_pair as o')
+          .innerJoin('document_set_cc_pairs as l', 'l.cc_pair_id', 'o.cc_pair_id')
+          .innerJoin('document_sets as s', 's.id', 'l.document_set_id')
+          .select('s.name')
+          .distinct()
+          .whereRef('o.document_id', '=', 'd.id'),
+      ).as('document_sets'),
     ])
     .where('d.id', 'in', ids)
     .execute();

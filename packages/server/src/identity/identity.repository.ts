@@ -165,6 +165,8 @@ export async function replaceExternalGroupMembers(
  * identity that is an email at a source with domain grants (Google Drive's `domain` permissions).
  */
 export async function externalPrincipalsOfUser(db: DbExecutor, userId: string): Promise<string[]> {
+  // Raw SQL: a CTE and five UNIONs of `||`-built strings tested with `position(… in …)`; the builder
+  // would write each of them as a raw fragment, less readable than the statement itself.
   const { rows } = await sql<{ p: string }>`
     WITH direct AS (
       SELECT 'email:' || lower(u.email) AS p FROM users u WHERE u.id = ${userId}

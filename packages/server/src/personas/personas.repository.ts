@@ -1,4 +1,4 @@
-import { type Expression, type ExpressionBuilder, type SqlBool, sql, type Updateable } from 'kysely';
+import type { Expression, ExpressionBuilder, SqlBool, Updateable } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import type { DbExecutor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
@@ -122,7 +122,7 @@ function filteredPersonas(db: DbExecutor, filter: ListFilter) {
 export function listPersonas(db: DbExecutor, filter: ListFilter, page: { limit: number; offset: number }) {
   return filteredPersonas(db, filter)
     .select(personaColumns)
-    .orderBy(sql`personas.display_priority asc nulls last`)
+    .orderBy('personas.display_priority', (ob) => ob.asc().nullsLast())
     .orderBy('personas.id')
     .limit(page.limit)
     .offset(page.offset)
@@ -131,7 +131,7 @@ export function listPersonas(db: DbExecutor, filter: ListFilter, page: { limit: 
 
 export async function countPersonas(db: DbExecutor, filter: ListFilter): Promise<number> {
   const row = await filteredPersonas(db, filter)
-    .select(sql<number>`count(*)::int`.as('n'))
+    .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

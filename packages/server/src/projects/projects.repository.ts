@@ -1,30 +1,31 @@
-import { sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
 
-const columns = [
-  'p.id',
-  'p.name',
-  'p.description',
-  'p.instructions',
-  'p.created_at',
-  'p.updated_at',
-  'p.user_id',
-  sql<number>`(select count(*)::int from chat_sessions s where s.project_id = p.id and not s.deleted)`.as(
-    'chat_count',
-  ),
-] as const;
+function selectProjects(db: DbExecutor) {
+  return db.selectFrom('user_projects as p').select((eb) => [
+    'p.id',
+    'p.name',
+    'p.description',
+    'p.instructions',
+    'p.created_at',
+    'p.updated_at',
+    'p.user_id',
+    eb
+      .selectFrom('chat_sessions as s')
+      .select(eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+      .whereRef('s.project_id', '=', 'p.id')
+      .where((eb) => eb.not(eb.ref('s.deleted')))
+      .$asScalar()
+      .$notNull()
+      .as('chat_count'),
+  ]);
+}
 
 export function listProjects(db: DbExecutor, userId: string) {
-  return db
-    .selectFrom('user_projects as p')
-    .select(columns)
-    .where('p.user_id', '=', userId)
-    .orderBy('p.id')
-    .execute();
+  return selectProjects(db).where('p.user_id', '=', userId).orderBy('p.id').execute();
 }
 
 export function findProject(db: DbExecutor, id: number) {
-  return db.selectFrom('user_projects as p').select(columns).where('p.id', '=', id).executeTakeFirst();
+  return selectProjects(db).where('p.id', '=', id).executeTakeFirst();
 }
 
 export function insertProject(
@@ -41,7 +42,7 @@ export function updateProject(
 ) {
   return db
     .updateTable('user_projects')
-    .set({ ...patch, updated_at: sql<Date>`now()` })
+    .set((eb) => ({ ...patch, updated_at: eb.fn<Date>('now') }))
     .where('id', '=', id)
     .executeTakeFirst();
 }

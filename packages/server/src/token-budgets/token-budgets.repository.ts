@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
 
 const columns = ['id as token_id', 'scope', 'group_id', 'enabled', 'token_budget', 'period_hours'] as const;
@@ -70,9 +69,11 @@ export function usageSince(
   let query = db
     .selectFrom('chat_messages as m')
     .innerJoin('chat_sessions as s', 's.id', 'm.chat_session_id')
-    .select([
-      sql<number>`coalesce(sum(m.token_count), 0)::int`.as('used'),
-      sql<Date | null>`min(m.time_sent)`.as('oldest'),
+    .select((eb) => [
+      eb
+        .cast<number>(eb.fn.coalesce(eb.fn.sum<number | null>('m.token_count'), eb.lit(0)), 'integer')
+        .as('used'),
+      eb.fn.min<Date | null>('m.time_sent').as('oldest'),
     ])
     .where('m.time_sent', '>', since);
   if (scope.kind === 'user') query = query.where('s.user_id', '=', scope.user_id);

@@ -170,7 +170,8 @@ describe('user groups', () => {
     });
     await admin.userGroups.delete({ user_group_id: group.id });
     expect(await errorOf(t.caller(bob.key).personas.get({ persona_id: persona.id }))).toMatchObject({
-      status: 403,
+      status: 404,
+      error_code: 'PERSONA_NOT_FOUND',
     });
     expect((await t.caller(alice.key).personas.get({ persona_id: persona.id })).groups).toEqual([]);
   });

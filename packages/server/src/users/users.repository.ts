@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Role } from '../auth/roles.ts';
 import type { DbExecutor } from '../db/database.ts';
 
@@ -30,7 +29,7 @@ export function findUserByEmail(db: DbExecutor, email: string) {
   return db
     .selectFrom('users')
     .select(snapshotColumns)
-    .where(sql<boolean>`lower(email) = lower(${email})`)
+    .where((eb) => eb(eb.fn('lower', ['email']), '=', eb.fn('lower', [eb.val(email)])))
     .executeTakeFirst();
 }
 
@@ -44,7 +43,11 @@ export async function pageUsers(
   args: { q?: string | undefined; offset: number; limit: number },
 ) {
   let query = db.selectFrom('users');
-  if (args.q) query = query.where(sql<boolean>`strpos(lower(email), lower(${args.q})) > 0`);
+  const { q } = args;
+  if (q)
+    query = query.where((eb) =>
+      eb(eb.fn('strpos', [eb.fn('lower', ['email']), eb.fn('lower', [eb.val(q)])]), '>', eb.lit(0)),
+    );
   const [items, total] = await Promise.all([
     query
       .select(snapshotColumns)
@@ -59,11 +62,29 @@ export async function pageUsers(
 }
 
 /** The user's agents that nobody else can see: deleted with the user (shared ones stay). */
-export function deletePrivatePersonasOf(db: DbExecutor, userId: string) {
-  return sql`
-    DELETE FROM personas p WHERE p.owner_id = ${userId} AND NOT p.is_public
-      AND NOT EXISTS (SELECT 1 FROM persona_users u WHERE u.persona_id = p.id AND u.user_id <> ${userId})
-      AND NOT EXISTS (SELECT 1 FROM persona_groups g WHERE g.persona_id = p.id)`.execute(db);
+export async function deletePrivatePersonasOf(db: DbExecutor, userId: string): Promise<void> {
+  await db
+    .deleteFrom('personas as p')
+    .where('p.owner_id', '=', userId)
+    .where((eb) => eb.not(eb.ref('p.is_public')))
+    .where(({ not, exists, selectFrom, lit }) =>
+      not(
+        exists(
+          selectFrom('persona_users as u')
+            .select(lit(1).as('one'))
+            .whereRef('u.persona_id', '=', 'p.id')
+            .where('u.user_id', '<>', userId),
+        ),
+      ),
+    )
+    .where(({ not, exists, selectFrom, lit }) =>
+      not(
+        exists(
+          selectFrom('persona_groups as g').select(lit(1).as('one')).whereRef('g.persona_id', '=', 'p.id'),
+        ),
+      ),
+    )
+    .execute();
 }
 
 /** The subset of `ids` that name existing users. */

@@ -3,15 +3,16 @@ import type { Db, DbExecutor } from '../db/database.ts';
 
 /** Deletes rate-limit windows (rate-limiter-flexible's Postgres store) that expired before `now` (ms). */
 export async function deleteExpiredRateLimits(db: DbExecutor, now: number): Promise<void> {
+  // Raw SQL: rate_limits is rate-limiter-flexible's store, created by a migration but typed by no table file.
   await sql`DELETE FROM rate_limits WHERE expire IS NOT NULL AND expire < ${now}`.execute(db);
 }
 
 /** Takes a transaction-scoped advisory lock if free; false when another session holds it. */
 export async function tryAdvisoryTransactionLock(trx: DbExecutor, key: number): Promise<boolean> {
-  const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${key}) AS locked`.execute(
-    trx,
-  );
-  return rows[0]?.locked === true;
+  const row = await trx
+    .selectNoFrom((eb) => eb.fn<boolean>('pg_try_advisory_xact_lock', [eb.val(key)]).as('locked'))
+    .executeTakeFirst();
+  return row?.locked === true;
 }
 
 /**
@@ -23,6 +24,7 @@ export async function tablesToAnalyze(
   db: DbExecutor,
   args: { limit: number; exclude: string[] },
 ): Promise<{ table: string; changed: number }[]> {
+  // Raw SQL: statistics views and catalogs (pg_stat_user_tables, pg_class), which no table type declares.
   const { rows } = await sql<{ table: string; changed: number }>`
     SELECT s.relname AS table, s.n_mod_since_analyze::float8 AS changed
     FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
@@ -41,6 +43,7 @@ export async function tablesToAnalyze(
  * `to_tsvector(message)`: 2.8 s for 40,000 messages on PGlite, against 35 ms for its columns).
  */
 export async function analyzeTable(db: Db, table: string, statisticsTarget: number): Promise<void> {
+  // Raw SQL: the pg_attribute catalog, set_config and ANALYZE, none of them the builder's.
   await db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ name: string }>`
       SELECT attname AS name FROM pg_attribute
