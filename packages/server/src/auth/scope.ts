@@ -15,11 +15,16 @@ export interface Scope {
   curates: ReadonlySet<number>;
 }
 
+/** The groups the actor belongs to (as member or curator): what document access needs of the scope. */
+export function memberGroupIds(db: DbExecutor, actor: Actor): Promise<number[]> {
+  return userGroupsRepository.groupIdsOfUser(db, actor.user_id);
+}
+
 export async function loadScope(db: DbExecutor, actor: Actor): Promise<Scope> {
   if (actor.role === 'admin')
     return { user_id: actor.user_id, admin: true, memberOf: new Set(), curates: new Set() };
   const [memberOf, curates] = await Promise.all([
-    userGroupsRepository.groupIdsOfUser(db, actor.user_id),
+    memberGroupIds(db, actor),
     actor.role === 'curator'
       ? userGroupsRepository.curatedGroupIdsOfUser(db, actor.user_id)
       : Promise.resolve([] as number[]),

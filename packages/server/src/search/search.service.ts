@@ -1,10 +1,9 @@
 import type { Actor } from '../auth/roles.ts';
+import { memberGroupIds } from '../auth/scope.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
-import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
-import * as userGroupsRepository from '../user-groups/user-groups.repository.ts';
 import { highlighter } from './highlight.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
@@ -57,7 +56,7 @@ export interface SearchChunk {
 export async function accessScopeOf(ctx: { db: Db }, actor: Actor): Promise<AccessScope> {
   if (actor.role === 'admin') return { all: true };
   const [group_ids, external] = await Promise.all([
-    userGroupsRepository.groupIdsOfUser(ctx.db, actor.user_id),
+    memberGroupIds(ctx.db, actor),
     identityRepository.externalPrincipalsOfUser(ctx.db, actor.user_id),
   ]);
   return { all: false, user_id: actor.user_id, group_ids, external };
@@ -70,15 +69,9 @@ async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilte
   if (filters.document_set?.length || filters.document_set_ids?.length) {
     const byName = await documentSetsRepository.findSetsByName(ctx.db, filters.document_set ?? [], viewer);
     const byId = await documentSetsRepository.findSetsById(ctx.db, filters.document_set_ids ?? [], viewer);
-    const hidden = [...byName, ...byId].filter((s) => !s.visible);
-    if (hidden.length) {
-      throw new AppError(
-        'INSUFFICIENT_PERMISSIONS',
-        `You do not have access to document set ${hidden.map((s) => `"${s.name}"`).join(', ')}`,
-      );
-    }
-    // Unknown names or ids match nothing, so a filter on them alone finds nothing.
-    documentSets = [...new Set([...byName, ...byId].map((s) => s.name))];
+    // A set the caller may not see filters like an unknown one (matches nothing): answering otherwise
+    // would tell them that a private set of that name or id exists.
+    documentSets = [...new Set([...byName, ...byId].filter((s) => s.visible).map((s) => s.name))];
   }
   const cutoff = filters.time_cutoff ? new Date(filters.time_cutoff) : undefined;
   return {
