@@ -13,9 +13,11 @@ export const toolColumns = [
 
 /**
  * The enabled tools `viewer` may use: admins see all; others those of actions not scoped to user
- * groups, and of scoped ones (OpenAPI actions or MCP servers, migration 0015) in a group they belong to.
+ * groups, and of scoped ones (OpenAPI actions or MCP servers, migration 0015) in any of `memberOf`
+ * (the rule `memberOfAny` of auth/scope.ts, applied in SQL so the list is filtered where it is read).
  */
-export function listTools(db: DbExecutor, viewer: { userId: string; isAdmin: boolean }) {
+export function listTools(db: DbExecutor, viewer: { isAdmin: boolean; memberOf: readonly number[] }) {
+  const memberOf = [...viewer.memberOf];
   return db
     .selectFrom('tools')
     .select(toolColumns)
@@ -41,18 +43,16 @@ export function listTools(db: DbExecutor, viewer: { userId: string; isAdmin: boo
           eb.exists(
             eb
               .selectFrom('tool_groups')
-              .innerJoin('user_group_members', 'user_group_members.group_id', 'tool_groups.group_id')
               .select('tool_groups.tool_id')
               .whereRef('tool_groups.tool_id', '=', 'tools.id')
-              .where('user_group_members.user_id', '=', viewer.userId),
+              .where('tool_groups.group_id', '=', (e) => e.fn.any(e.val(memberOf))),
           ),
           eb.exists(
             eb
               .selectFrom('mcp_server_groups')
-              .innerJoin('user_group_members', 'user_group_members.group_id', 'mcp_server_groups.group_id')
               .select('mcp_server_groups.mcp_server_id')
               .whereRef('mcp_server_groups.mcp_server_id', '=', 'tools.mcp_server_id')
-              .where('user_group_members.user_id', '=', viewer.userId),
+              .where('mcp_server_groups.group_id', '=', (e) => e.fn.any(e.val(memberOf))),
           ),
         ]),
       ),
