@@ -51,6 +51,44 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
     expect(await revoked.json()).toEqual({ error_code: 'UNAUTHENTICATED', detail: expect.any(String) });
   });
 
+  it('gives a key personal tokens only while an admin allows it (allow_personal_tokens)', async () => {
+    const created = await s.request('POST', '/api/admin/api-key', {
+      key: s.adminKey,
+      body: { role: 'basic' },
+    });
+    const key = await created.json();
+    expect(key.allow_personal_tokens).toBe(false);
+    const mint = () => s.request('POST', '/api/user/pats', { key: key.api_key, body: { name: 'bot' } });
+    const refused = await mint();
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ error_code: 'INSUFFICIENT_PERMISSIONS' });
+
+    const curator = await s.createKey('curator');
+    const byCurator = await s.request('PATCH', `/api/admin/api-key/${key.api_key_id}`, {
+      key: curator.key,
+      body: { allow_personal_tokens: true },
+    });
+    expect(byCurator.status).toBe(403);
+
+    const allowed = await s.request('PATCH', `/api/admin/api-key/${key.api_key_id}`, {
+      key: s.adminKey,
+      body: { allow_personal_tokens: true },
+    });
+    expect(await allowed.json()).toMatchObject({ allow_personal_tokens: true });
+    const minted = await mint();
+    expect(minted.status).toBe(200);
+    const { token } = await minted.json();
+    expect((await s.request('GET', '/api/me', { key: token })).status).toBe(200);
+
+    await s.request('PATCH', `/api/admin/api-key/${key.api_key_id}`, {
+      key: s.adminKey,
+      body: { allow_personal_tokens: false },
+    });
+    const stopped = await s.request('GET', '/api/me', { key: token });
+    expect(stopped.status).toBe(401);
+    expect(await stopped.json()).toMatchObject({ error_code: 'UNAUTHENTICATED' });
+  });
+
   it('answers every error with {error_code, detail}', async () => {
     const basic = await s.createKey('basic');
     const cases: Array<[string, string, { key?: string; body?: unknown; rawBody?: string }, number, string]> =

@@ -2088,6 +2088,8 @@ export interface components {
             user_id: string;
             /** @description ISO 8601 instant after which the key is refused (401); null: never expires */
             expires_at: string | null;
+            /** @description Whether the key's service account may create personal access tokens (never outliving the key, dying with it); turning it off also stops the tokens it already made. Default false */
+            allow_personal_tokens: boolean;
         };
         ChatSessionDetail: {
             chat_session_id: string;
@@ -3105,6 +3107,11 @@ export interface operations {
                     role?: components["schemas"]["Role"];
                     /** @description Days until the credential expires; null or absent: never */
                     expires_in_days?: number | null;
+                    /**
+                     * @description Whether the key's service account may create personal access tokens (never outliving the key, dying with it); turning it off also stops the tokens it already made. Default false
+                     * @default false
+                     */
+                    allow_personal_tokens?: boolean;
                 };
             };
         };
@@ -3451,6 +3458,8 @@ export interface operations {
                     role?: components["schemas"]["Role"];
                     /** @description New lifetime in days from now; null removes the expiry; absent leaves it */
                     expires_in_days?: number | null;
+                    /** @description Whether the key's service account may create personal access tokens (never outliving the key, dying with it); turning it off also stops the tokens it already made. Default false */
+                    allow_personal_tokens?: boolean;
                 };
             };
         };

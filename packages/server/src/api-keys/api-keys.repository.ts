@@ -8,6 +8,7 @@ const descriptorColumns = [
   'users.role as api_key_role',
   'users.id as user_id',
   'api_keys.expires_at as expires_at',
+  'api_keys.allow_personal_tokens as allow_personal_tokens',
 ] as const;
 
 export function listKeys(db: DbExecutor) {
@@ -46,7 +47,14 @@ export function findActorByHash(db: DbExecutor, hashedKey: string) {
 
 export function insertKey(
   db: DbExecutor,
-  row: { name: string | null; hashed_key: string; display: string; user_id: string; expires_at: Date | null },
+  row: {
+    name: string | null;
+    hashed_key: string;
+    display: string;
+    user_id: string;
+    expires_at: Date | null;
+    allow_personal_tokens: boolean;
+  },
 ) {
   return db.insertInto('api_keys').values(row).returning('id').executeTakeFirstOrThrow();
 }
@@ -54,7 +62,7 @@ export function insertKey(
 export function updateKey(
   db: DbExecutor,
   id: number,
-  patch: { name?: string | null; expires_at?: Date | null },
+  patch: { name?: string | null; expires_at?: Date | null; allow_personal_tokens?: boolean },
 ) {
   return db
     .updateTable('api_keys')
@@ -84,4 +92,14 @@ export async function countAdminKeys(db: DbExecutor): Promise<number> {
     .where('users.role', '=', 'admin' satisfies Role)
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** Whether an admin allows the key's service account personal tokens; undefined for an absent key. */
+export async function allowsPersonalTokens(db: DbExecutor, id: number): Promise<boolean | undefined> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select('allow_personal_tokens')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row?.allow_personal_tokens;
 }

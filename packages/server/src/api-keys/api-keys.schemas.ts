@@ -4,6 +4,12 @@ import { Role } from '../auth/roles.ts';
 
 export const ApiKeyId = z.number().int().positive().meta({ description: 'Unique id of the key' });
 
+const AllowPersonalTokens = z.boolean().meta({
+  description:
+    "Whether the key's service account may create personal access tokens (never outliving the key, " +
+    'dying with it); turning it off also stops the tokens it already made. Default false',
+});
+
 export const ApiKeyDescriptor = z
   .object({
     api_key_id: z.number().int(),
@@ -19,6 +25,7 @@ export const ApiKeyDescriptor = z
       .string()
       .nullable()
       .meta({ description: 'ISO 8601 instant after which the key is refused (401); null: never expires' }),
+    allow_personal_tokens: AllowPersonalTokens,
   })
   .meta({ id: 'ApiKeyDescriptor' });
 export type ApiKeyDescriptor = z.infer<typeof ApiKeyDescriptor>;
@@ -29,6 +36,7 @@ export const CreateApiKeyInput = z.object({
   name: ApiKeyName.optional(),
   role: Role.default('basic'),
   expires_in_days: ExpiresInDays.optional(),
+  allow_personal_tokens: AllowPersonalTokens.default(false),
 });
 export type CreateApiKeyInput = z.infer<typeof CreateApiKeyInput>;
 
@@ -39,6 +47,7 @@ export const UpdateApiKeyInput = z.object({
   expires_in_days: ExpiresInDays.optional().meta({
     description: 'New lifetime in days from now; null removes the expiry; absent leaves it',
   }),
+  allow_personal_tokens: AllowPersonalTokens.optional(),
 });
 export type UpdateApiKeyInput = z.infer<typeof UpdateApiKeyInput>;
 

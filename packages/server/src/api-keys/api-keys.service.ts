@@ -57,7 +57,7 @@ export async function createApiKey({
   value,
 }: {
   ctx: Deps;
-  input: CreateApiKeyInput;
+  input: Omit<CreateApiKeyInput, 'allow_personal_tokens'> & { allow_personal_tokens?: boolean };
   /** A fixed key value (bootstrap); generated when omitted. */
   value?: string;
 }): Promise<ApiKeyDescriptor> {
@@ -70,6 +70,7 @@ export async function createApiKey({
       display: displayCredential(key),
       user_id: user.id,
       expires_at: expiryFrom(input.expires_in_days),
+      allow_personal_tokens: input.allow_personal_tokens ?? false,
     });
     return row.id;
   });
@@ -100,14 +101,15 @@ export async function updateApiKey({
   ctx: Deps;
   input: UpdateApiKeyInput;
 }): Promise<ApiKeyDescriptor> {
-  const { api_key_id: id, name, role, expires_in_days } = input;
+  const { api_key_id: id, name, role, expires_in_days, allow_personal_tokens } = input;
   await ctx.db.transaction().execute(async (trx) => {
     const owner = await apiKeysRepository.findUserIdOfKey(trx, id);
     if (!owner) throw notFound(id);
-    if (name !== undefined || expires_in_days !== undefined) {
+    if (name !== undefined || expires_in_days !== undefined || allow_personal_tokens !== undefined) {
       await apiKeysRepository.updateKey(trx, id, {
         ...(name !== undefined && { name }),
         ...(expires_in_days !== undefined && { expires_at: expiryFrom(expires_in_days) }),
+        ...(allow_personal_tokens !== undefined && { allow_personal_tokens }),
       });
     }
     if (role !== undefined) await usersRepository.updateUser(trx, owner.user_id, { role });

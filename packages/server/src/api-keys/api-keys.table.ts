@@ -8,6 +8,7 @@ export interface ApiKeysTable {
   display: string;
   user_id: string;
   expires_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  allow_personal_tokens: Generated<boolean>;
   created_at: CreatedAt;
   updated_at: CreatedAt;
 }

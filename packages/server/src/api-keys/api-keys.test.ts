@@ -24,6 +24,7 @@ describe('API keys', () => {
       api_key_role: 'basic',
       user_id: created.user_id,
       expires_at: null,
+      allow_personal_tokens: false,
     });
     const other = await admin.apiKeys.create({ role: 'basic' });
     expect(other.user_id).not.toBe(created.user_id);

@@ -50,7 +50,8 @@ async function loadApiKey(db: Db, hash: string): Promise<CachedActor | undefined
 
 /**
  * A personal token, and for one minted by an API key that key too: the token stops with the key (its
- * deletion cascades, its regeneration deletes the tokens it minted, its expiry is the token's latest).
+ * deletion cascades, its regeneration deletes the tokens it minted, its expiry is the token's latest)
+ * and whenever an admin turns the key's `allow_personal_tokens` off.
  */
 async function loadPersonalToken(db: Db, hash: string): Promise<CachedActor | undefined> {
   const row = await identityRepository.findActorByTokenHash(db, hash);
@@ -59,7 +60,7 @@ async function loadPersonalToken(db: Db, hash: string): Promise<CachedActor | un
   let expiresAt = toDate(row.expires_at);
   if (row.created_by_api_key_id !== null) {
     const key = await apiKeysRepository.findKey(db, row.created_by_api_key_id);
-    if (!key) return undefined;
+    if (!key?.allow_personal_tokens) return undefined;
     expiresAt = earliestExpiry(expiresAt, toDate(key.expires_at));
   }
   const actor: Actor = {

@@ -24,6 +24,7 @@ const DATABASE: { [T in keyof Database]: readonly string[] } = {
     'created_at',
     'updated_at',
     'expires_at',
+    'allow_personal_tokens',
   ),
   cc_pair_groups: columns<'cc_pair_groups'>()('cc_pair_id', 'group_id'),
   cc_pairs: columns<'cc_pairs'>()(

@@ -1,3 +1,4 @@
+import * as apiKeysRepository from '../api-keys/api-keys.repository.ts';
 import {
   displayCredential,
   earliestExpiry,
@@ -51,7 +52,7 @@ export async function createPersonalToken({
 /**
  * A new token for the caller, never stronger or longer-lived than the credential that asks: it
  * expires no later than that credential (a longer or absent lifetime is shortened to it), and a key's
- * service account gets none. An OIDC sign-in is the person themself, re-verified by the provider on
+ * service account gets one only when an admin allows it on the key (the token then dies with the key). An OIDC sign-in is the person themself, re-verified by the provider on
  * every request, so its token's short `exp` does not bound the tokens they create.
  */
 export async function createOwnPersonalToken({
@@ -62,10 +63,14 @@ export async function createOwnPersonalToken({
   input: CreatePersonalTokenInput;
 }): Promise<PersonalAccessToken> {
   const { actor } = ctx;
-  if (actor.bound_api_key_id !== null) {
+  if (
+    actor.bound_api_key_id !== null &&
+    !(await apiKeysRepository.allowsPersonalTokens(ctx.db, actor.bound_api_key_id))
+  ) {
     throw new AppError(
       'INSUFFICIENT_PERMISSIONS',
-      'An API key (service account) cannot create personal access tokens; use the key itself',
+      'This API key (service account) may not create personal access tokens; an admin can allow it ' +
+        'with allow_personal_tokens on the key, or use the key itself',
     );
   }
   const limit = actor.credential === 'oidc' ? null : actor.expires_at;

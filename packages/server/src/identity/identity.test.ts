@@ -7,7 +7,6 @@ import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import * as usersService from '../users/users.service.ts';
-import * as identityRepository from './identity.repository.ts';
 import * as identityService from './identity.service.ts';
 import { emailPrincipal, groupPrincipal, userPrincipal } from './principals.ts';
 
@@ -194,7 +193,7 @@ describe('expiry', () => {
     const alice = await person('basic');
     const token = await t.caller(alice.token).personalTokens.create({ name: 'short', expiration_days: 1 });
     expect(await t.caller(key.api_key).apiKeys.me({})).toMatchObject({ credential: 'api_key' });
-    expect(await t.caller(token.token).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
+    expect(await t.caller(token.token!).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
 
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.now() + 2 * 86_400_000);
@@ -246,22 +245,70 @@ describe('a personal token never outlives or outranks the credential that made i
     }
   });
 
+  it('lets a key mint tokens only while an admin allows it, and ends them when the admin stops it', async () => {
+    const admin = t.caller(t.adminKey);
+    const created = await admin.apiKeys.create({ name: 'bot', role: 'basic', expires_in_days: 10 });
+    expect(created.allow_personal_tokens).toBe(false);
+    const asKey = t.caller(created.api_key);
+    const refused = await errorOf(asKey.personalTokens.create({ name: 'refused' }));
+    expect(refused).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+
+    const allowed = await admin.apiKeys.update({
+      api_key_id: created.api_key_id,
+      allow_personal_tokens: true,
+    });
+    expect(allowed).toMatchObject({ allow_personal_tokens: true, expires_at: created.expires_at });
+    expect((await admin.apiKeys.list({})).find((k) => k.api_key_id === created.api_key_id)).toMatchObject({
+      allow_personal_tokens: true,
+    });
+    const token = await asKey.personalTokens.create({ name: 'bot token' });
+    // Still clamped to the key's expiry.
+    expect(token.expires_at).toBe(created.expires_at);
+    expect(await t.caller(token.token!).apiKeys.me({})).toMatchObject({
+      credential: 'personal_token',
+      user_id: created.user_id,
+    });
+    expect((await asKey.personalTokens.list({})).map((x) => x.id)).toEqual([token.id]);
+
+    await admin.apiKeys.update({ api_key_id: created.api_key_id, allow_personal_tokens: false });
+    expect(await errorOf(t.caller(token.token!).apiKeys.me({}))).toMatchObject({
+      status: 401,
+      error_code: 'UNAUTHENTICATED',
+    });
+    expect(await errorOf(asKey.personalTokens.create({ name: 'again' }))).toMatchObject({ status: 403 });
+    // The key itself keeps working.
+    expect(await asKey.apiKeys.me({})).toMatchObject({ credential: 'api_key' });
+
+    // Allowed from creation on.
+    const open = await admin.apiKeys.create({ role: 'basic', allow_personal_tokens: true });
+    expect(open.allow_personal_tokens).toBe(true);
+    const openToken = await t.caller(open.api_key).personalTokens.create({ name: 'ok' });
+    expect(await t.caller(openToken.token!).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
+  });
+
+  it('lets only an admin set allow_personal_tokens on a key', async () => {
+    const key = await t.createKey('basic');
+    const curator = await t.createKey('curator');
+    for (const caller of [t.caller(curator.key), t.caller(key.key)]) {
+      const error = await errorOf(
+        caller.apiKeys.update({ api_key_id: key.api_key_id, allow_personal_tokens: true }),
+      );
+      expect(error).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+      const created = await errorOf(caller.apiKeys.create({ role: 'basic', allow_personal_tokens: true }));
+      expect(created).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+    }
+    expect(await errorOf(t.caller(key.key).personalTokens.create({ name: 'x' }))).toMatchObject({
+      status: 403,
+    });
+  });
+
   it('ends a token minted by an API key when the key is regenerated, expires or is deleted', async () => {
     const admin = t.caller(t.adminKey);
-    const mint = async (key: { user_id: string; api_key_id: number }) => {
-      const token = `kpat-minted-${key.api_key_id}-${Math.random().toString(36).slice(2)}`;
-      // As the migration attaches tokens a key minted before keys were refused them.
-      await identityRepository.insertToken(t.deps.db, {
-        user_id: key.user_id,
-        name: 'minted',
-        hashed_token: hashCredential(token),
-        display: 'kpat-mint****ted',
-        expires_at: null,
-        created_by_api_key_id: key.api_key_id,
-      });
-      await t.deps.authCache?.invalidate();
-      expect(await t.caller(token).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
-      return token;
+    const mint = async (key: { key: string; api_key_id: number }) => {
+      await admin.apiKeys.update({ api_key_id: key.api_key_id, allow_personal_tokens: true });
+      const { token } = await t.caller(key.key).personalTokens.create({ name: 'minted' });
+      expect(await t.caller(token!).apiKeys.me({})).toMatchObject({ credential: 'personal_token' });
+      return token!;
     };
     const refused = async (token: string) =>
       expect(await errorOf(t.caller(token).apiKeys.me({}))).toMatchObject({
@@ -290,9 +337,12 @@ describe('a personal token never outlives or outranks the credential that made i
     } finally {
       vi.useRealTimers();
     }
-    // Nor can such a token mint another.
-    const error = await errorOf(t.caller(withExpiringKey).personalTokens.create({ name: 'child' }));
-    expect(error).toMatchObject({ status: 403, error_code: 'INSUFFICIENT_PERMISSIONS' });
+    // A token it mints is bound to the key too, and refused once the key may no longer mint.
+    const child = await t.caller(withExpiringKey).personalTokens.create({ name: 'child' });
+    expect(child.expires_at).not.toBeNull();
+    await admin.apiKeys.update({ api_key_id: expiring.api_key_id, allow_personal_tokens: false });
+    await refused(withExpiringKey);
+    await refused(child.token!);
   });
 });
 
