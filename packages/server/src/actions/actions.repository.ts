@@ -323,10 +323,3 @@ export async function replaceMcpServerGroups(db: DbExecutor, serverId: number, g
       .values(groupIds.map((group_id) => ({ mcp_server_id: serverId, group_id })))
       .execute();
 }
-
-/** Which of `groupIds` exist. */
-export async function existingGroupIds(db: DbExecutor, groupIds: readonly number[]): Promise<number[]> {
-  if (groupIds.length === 0) return [];
-  const rows = await db.selectFrom('user_groups').select('id').where('id', 'in', groupIds).execute();
-  return rows.map((r) => r.id);
-}

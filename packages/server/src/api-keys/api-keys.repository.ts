@@ -93,13 +93,3 @@ export async function countAdminKeys(db: DbExecutor): Promise<number> {
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
-
-/** Whether an admin allows the key's service account personal tokens; undefined for an absent key. */
-export async function allowsPersonalTokens(db: DbExecutor, id: number): Promise<boolean | undefined> {
-  const row = await db
-    .selectFrom('api_keys')
-    .select('allow_personal_tokens')
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return row?.allow_personal_tokens;
-}

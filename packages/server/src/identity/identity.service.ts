@@ -65,7 +65,7 @@ export async function createOwnPersonalToken({
   const { actor } = ctx;
   if (
     actor.bound_api_key_id !== null &&
-    !(await apiKeysRepository.allowsPersonalTokens(ctx.db, actor.bound_api_key_id))
+    !(await apiKeysRepository.findKey(ctx.db, actor.bound_api_key_id))?.allow_personal_tokens
   ) {
     throw new AppError(
       'INSUFFICIENT_PERMISSIONS',

@@ -3,7 +3,7 @@ import { type GroupScoped, loadScope, notCurated, policy, type Scope as Who } fr
 import type { ServiceContext } from '../../context.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
-import * as actionsRepository from '../actions.repository.ts';
+import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 
 type Deps = ServiceContext<'db'>;
 
@@ -54,7 +54,7 @@ export async function checkRequestedScope(
     groups = [];
   }
   const unique = [...new Set(groups)];
-  const existing = new Set(await actionsRepository.existingGroupIds(ctx.db, unique));
+  const existing = new Set(await userGroupsRepository.findExistingGroupIds(ctx.db, unique));
   const unknown = unique.filter((g) => !existing.has(g));
   if (unknown.length) throw new AppError('INVALID_INPUT', `Unknown user groups: ${unknown.join(', ')}`);
   const who = await loadScope(ctx.db, actor);
