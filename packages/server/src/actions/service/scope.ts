@@ -1,7 +1,6 @@
 import type { Actor } from '../../auth/roles.ts';
 import { type GroupScoped, loadScope, notCurated, policy, type Scope as Who } from '../../auth/scope.ts';
 import type { ServiceContext } from '../../context.ts';
-import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 
@@ -13,11 +12,6 @@ export interface Scope extends GroupScoped {
 }
 
 export { loadScope };
-
-/** Whether the actor manages an action (`policy.manageAction`: admins; curators of all its groups). */
-export async function canManage(db: DbExecutor, actor: Actor, scope: Scope): Promise<boolean> {
-  return policy.manageAction(await loadScope(db, actor), scope);
-}
 
 /**
  * 403 when the actor may use the action but not manage it; an action the actor may not even use
