@@ -60,7 +60,7 @@ export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   [/^(documents\/ingestion-queue|connectors\/indexing-state|chat\/stop-registry)\.ts$/, 'leaves'],
   [/^db\//, 'database'],
   // Platform: the outside world and the engines the services use.
-  [/^(outbound|crypto|llm)\//, 'platform'],
+  [/^(outbound|crypto|llm|cpu-pool)\//, 'platform'],
   [/^rate-limit\.ts$/, 'platform'],
   [
     /^search\/(search-index|create-search-index|postgres|meilisearch|hybrid|bm25|embeddings|query-parser|stop-words|search\.repository)\.ts$/,

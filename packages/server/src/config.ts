@@ -108,6 +108,12 @@ const ConfigSchema = z.object({
     .max(65_536)
     .refine((v) => v === 0 || v >= 128, { message: 'must be 0 (no cap) or at least 128 MB' })
     .default(0),
+  /** Worker threads that parse files and chunk large documents; 0: one fewer than the machine's cores (at least 1). */
+  KAS_WORKER_THREADS: z.coerce.number().int().min(0).max(64).default(0),
+  /** Heap of one parsing thread (MB): a file that needs more to read is refused (413). */
+  KAS_WORKER_MEMORY_MB: z.coerce.number().int().min(64).max(16_384).default(512),
+  /** Longest time reading one file or chunking one document may take, queue included (ms); 413 beyond. */
+  KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   /** Index attempts one worker process runs at once (each pair runs at most one). */
   KAS_CONNECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** How often a running attempt records a heartbeat and checks for a pause (ms). */

@@ -5,6 +5,7 @@ import type { StopRegistry } from './chat/stop-registry.ts';
 import type { Config } from './config.ts';
 import type { IndexingState } from './connectors/indexing-state.ts';
 import type { SourceRegistry } from './connectors/sources/source.ts';
+import type { CpuPool } from './cpu-pool/cpu-pool.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { IngestionState } from './documents/ingestion-queue.ts';
@@ -45,6 +46,8 @@ export interface AppDeps {
   indexing: IndexingState;
   /** Verifies OIDC bearer tokens when `KAS_OIDC_ISSUER` is set; null otherwise. */
   oidc: OidcVerifier | null;
+  /** Worker threads for CPU-heavy steps (parsing files, chunking large documents), bounded in memory and time. */
+  cpu: CpuPool;
 }
 
 /**

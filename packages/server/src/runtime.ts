@@ -11,6 +11,7 @@ import type { Config } from './config.ts';
 import { createIndexingState } from './connectors/indexing-state.ts';
 import { createSourceRegistry } from './connectors/sources/index.ts';
 import type { AppDeps } from './context.ts';
+import { createCpuPool } from './cpu-pool/cpu-pool.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
 import { createIngestionState } from './documents/ingestion-queue.ts';
@@ -86,6 +87,11 @@ export async function createRuntime(
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
       oidc: createOidcVerifier(config, outbound.fetch),
+      cpu: createCpuPool({
+        threads: config.KAS_WORKER_THREADS,
+        memoryMb: config.KAS_WORKER_MEMORY_MB,
+        timeoutMs: config.KAS_WORKER_TIMEOUT_MS,
+      }),
     };
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)
@@ -97,6 +103,7 @@ export async function createRuntime(
       close: async () => {
         await authCache?.close();
         await deps.search.close?.();
+        await deps.cpu.close();
         await database.close();
       },
     };

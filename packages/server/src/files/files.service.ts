@@ -3,7 +3,7 @@ import type { FileDescriptor } from '../chat/chat.schemas.ts';
 import type { ServiceContext } from '../context.ts';
 import { countTokens } from '../documents/chunking.ts';
 import { AppError } from '../errors.ts';
-import { extractText, kindOf } from './files.parse.ts';
+import { kindOf } from './files.parse.ts';
 import * as filesRepository from './files.repository.ts';
 import type { UploadedFile, UploadFilesResponse } from './files.schemas.ts';
 
@@ -12,7 +12,7 @@ export async function uploadFiles({
   ctx,
   files,
 }: {
-  ctx: ServiceContext<'db' | 'config'> & { actor: Actor };
+  ctx: ServiceContext<'db' | 'config' | 'cpu'> & { actor: Actor };
   files: UploadedFile[];
 }): Promise<UploadFilesResponse> {
   const { actor } = ctx;
@@ -27,10 +27,10 @@ export async function uploadFiles({
       );
     if (file.data.length === 0) throw new AppError('INVALID_INPUT', `"${file.name}" is empty`);
     const text = (
-      await extractText(
-        file.name,
-        file.content_type,
-        Buffer.from(file.data.buffer, file.data.byteOffset, file.data.byteLength),
+      await ctx.cpu.run(
+        'extractText',
+        { name: file.name, contentType: file.content_type, data: file.data },
+        { subject: `"${file.name}"` },
       )
     ).replaceAll('\u0000', '');
     if (!text.trim())

@@ -1,0 +1,20 @@
+import { extractText } from '../files/files.parse.ts';
+
+/**
+ * The CPU-heavy steps that run in the pool's worker threads, by name. Each takes and returns plain data
+ * (structured-cloneable: strings, numbers, arrays, objects, Uint8Array), and throws `AppError` for an
+ * input it refuses; the pool hands that error back to the caller unchanged.
+ */
+export const TASKS = {
+  /** The text of an uploaded file (PDF, DOCX, text). */
+  extractText: (input: { name: string; contentType: string; data: Uint8Array }) =>
+    extractText(
+      input.name,
+      input.contentType,
+      Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength),
+    ),
+};
+
+export type TaskName = keyof typeof TASKS;
+export type TaskInput<N extends TaskName> = Parameters<(typeof TASKS)[N]>[0];
+export type TaskOutput<N extends TaskName> = Awaited<ReturnType<(typeof TASKS)[N]>>;
