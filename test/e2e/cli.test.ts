@@ -54,7 +54,7 @@ describe('kas CLI', () => {
     expect(again.stdout).toMatch(/up to date/);
     const created = await run(
       process.execPath,
-      [cli, 'api-key', 'create', '--role', 'admin', '--name', 'ops'],
+      [cli, 'api-key', 'create', '--role', 'admin', '--name', 'ops', '--allow-personal-tokens'],
       {
         env: cleanEnv({ KAS_DATA_DIR: dataDir }),
       },
@@ -68,7 +68,7 @@ describe('kas CLI', () => {
       headers: { authorization: `Bearer ${key}` },
     });
     expect(await res.json()).toEqual([
-      expect.objectContaining({ api_key_name: 'ops', api_key_role: 'admin' }),
+      expect.objectContaining({ api_key_name: 'ops', api_key_role: 'admin', allow_personal_tokens: true }),
     ]);
     await stop(server.child);
   });

@@ -35,6 +35,7 @@ Commands:
   migrate                                     Apply database migrations and exit
   reindex                                     Rebuild the search index from the database
   api-key create --role <limited|basic|curator|admin> [--name <name>] [--expires-in-days <n>]
+                 [--allow-personal-tokens]
                                               Create an API key and print it
   user create --email <email> --role <limited|basic|curator|admin>
                                               Create a person (they sign in with OIDC or a personal token)
@@ -175,6 +176,8 @@ async function createKey(args: string[]) {
       role: { type: 'string', default: 'basic' },
       name: { type: 'string' },
       'expires-in-days': { type: 'string' },
+      // A service account's key may mint personal tokens only when an admin says so (off by default).
+      'allow-personal-tokens': { type: 'boolean', default: false },
     },
   });
   const role = parseRole(values.role);
@@ -182,7 +185,12 @@ async function createKey(args: string[]) {
   const key = await withRuntime((deps) =>
     apiKeysService.createApiKey({
       ctx: deps,
-      input: { name: values.name ?? null, role, expires_in_days: days },
+      input: {
+        name: values.name ?? null,
+        role,
+        expires_in_days: days,
+        allow_personal_tokens: values['allow-personal-tokens'],
+      },
     }),
   );
   process.stdout.write(`${key.api_key}\n`);
