@@ -1,6 +1,7 @@
 import type { Actor } from '../../auth/roles.ts';
 import { AppError, ERROR_CODES, type ErrorCode } from '../../errors.ts';
 import * as filesService from '../../files/files.service.ts';
+import { allowedModels } from '../../llm/index.ts';
 import * as projectsService from '../../projects/projects.service.ts';
 import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
 import type { MessageNode, SessionRow } from '../chat.repository.ts';
@@ -99,6 +100,8 @@ export async function startChatTurn({
         : null;
     const newFiles = await filesService.loadOwnedFiles({ ctx, actor, descriptors: input.file_descriptors });
 
+    if (override.model_name != null)
+      assertModelAllowed(ctx, actor, override.model_name, persona.llm_model_version_override);
     const model = override.model_name ?? persona.llm_model_version_override ?? ctx.llm.defaultModel;
     const temperature = override.temperature ?? undefined;
 
@@ -169,6 +172,20 @@ export async function startChatTurn({
       done,
     };
   }
+}
+
+/**
+ * `llm_override.model_name` picks only a model an admin allowed: the provider's default and KAS_LLM_MODELS,
+ * or the agent's own model. Admins may pick any model of the configured provider.
+ */
+function assertModelAllowed(ctx: ChatDeps, actor: Actor, model: string, agentModel: string | null) {
+  if (actor.role === 'admin' || model === agentModel) return;
+  const allowed = allowedModels(ctx.config, ctx.llm);
+  if (allowed.includes(model)) return;
+  throw new AppError(
+    'INVALID_INPUT',
+    `llm_override.model_name: "${model}" is not an allowed model; allowed: ${[...allowed, ...(agentModel ? [agentModel] : [])].map((m) => `"${m}"`).join(', ')}`,
+  );
 }
 
 /** The stream of one turn: the lines of DESIGN.md, for the NDJSON route and the tRPC procedure alike. */
