@@ -28,14 +28,12 @@ const agent = (name: string, model: string | null) => ({
 });
 
 async function modelUsed(key: string, model_name: string, persona_id = 0) {
-  await t
-    .caller(key)
-    .chat.sendMessage({
-      message: 'Hello?',
-      chat_session_info: { persona_id },
-      stream: false,
-      llm_override: { model_name },
-    });
+  await t.caller(key).chat.sendMessage({
+    message: 'Hello?',
+    chat_session_info: { persona_id },
+    stream: false,
+    llm_override: { model_name },
+  });
   return llm.requests.at(-1)!.model;
 }
 

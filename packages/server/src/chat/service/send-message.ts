@@ -4,6 +4,7 @@ import * as filesService from '../../files/files.service.ts';
 import { allowedModels } from '../../llm/index.ts';
 import * as projectsService from '../../projects/projects.service.ts';
 import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
+import { attachmentBudget, attachmentsFor } from '../attachments.ts';
 import type { MessageNode, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
@@ -126,7 +127,12 @@ export async function startChatTurn({
       history: tree.history
         .filter((m) => m.message_type !== 'system' && m.error === null && m.message.trim())
         .map((m) => ({ role: m.message_type as 'user' | 'assistant', content: m.message })),
-      files: files.map((f) => ({ name: f.descriptor.name ?? f.descriptor.id, text: f.text })),
+      // Long attachments are retrieved from (their best chunks for the question), never pasted whole.
+      files: attachmentsFor(
+        tree.userMessage.message,
+        files.map((f) => ({ name: f.descriptor.name ?? f.descriptor.id, text: f.text })),
+        attachmentBudget(ctx.llm.contextWindow),
+      ),
       additionalContext: input.additional_context ?? null,
       filters,
       includeCitations: input.include_citations,
