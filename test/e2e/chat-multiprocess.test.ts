@@ -17,7 +17,7 @@ function startProcess(env: Record<string, string>): Promise<Proc> {
   return serve({ ...env, HOST: '127.0.0.1', KAS_LOG_LEVEL: 'warn' }, 30_000, ['--no-worker']);
 }
 
-describe('stopping a stream from another server process (shared Postgres)', () => {
+describe('two server processes on one Postgres', () => {
   let db: TestDatabase;
   let fake: FakeLlmServer;
   let a: { url: string; child: ChildProcess };
@@ -86,5 +86,45 @@ describe('stopping a stream from another server process (shared Postgres)', () =
     const saved: string = session.messages.at(-1).message;
     expect(saved.startsWith('t0 t1 t2 ')).toBe(true);
     expect(saved).toContain('Generation was stopped by the user.');
+  });
+
+  it('holds a token budget across processes: 16 questions at once to A and B, one answered', async () => {
+    const adminHeaders = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+    const keyRes = await fetch(`${a.url}/api/admin/api-key`, {
+      method: 'POST',
+      headers: adminHeaders,
+      body: JSON.stringify({ role: 'limited' }),
+    });
+    const key = (await keyRes.json()).api_key as string;
+    const budget = await fetch(`${b.url}/api/admin/token-rate-limits/users`, {
+      method: 'POST',
+      headers: adminHeaders,
+      body: JSON.stringify({ enabled: true, token_budget: 1, period_hours: 1 }),
+    });
+    expect(budget.status).toBe(200);
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    fake.fallback = () => ({ tokens: Array.from({ length: 50 }, (_, i) => `word${i} `), delayMs: 10 });
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 16 }, async (_, i) => {
+          const res = await fetch(`${(i % 2 ? a : b).url}/api/chat/send-chat-message`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ message: `Question ${i}`, chat_session_info: {}, stream: false }),
+          });
+          await res.arrayBuffer();
+          return res.status;
+        }),
+      );
+      expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+    } finally {
+      fake.fallback = () => ({ tokens: ['Hello.'] });
+      const { token_id } = await budget.json();
+      await fetch(`${a.url}/api/admin/token-rate-limits/rate-limit/${token_id}`, {
+        method: 'DELETE',
+        headers: adminHeaders,
+      });
+    }
   });
 });

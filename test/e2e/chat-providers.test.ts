@@ -22,6 +22,7 @@ describe.each(providers)('chat through the %s provider', (provider, startFake) =
         KAS_LLM_BASE_URL: fake.baseURL,
         KAS_LLM_API_KEY: 'test-key',
         KAS_LLM_MODEL: 'fake-model',
+        KAS_LLM_MODELS: 'override-model',
       },
     });
     key = (await s.createKey('basic')).key;

@@ -39,6 +39,13 @@ const ConfigSchema = z.object({
   KAS_LLM_BASE_URL: optionalUrl,
   KAS_LLM_API_KEY: optionalString,
   KAS_LLM_MODEL: optionalString,
+  /** More models of the provider that any user may pick (`llm_override.model_name`, an agent's model). */
+  KAS_LLM_MODELS: optionalString.transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean),
+  ),
   KAS_LLM_CONTEXT_TOKENS: optionalString.pipe(
     z
       .string()

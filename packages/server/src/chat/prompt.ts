@@ -126,6 +126,11 @@ export function truncateToTokens(text: string, max: number): string {
   return piece;
 }
 
+/** The tokens of the window kept for the answer: a quarter of it, at most 4096. */
+export function answerReserve(contextWindow: number): number {
+  return Math.min(4096, Math.floor(contextWindow / 4));
+}
+
 /**
  * The messages of one model call: the system message, the history, the additional context, the question
  * with its attached files, this turn's tool calls and results, and the citation reminder once a search ran.
@@ -134,7 +139,7 @@ export function truncateToTokens(text: string, max: number): string {
  */
 export function buildMessages(parts: PromptParts): LlmMessage[] {
   const { persona } = parts;
-  const reserve = Math.min(4096, Math.floor(parts.contextWindow / 4));
+  const reserve = answerReserve(parts.contextWindow);
   const available = parts.contextWindow - reserve;
   const system = systemPrompt(persona, {
     searched: parts.searched,

@@ -311,6 +311,7 @@ const DATABASE: { [T in keyof Database]: readonly string[] } = {
     'period_hours',
     'created_at',
   ),
+  token_budget_reservations: columns<'token_budget_reservations'>()('id', 'user_id', 'tokens', 'created_at'),
   tool_groups: columns<'tool_groups'>()('tool_id', 'group_id'),
   tools: columns<'tools'>()(
     'id',

@@ -66,6 +66,15 @@ function isHeading(text: string): boolean {
   if ((text.match(/[\p{L}\p{N}]+/gu) ?? []).length >= MIN_SENTENCE_WORDS) return false;
   return !/[.!?]$/.test(text) || /^\d+(\.\d+)*\.?\s/.test(text);
 }
+/** A "sentence" longer than this (a text without punctuation) is cut: an answer quotes, it does not copy. */
+const MAX_SENTENCE_CHARS = 1000;
+
+function clip(sentence: string): string {
+  if (sentence.length <= MAX_SENTENCE_CHARS) return sentence;
+  const cut = sentence.slice(0, MAX_SENTENCE_CHARS);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(' '), MAX_SENTENCE_CHARS / 2)).trimEnd()} …`;
+}
+
 /** How much retrieval's order counts against a source's own sentences (relevance ÷ (1 + decay·rank)). */
 const RANK_DECAY = 0.25;
 /** At most this many documents are cited. */
@@ -87,8 +96,9 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   const candidates: Candidate[] = [];
   let order = 0;
   sources.forEach((source, rank) => {
-    for (const text of sentences(source.content)) {
-      if (isHeading(text)) continue;
+    for (const sentence of sentences(source.content)) {
+      if (isHeading(sentence)) continue;
+      const text = clip(sentence);
       candidates.push({ source, rank, order: order++, text, terms: new Set(keywords(text)), score: 0 });
     }
   });

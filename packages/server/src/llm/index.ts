@@ -23,3 +23,14 @@ export function createLlmProvider(config: Config): LlmProvider {
       return createBuiltinProvider();
   }
 }
+
+/**
+ * The models anyone may pick: the provider's default (KAS_LLM_MODEL) and those listed in KAS_LLM_MODELS.
+ * Admins may pick any model of the provider; an agent's own model is allowed in its chats.
+ */
+export function allowedModels(
+  config: Pick<Config, 'KAS_LLM_MODELS'>,
+  llm: Pick<LlmProvider, 'defaultModel'>,
+) {
+  return [...new Set([llm.defaultModel, ...config.KAS_LLM_MODELS])];
+}

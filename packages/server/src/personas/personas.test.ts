@@ -5,7 +5,8 @@ import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import type { CreatePersonaInput } from './personas.schemas.ts';
 import * as personasService from './personas.service.ts';
 
-const t = useTestRuntime();
+// The models these tests give agents are ones any user may pick.
+const t = useTestRuntime({ KAS_LLM_MODELS: 'gpt-4o, m, v' });
 type Key = { key: string; user_id: string; api_key_id: number };
 let alice: Key;
 let bob: Key;

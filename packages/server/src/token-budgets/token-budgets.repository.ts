@@ -85,3 +85,51 @@ export function usageSince(
     );
   return query.executeTakeFirstOrThrow();
 }
+
+/** Locks the budgets' rows (in id order, so two callers never wait on each other crosswise) until commit. */
+export function lockBudgets(db: DbExecutor, ids: number[]) {
+  return db
+    .selectFrom('token_budgets')
+    .select('id')
+    .where('id', 'in', ids)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/** Tokens reserved since `since` by turns being answered: everyone's, one user's, or a group's members'. */
+export async function reservedSince(
+  db: DbExecutor,
+  scope: { kind: 'global' } | { kind: 'user'; user_id: string } | { kind: 'user_group'; group_id: number },
+  since: Date,
+): Promise<number> {
+  let query = db
+    .selectFrom('token_budget_reservations as r')
+    .select((eb) =>
+      eb
+        .cast<number>(eb.fn.coalesce(eb.fn.sum<number | null>('r.tokens'), eb.lit(0)), 'integer')
+        .as('reserved'),
+    )
+    .where('r.created_at', '>', since);
+  if (scope.kind === 'user') query = query.where('r.user_id', '=', scope.user_id);
+  if (scope.kind === 'user_group')
+    query = query.where(
+      'r.user_id',
+      'in',
+      db.selectFrom('user_group_members').select('user_id').where('group_id', '=', scope.group_id),
+    );
+  return (await query.executeTakeFirstOrThrow()).reserved;
+}
+
+export function insertReservation(db: DbExecutor, row: { user_id: string; tokens: number }) {
+  return db.insertInto('token_budget_reservations').values(row).returning('id').executeTakeFirstOrThrow();
+}
+
+export function deleteReservation(db: DbExecutor, id: number) {
+  return db.deleteFrom('token_budget_reservations').where('id', '=', id).execute();
+}
+
+/** Reservations left behind by a process that stopped mid-answer. */
+export function deleteReservationsBefore(db: DbExecutor, before: Date) {
+  return db.deleteFrom('token_budget_reservations').where('created_at', '<', before).execute();
+}

@@ -64,31 +64,81 @@ export async function deleteBudget({ ctx, id }: { ctx: Deps; id: number }): Prom
 
 const SCOPE_TEXT = { global: 'organization', user: 'user', user_group: "user's group" } as const;
 
+/** How long a reservation counts: one left by a process that stopped mid-answer is forgotten after it. */
+const RESERVATION_TTL = HOUR;
+
+/** A turn's hold on the budgets binding its user; `release` once its answer's tokens are saved (or it failed). */
+export interface BudgetReservation {
+  release(): Promise<void>;
+}
+
+const NO_RESERVATION: BudgetReservation = { release: async () => {} };
+
 /**
  * 429 before any generation when a budget binding the caller is used up: the tokens of all chat messages in
- * the budget's period reach `token_budget` thousand. `Retry-After` is when the oldest counted message leaves
- * the window.
+ * the budget's period, plus the tokens reserved by turns still being answered, reach `token_budget` thousand.
+ * Otherwise the turn reserves `estimate` tokens until it is settled. The budgets' rows are locked while
+ * counting and reserving, so concurrent questions (in any process) are admitted one after the other and each
+ * sees the others' reservations. `Retry-After` is when the oldest counted message leaves the window.
  */
-export async function assertWithinBudget({ ctx, actor }: { ctx: Deps; actor: Actor }): Promise<void> {
+export async function reserveBudget({
+  ctx,
+  actor,
+  estimate,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  estimate: number;
+}): Promise<BudgetReservation> {
   const budgets = await tokenBudgetsRepository.budgetsFor(ctx.db, actor.user_id);
-  const now = Date.now();
-  for (const budget of budgets) {
-    const since = new Date(now - budget.period_hours * HOUR);
-    const scope =
-      budget.scope === 'global'
-        ? ({ kind: 'global' } as const)
-        : budget.scope === 'user'
-          ? ({ kind: 'user', user_id: actor.user_id } as const)
-          : ({ kind: 'user_group', group_id: budget.group_id! } as const);
-    const usage = await tokenBudgetsRepository.usageSince(ctx.db, scope, since);
-    if (usage.used >= budget.token_budget * 1000) {
-      const oldest = usage.oldest ? new Date(usage.oldest).getTime() : now;
-      const retryAfter = Math.max(1, Math.ceil((oldest + budget.period_hours * HOUR - now) / 1000));
-      throw new AppError(
-        'RATE_LIMITED',
-        `Token budget exceeded for ${SCOPE_TEXT[budget.scope]}: ${usage.used} of ${budget.token_budget * 1000} tokens used in ${budget.period_hours} h. Try again later.`,
-        { headers: { 'Retry-After': String(retryAfter) } },
+  if (!budgets.length) return NO_RESERVATION;
+  const id = await ctx.db.transaction().execute(async (trx) => {
+    await tokenBudgetsRepository.lockBudgets(
+      trx,
+      budgets.map((b) => b.id),
+    );
+    const now = Date.now();
+    const stale = new Date(now - RESERVATION_TTL);
+    for (const budget of budgets) {
+      const since = new Date(now - budget.period_hours * HOUR);
+      const scope =
+        budget.scope === 'global'
+          ? ({ kind: 'global' } as const)
+          : budget.scope === 'user'
+            ? ({ kind: 'user', user_id: actor.user_id } as const)
+            : ({ kind: 'user_group', group_id: budget.group_id! } as const);
+      const usage = await tokenBudgetsRepository.usageSince(trx, scope, since);
+      const reserved = await tokenBudgetsRepository.reservedSince(
+        trx,
+        scope,
+        new Date(Math.max(since.getTime(), stale.getTime())),
       );
+      const limit = budget.token_budget * 1000;
+      if (usage.used + reserved >= limit) {
+        const oldest = usage.oldest ? new Date(usage.oldest).getTime() : now;
+        const retryAfter = Math.max(1, Math.ceil((oldest + budget.period_hours * HOUR - now) / 1000));
+        const pending = reserved ? ` (${reserved} of them reserved by answers in progress)` : '';
+        throw new AppError(
+          'RATE_LIMITED',
+          `Token budget exceeded for ${SCOPE_TEXT[budget.scope]}: ${usage.used + reserved} of ${limit} tokens used${pending} in ${budget.period_hours} h. Try again later.`,
+          { headers: { 'Retry-After': String(retryAfter) } },
+        );
+      }
     }
-  }
+    await tokenBudgetsRepository.deleteReservationsBefore(trx, stale);
+    return (
+      await tokenBudgetsRepository.insertReservation(trx, {
+        user_id: actor.user_id,
+        tokens: Math.max(1, Math.ceil(estimate)),
+      })
+    ).id;
+  });
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      released = true;
+      await tokenBudgetsRepository.deleteReservation(ctx.db, id);
+    },
+  };
 }

@@ -11,6 +11,15 @@ export interface TokenBudgetsTable {
   created_at: CreatedAt;
 }
 
+/** The estimated cost of a chat turn being answered, deleted once its answer's tokens are saved. */
+export interface TokenBudgetReservationsTable {
+  id: Generated<number>;
+  user_id: string;
+  tokens: number;
+  created_at: CreatedAt;
+}
+
 export interface TokenBudgetsTables {
   token_budgets: TokenBudgetsTable;
+  token_budget_reservations: TokenBudgetReservationsTable;
 }

@@ -1,14 +1,16 @@
 import type { Actor } from '../../auth/roles.ts';
 import { AppError, ERROR_CODES, type ErrorCode } from '../../errors.ts';
 import * as filesService from '../../files/files.service.ts';
+import { allowedModels } from '../../llm/index.ts';
 import * as projectsService from '../../projects/projects.service.ts';
 import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
+import { attachmentBudget, attachmentsFor } from '../attachments.ts';
 import type { MessageNode, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
 import { removeRenderedCitations } from '../citations.ts';
 import { loadPersona } from '../persona.ts';
-import { tokens } from '../prompt.ts';
+import { answerReserve, tokens, tokensAtMost } from '../prompt.ts';
 import { assertDocumentSetsAccessible } from '../retrieval.ts';
 import { Channel } from './channel.ts';
 import { type ChatDeps, createSessionRow, ownedSession } from './sessions.ts';
@@ -50,98 +52,146 @@ export async function startChatTurn({
       `Model provider "${override.model_provider}" is not configured; this instance uses "${ctx.llm.name}"`,
     );
   const filters = input.internal_search_filters ?? {};
-  const withinBudget = tokenBudgetsService.assertWithinBudget({ ctx, actor });
-
-  let session: SessionRow;
-  let created = false;
-  if (input.chat_session_id) {
-    // Both reads at once; a used-up budget is reported first, as when they ran one after the other.
-    const [budget, owned] = await Promise.allSettled([
-      withinBudget,
-      ownedSession(ctx, actor, input.chat_session_id),
-    ]);
-    if (budget.status === 'rejected') throw budget.reason;
-    if (owned.status === 'rejected') throw owned.reason;
-    session = owned.value;
-  } else {
-    await withinBudget;
-    const info = input.chat_session_info ?? { persona_id: 0 };
-    session = await createSessionRow(ctx, actor, {
-      persona_id: info.persona_id,
-      description: info.description ?? null,
-      project_id: info.project_id ?? null,
-    });
-    created = true;
-  }
-  const persona = await loadPersona({ ctx, actor, personaId: session.persona_id });
-  if (filters.document_set?.length)
-    await assertDocumentSetsAccessible({ ctx, actor, names: filters.document_set });
-  const project =
-    session.project_id !== null
-      ? await projectsService.getOwnedProject({ ctx, actor, projectId: session.project_id })
-      : null;
-  const newFiles = await filesService.loadOwnedFiles({ ctx, actor, descriptors: input.file_descriptors });
-
-  const model = override.model_name ?? persona.llm_model_version_override ?? ctx.llm.defaultModel;
-  const temperature = override.temperature ?? undefined;
-
-  const tree = await appendTurn(ctx, session, input, { files: newFiles, model, override });
-  const files = tree.userCreated
-    ? newFiles
-    : await filesService.loadOwnedFiles({
-        ctx,
-        actor,
-        descriptors: tree.userMessage.files as SendMessageInput['file_descriptors'],
-      });
-
-  const plan: TurnPlan = {
-    sessionId: session.id,
+  // The turn's cost is reserved before anything is answered (the question and a full answer), and settled
+  // (the reservation deleted) once the answer's tokens are saved, or as soon as the turn fails.
+  const withinBudget = tokenBudgetsService.reserveBudget({
+    ctx,
     actor,
-    persona,
-    projectInstructions: project?.instructions ?? '',
-    userMessageId: tree.userMessage.id,
-    assistantMessageId: tree.assistant.id,
-    startedAt: new Date(tree.assistant.time_sent),
-    question: tree.userMessage.message,
-    history: tree.history
-      .filter((m) => m.message_type !== 'system' && m.error === null && m.message.trim())
-      .map((m) => ({ role: m.message_type as 'user' | 'assistant', content: m.message })),
-    files: files.map((f) => ({ name: f.descriptor.name ?? f.descriptor.id, text: f.text })),
-    additionalContext: input.additional_context ?? null,
-    filters,
-    includeCitations: input.include_citations,
-    deepResearch: input.deep_research,
-    model,
-    temperature,
-  };
+    estimate: tokensAtMost(input.message) + answerReserve(ctx.llm.contextWindow),
+  });
+  withinBudget.catch(() => {});
+  try {
+    return await admitted();
+  } catch (error) {
+    await withinBudget.then(
+      (reservation) => reservation.release(),
+      () => {},
+    );
+    throw error;
+  }
 
-  const channel = new Channel<ChatStreamLine>();
-  if (created) channel.push({ chat_session_id: session.id });
-  channel.push({
-    user_message_id: tree.userCreated ? tree.userMessage.id : null,
-    reserved_assistant_message_id: tree.assistant.id,
-  });
-  let markStarted!: () => void;
-  let failStart!: (error: unknown) => void;
-  const started = new Promise<void>((resolve, reject) => {
-    markStarted = resolve;
-    failStart = reject;
-  });
-  started.catch(() => {});
-  const done = runTurn({ ctx, plan, channel, onStarted: () => markStarted(), onFailedBeforeStart: failStart })
-    .catch((error) => ctx.logger.error({ err: error }, 'chat turn crashed'))
-    .finally(() => {
-      markStarted();
-      channel.close();
+  async function admitted(): Promise<ChatRun> {
+    let session: SessionRow;
+    let created = false;
+    if (input.chat_session_id) {
+      // Both reads at once; a used-up budget is reported first, as when they ran one after the other.
+      const [budget, owned] = await Promise.allSettled([
+        withinBudget,
+        ownedSession(ctx, actor, input.chat_session_id),
+      ]);
+      if (budget.status === 'rejected') throw budget.reason;
+      if (owned.status === 'rejected') throw owned.reason;
+      session = owned.value;
+    } else {
+      await withinBudget;
+      const info = input.chat_session_info ?? { persona_id: 0 };
+      session = await createSessionRow(ctx, actor, {
+        persona_id: info.persona_id,
+        description: info.description ?? null,
+        project_id: info.project_id ?? null,
+      });
+      created = true;
+    }
+    const persona = await loadPersona({ ctx, actor, personaId: session.persona_id });
+    if (filters.document_set?.length)
+      await assertDocumentSetsAccessible({ ctx, actor, names: filters.document_set });
+    const project =
+      session.project_id !== null
+        ? await projectsService.getOwnedProject({ ctx, actor, projectId: session.project_id })
+        : null;
+    const newFiles = await filesService.loadOwnedFiles({ ctx, actor, descriptors: input.file_descriptors });
+
+    if (override.model_name != null)
+      assertModelAllowed(ctx, actor, override.model_name, persona.llm_model_version_override);
+    const model = override.model_name ?? persona.llm_model_version_override ?? ctx.llm.defaultModel;
+    const temperature = override.temperature ?? undefined;
+
+    const tree = await appendTurn(ctx, session, input, { files: newFiles, model, override });
+    const files = tree.userCreated
+      ? newFiles
+      : await filesService.loadOwnedFiles({
+          ctx,
+          actor,
+          descriptors: tree.userMessage.files as SendMessageInput['file_descriptors'],
+        });
+
+    const plan: TurnPlan = {
+      sessionId: session.id,
+      actor,
+      persona,
+      projectInstructions: project?.instructions ?? '',
+      userMessageId: tree.userMessage.id,
+      assistantMessageId: tree.assistant.id,
+      startedAt: new Date(tree.assistant.time_sent),
+      question: tree.userMessage.message,
+      history: tree.history
+        .filter((m) => m.message_type !== 'system' && m.error === null && m.message.trim())
+        .map((m) => ({ role: m.message_type as 'user' | 'assistant', content: m.message })),
+      // Long attachments are retrieved from (their best chunks for the question), never pasted whole.
+      files: attachmentsFor(
+        tree.userMessage.message,
+        files.map((f) => ({ name: f.descriptor.name ?? f.descriptor.id, text: f.text })),
+        attachmentBudget(ctx.llm.contextWindow),
+      ),
+      additionalContext: input.additional_context ?? null,
+      filters,
+      includeCitations: input.include_citations,
+      deepResearch: input.deep_research,
+      model,
+      temperature,
+    };
+
+    const channel = new Channel<ChatStreamLine>();
+    if (created) channel.push({ chat_session_id: session.id });
+    channel.push({
+      user_message_id: tree.userCreated ? tree.userMessage.id : null,
+      reserved_assistant_message_id: tree.assistant.id,
     });
-  return {
-    sessionId: session.id,
-    userMessageId: tree.userCreated ? tree.userMessage.id : null,
-    assistantMessageId: tree.assistant.id,
-    lines: channel,
-    started,
-    done,
-  };
+    let markStarted!: () => void;
+    let failStart!: (error: unknown) => void;
+    const started = new Promise<void>((resolve, reject) => {
+      markStarted = resolve;
+      failStart = reject;
+    });
+    started.catch(() => {});
+    const reservation = await withinBudget;
+    const done = runTurn({
+      ctx,
+      plan,
+      channel,
+      onStarted: () => markStarted(),
+      onFailedBeforeStart: failStart,
+    })
+      .catch((error) => ctx.logger.error({ err: error }, 'chat turn crashed'))
+      .then(() => reservation.release())
+      .catch((error) => ctx.logger.error({ err: error }, 'releasing a token budget reservation failed'))
+      .finally(() => {
+        markStarted();
+        channel.close();
+      });
+    return {
+      sessionId: session.id,
+      userMessageId: tree.userCreated ? tree.userMessage.id : null,
+      assistantMessageId: tree.assistant.id,
+      lines: channel,
+      started,
+      done,
+    };
+  }
+}
+
+/**
+ * `llm_override.model_name` picks only a model an admin allowed: the provider's default and KAS_LLM_MODELS,
+ * or the agent's own model. Admins may pick any model of the configured provider.
+ */
+function assertModelAllowed(ctx: ChatDeps, actor: Actor, model: string, agentModel: string | null) {
+  if (actor.role === 'admin' || model === agentModel) return;
+  const allowed = allowedModels(ctx.config, ctx.llm);
+  if (allowed.includes(model)) return;
+  throw new AppError(
+    'INVALID_INPUT',
+    `llm_override.model_name: "${model}" is not an allowed model; allowed: ${[...allowed, ...(agentModel ? [agentModel] : [])].map((m) => `"${m}"`).join(', ')}`,
+  );
 }
 
 /** The stream of one turn: the lines of DESIGN.md, for the NDJSON route and the tRPC procedure alike. */

@@ -1,7 +1,9 @@
 import type { Actor } from '../../auth/roles.ts';
+import type { ServiceContext } from '../../context.ts';
 import type { Db, DbExecutor } from '../../db/database.ts';
 import * as documentSetsRepository from '../../document-sets/document-sets.repository.ts';
 import { AppError } from '../../errors.ts';
+import { allowedModels } from '../../llm/index.ts';
 import { parseTimestamp } from '../../timestamps.ts';
 import * as toolsRepository from '../../tools/tools.repository.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
@@ -120,17 +122,32 @@ function requireAdminToFeature(actor: Actor): void {
   }
 }
 
+/**
+ * An agent's model is one any user may pick (the provider's default and KAS_LLM_MODELS), unless an admin sets
+ * it: the agent's model is allowed in its chats, so it must not be a way around the list.
+ */
+function assertModelAllowed(ctx: Deps & ServiceContext<'config' | 'llm'>, model: string) {
+  if (ctx.actor.role === 'admin') return;
+  const allowed = allowedModels(ctx.config, ctx.llm);
+  if (allowed.includes(model)) return;
+  throw new AppError(
+    'INVALID_INPUT',
+    `llm_model_version_override: "${model}" is not an allowed model; allowed: ${allowed.map((m) => `"${m}"`).join(', ')}`,
+  );
+}
+
 /** Any user may create an agent; it is theirs. Featuring is for admins. */
 export async function createPersona({
   ctx,
   input,
 }: {
-  ctx: Deps;
+  ctx: Deps & ServiceContext<'config' | 'llm'>;
   input: CreatePersonaInput;
 }): Promise<PersonaSnapshot> {
   const links = linkInput(input);
   checkUserFiles(links);
   if (input.is_featured) requireAdminToFeature(ctx.actor);
+  if (input.llm_model_version_override) assertModelAllowed(ctx, input.llm_model_version_override);
   const id = await ctx.db.transaction().execute(async (trx) => {
     await checkReferences(trx, ctx.actor, links);
     const row = await personasRepository.insertPersona(trx, {
@@ -163,7 +180,7 @@ export async function updatePersona({
   ctx,
   input,
 }: {
-  ctx: Deps;
+  ctx: Deps & ServiceContext<'config' | 'llm'>;
   input: UpdatePersonaInput;
 }): Promise<PersonaSnapshot> {
   const id = input.persona_id;
@@ -175,6 +192,8 @@ export async function updatePersona({
     if (input.is_featured !== undefined && input.is_featured !== row.is_featured) {
       requireAdminToFeature(ctx.actor);
     }
+    const model = input.llm_model_version_override;
+    if (model && model !== row.llm_model_version_override) assertModelAllowed(ctx, model);
     await checkReferences(trx, ctx.actor, links);
     await personasRepository.updatePersona(trx, id, {
       name: input.name,
