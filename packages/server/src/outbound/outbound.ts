@@ -332,9 +332,11 @@ async function fetchFollowing(
     }
     const headers = new Headers(current.headers);
     if (next.origin !== url.origin) {
-      for (const name of [...headers.keys()]) {
-        if (!CROSS_ORIGIN_SAFE_HEADERS.has(name)) headers.delete(name);
-      }
+      const names: string[] = [];
+      headers.forEach((_value, name) => {
+        names.push(name);
+      });
+      for (const name of names) if (!CROSS_ORIGIN_SAFE_HEADERS.has(name)) headers.delete(name);
     }
     const toGet = status === 303 || ((status === 301 || status === 302) && current.method === 'POST');
     if (toGet) {
