@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { errorOf } from '../testing/errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
@@ -58,6 +59,18 @@ describe('ids and keys with unpaired UTF-16 surrogates', () => {
       status: 422,
       detail: expect.stringMatching(/^filters\.tags\.0\.tag_value: must be well-formed/),
     });
+  });
+
+  it('accepts free text with a lone surrogate (stored as U+FFFD)', async () => {
+    const admin = t.caller(t.adminKey);
+    const ok = await admin.documents.ingest({
+      document: doc({ id: 'free-text', sections: [{ text: 'half an emoji \ud83d here' }] }),
+    });
+    expect(ok.document_id).toBe('free-text');
+    const stored = await sql<{
+      content: string;
+    }>`SELECT content FROM chunks WHERE document_id = 'free-text'`.execute(t.deps.db);
+    expect(stored.rows[0]?.content).toContain('half an emoji \ufffd here');
   });
 
   it('refuses ill-formed names that must be unique (document sets)', async () => {
