@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -58,15 +59,24 @@ describe('kas backup and kas restore', () => {
     const backedUp = await run(process.execPath, [cli, 'backup', file, '--url', running.url], {
       env: cleanEnv({ KAS_DATA_DIR: source, KAS_API_KEY: KEY }),
     });
-    expect(backedUp.stdout).toMatch(/Wrote/);
+    expect(backedUp.stdout).toMatch(/Wrote .*does not hold the encryption key/);
     expect(await stop(running.child)).toBe(0);
+    // The backup leaves the key out: the operator keeps a copy of it apart.
+    const keyFile = join(source, 'encryption.key');
+    expect(readFileSync(file).includes(readFileSync(keyFile, 'utf8').trim())).toBe(false);
 
     const target = tempDir();
-    const restored = await run(process.execPath, [cli, 'restore', file], {
+    const keyless = await run(process.execPath, [cli, 'restore', file], {
+      env: cleanEnv({ KAS_DATA_DIR: target }),
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect((keyless as { code: number }).code).toBe(1);
+    expect((keyless as { stderr: string }).stderr).toMatch(/does not hold the encryption key/);
+    expect(readdirSync(target)).toEqual([]);
+    const restored = await run(process.execPath, [cli, 'restore', file, '--key-file', keyFile], {
       env: cleanEnv({ KAS_DATA_DIR: target }),
     });
     expect(restored.stdout).toMatch(/Restored/);
-    const again = await run(process.execPath, [cli, 'restore', file], {
+    const again = await run(process.execPath, [cli, 'restore', file, '--key-file', keyFile], {
       env: cleanEnv({ KAS_DATA_DIR: target }),
     }).catch((error: { code: number; stderr: string }) => error);
     expect((again as { code: number }).code).toBe(1);

@@ -1,5 +1,6 @@
 /** The `kas` commands (started by cli.ts, which first restarts the process with kas's memory settings). */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   AppError,
@@ -42,8 +43,11 @@ Commands:
   user token create --email <email> [--name <name>] [--expires-in-days <n>]
                                               Create a personal access token for a person and print it
   backup <file> [--url <url>]                 Write a consistent backup of the embedded database, also while it
-                                              runs (then through the API with KAS_API_KEY, an admin key)
-  restore <file>                              Restore a backup into an empty KAS_DATA_DIR
+                                              runs (then through the API with KAS_API_KEY, an admin key); it
+                                              does not hold the encryption key: keep that apart
+  restore <file> [--key-file <encryption.key>]
+                                              Restore a backup into an empty KAS_DATA_DIR with the encryption key
+                                              it was taken with (the key file, or KAS_ENCRYPTION_KEY)
   eval <golden.jsonl> [--url <url>] [--no-chat] [--persona <id>] [--json]
                                               Measure retrieval and cited answers of the running service on
                                               questions with the document ids that answer them (KAS_API_KEY)
@@ -261,16 +265,26 @@ async function backup(args: string[]) {
     bytes = new Uint8Array(await res.arrayBuffer());
   }
   writeFileSync(file, bytes, { mode: 0o600 });
-  process.stdout.write(`Wrote ${file} (${Math.round(bytes.length / 1024)} KB).\n`);
+  process.stdout.write(
+    `Wrote ${file} (${Math.round(bytes.length / 1024)} KB). It does not hold the encryption key: ` +
+      `restoring it needs ${config.KAS_ENCRYPTION_KEY ? 'the same KAS_ENCRYPTION_KEY' : `a copy of ${join(config.KAS_DATA_DIR, 'encryption.key')}`}, kept apart from the backup.\n`,
+  );
 }
 
 async function restore(args: string[]) {
-  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'key-file': { type: 'string' } },
+  });
   const file = positionals[0];
   if (!file) fail(USAGE, 2);
   const config = loadConfig();
   if (config.DATABASE_URL) fail('With DATABASE_URL the database is Postgres: restore it with pg_restore.', 2);
-  const { created_at } = await restoreBackup(config, new Uint8Array(readFileSync(file)));
+  const keyFile = values['key-file'];
+  if (keyFile && !existsSync(keyFile)) fail(`The key file ${keyFile} does not exist.`, 2);
+  const key = keyFile ? readFileSync(keyFile, 'utf8') : undefined;
+  const { created_at } = await restoreBackup(config, new Uint8Array(readFileSync(file)), { key });
   process.stdout.write(`Restored the backup of ${created_at} into ${config.KAS_DATA_DIR}.\n`);
 }
 

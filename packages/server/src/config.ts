@@ -131,6 +131,8 @@ const ConfigSchema = z.object({
   KAS_CONNECTOR_BACKOFF_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   /** Tries of one queued webhook event (backoff as above) before it is marked failed. */
   KAS_CONNECTOR_EVENT_TRIES: z.coerce.number().int().min(1).max(100).default(5),
+  /** Most pages one web crawl takes (sitemap entries or followed links); the rest of a larger site is not indexed. */
+  KAS_WEB_MAX_PAGES: z.coerce.number().int().min(1).max(10_000_000).default(100_000),
   /** Uploads for file connectors that no connector references are removed after this many hours. */
   KAS_CONNECTOR_UPLOAD_GRACE_HOURS: z.coerce.number().min(0).max(8760).default(24),
   /** Longest time one action call (OpenAPI request or MCP tool call) may take in chat (ms). */

@@ -300,7 +300,7 @@ export interface paths {
         };
         /**
          * Download a consistent backup of the embedded database
-         * @description While the service runs; restore it with `kas restore <file>` into an empty data directory. It holds the encryption key of the data directory, so keep it as safe as the directory. With DATABASE_URL: 400 (use pg_dump). `kas backup <file>` calls this. Admin.
+         * @description While the service runs; restore it with `kas restore <file> --key-file <encryption.key>` into an empty data directory. It does not hold the encryption key of the credentials: the restore needs the key file (or KAS_ENCRYPTION_KEY), kept apart from the backups. With DATABASE_URL: 400 (use pg_dump). `kas backup <file>` calls this. Admin.
          */
         get: operations["backup-create"];
         put?: never;

@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeMcpServer, startFakeMcpServer } from '../../../../test/fakes/mcp-server.ts';
 import { type FakeLlmServer, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
@@ -39,6 +41,23 @@ beforeAll(async () => {
   research = (await admin.userGroups.create({ name: 'research', user_ids: [carol.user_id, mia.user_id] })).id;
   await admin.userGroups.setCurator({ user_group_id: research, user_id: carol.user_id, is_curator: true });
 });
+
+/** A server on another port that answers every request with a 307 to the same path at `target`'s origin. */
+async function startRedirector(target: string): Promise<{ url: string; close(): Promise<void> }> {
+  const origin = new URL(target).origin;
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(307, { location: `${origin}${req.url ?? '/'}` }).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
 
 /** Mia asks the agent, and the model calls the action's forecast operation. */
 async function useAction(agentId: number) {
@@ -181,5 +200,43 @@ describe('action secrets bound to their origin', () => {
       token_url: `${evil.url}/token`,
     });
     expect(await tokens()).toEqual([]);
+  });
+
+  it("does not send an action's or an MCP server's header values along a redirect to another origin", async () => {
+    const admin = t.caller(t.adminKey);
+    const toEvil = await startRedirector(evil.url);
+    const toMcp = await startRedirector(mcp.url);
+    try {
+      const action = await admin.actions.createCustomTool({
+        definition: { ...api.spec(), servers: [{ url: `${toEvil.url}/v1` }] },
+        custom_headers: [{ key: 'X-Api-Key', value: 'admin-weather-key' }],
+        groups: [research],
+      });
+      const agentId = (await admin.personas.create(agentInput('redirected weather', [action.id]))).id;
+      const before = evil.requests.length;
+      await useAction(agentId);
+      const arrived = evil.requests.slice(before);
+      expect(arrived.map((r) => r.url)).toEqual(['/v1/forecast/Paris?days=1']);
+      expect(arrived[0]?.headers['x-api-key']).toBeUndefined();
+
+      const seen = mcp.requests.length;
+      const server = await admin.mcp.create({
+        name: 'Redirected',
+        server_url: `${toMcp.url}${new URL(mcp.url).pathname}`,
+        transport: 'STREAMABLE_HTTP',
+        auth_type: 'API_TOKEN',
+        auth_performer: 'ADMIN',
+        api_token: 'admin-mcp-token',
+        auth_template: { headers: { 'X-Mcp-Key': '{api_key}', Authorization: 'Bearer {api_key}' } },
+      });
+      // The MCP SDK does not follow a redirect to another origin itself; were it to, the outbound guard drops the headers.
+      await admin.mcp.tools({ server_id: server.server_id });
+      for (const headers of mcp.requests.slice(seen)) {
+        expect(headers['x-mcp-key']).toBeUndefined();
+        expect(headers.authorization).toBeUndefined();
+      }
+    } finally {
+      await Promise.all([toEvil.close(), toMcp.close()]);
+    }
   });
 });

@@ -1,11 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { gunzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configFrom } from '../config.ts';
+import { createSecretBox, loadEncryptionKey } from '../crypto/secret-box.ts';
 import { createDatabase, type DatabaseHandle } from '../db/database.ts';
+import { AppError } from '../errors.ts';
 import { TEST_ENCRYPTION_KEY, testDbKind } from '../testing/test-runtime.ts';
 import { createBackup, restoreBackup } from './backup.ts';
 
@@ -21,6 +24,8 @@ function tempDataDir(): string {
   dirs.push(dir);
   return dir;
 }
+
+const secretsOf = (config: ReturnType<typeof configFrom>) => createSecretBox(loadEncryptionKey(config));
 
 const ROWS = 50_000;
 
@@ -57,7 +62,9 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
       }
     })();
     const started = performance.now();
-    const backup = await createBackup({ ctx: { snapshot: handle.snapshot ?? null, config } });
+    const backup = await createBackup({
+      ctx: { snapshot: handle.snapshot ?? null, secrets: secretsOf(config) },
+    });
     const backupMs = performance.now() - started;
     backingUp = false;
     await probe;
@@ -107,7 +114,9 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
       }
     })();
     await new Promise((r) => setTimeout(r, 200));
-    const backup = await createBackup({ ctx: { snapshot: handle.snapshot ?? null, config } });
+    const backup = await createBackup({
+      ctx: { snapshot: handle.snapshot ?? null, secrets: secretsOf(config) },
+    });
     await new Promise((r) => setTimeout(r, 100));
     writing = false;
     await writer;
@@ -125,5 +134,67 @@ describe.runIf(testDbKind() === 'pglite')('backups of a large embedded database'
     expect(row?.a).toBe(row?.b);
     expect(row?.a).toBeGreaterThan(0);
     expect(row?.a).toBeLessThan(committed);
+  }, 60_000);
+});
+
+describe.runIf(testDbKind() === 'pglite')('backups and the encryption key', () => {
+  it('leave the key out; a restore needs the right key, and a wrong or missing one writes nothing', async () => {
+    // No KAS_ENCRYPTION_KEY: the key is generated into the data directory, as `npm start` does.
+    const config = configFrom({ KAS_DATA_DIR: tempDataDir() });
+    const handle = await createDatabase(config);
+    handles.push(handle);
+    const secrets = secretsOf(config);
+    await sql`CREATE TABLE vault (secret text NOT NULL)`.execute(handle.db);
+    await sql`INSERT INTO vault VALUES (${secrets.encrypt('hunter2')})`.execute(handle.db);
+    const backup = await createBackup({ ctx: { snapshot: handle.snapshot ?? null, secrets } });
+
+    const keyText = readFileSync(join(config.KAS_DATA_DIR, 'encryption.key'), 'utf8').trim();
+    const keyBytes = loadEncryptionKey(config);
+    const newline = backup.indexOf(10);
+    const header = Buffer.from(backup.subarray(0, newline)).toString('utf8');
+    const body = gunzipSync(backup.subarray(newline + 1));
+    for (const part of [header, body]) {
+      expect(part.includes(keyText)).toBe(false);
+      expect(Buffer.from(part).includes(keyBytes)).toBe(false);
+    }
+
+    const restoreInto = async (env: Record<string, string>, key?: string) => {
+      const target = configFrom({ KAS_DATA_DIR: join(tempDataDir(), 'restored'), ...env });
+      const outcome = await restoreBackup(target, backup, key === undefined ? {} : { key }).catch(
+        (error: unknown) => error,
+      );
+      return { target, outcome };
+    };
+    const otherKey = Buffer.alloc(32, 7).toString('base64');
+    for (const [env, key, message] of [
+      [{}, undefined, /does not hold the encryption key.*--key-file/],
+      [{}, otherKey, /key file is not the encryption key this backup was taken with; nothing was restored/],
+      [{}, 'not a key', /must be 32 bytes/],
+      [{ KAS_ENCRYPTION_KEY: otherKey }, undefined, /KAS_ENCRYPTION_KEY is not the encryption key/],
+      [{ KAS_ENCRYPTION_KEY: otherKey }, keyText, /KAS_ENCRYPTION_KEY is not the encryption key/],
+    ] as const) {
+      const { target, outcome } = await restoreInto(env, key);
+      expect(outcome).toBeInstanceOf(AppError);
+      expect((outcome as AppError).detail).toMatch(message);
+      // Refused before anything was written.
+      expect(existsSync(target.KAS_DATA_DIR)).toBe(false);
+    }
+
+    for (const [env, key] of [
+      [{}, `${keyText}\n`],
+      [{ KAS_ENCRYPTION_KEY: keyText }, undefined],
+    ] as const) {
+      const { target, outcome } = await restoreInto(env, key);
+      expect(outcome).toEqual({ created_at: expect.any(String) });
+      if (key) {
+        const written = join(target.KAS_DATA_DIR, 'encryption.key');
+        expect(readFileSync(written, 'utf8').trim()).toBe(keyText);
+        expect(statSync(written).mode & 0o777).toBe(0o600);
+      } else expect(readdirSync(target.KAS_DATA_DIR)).toEqual(['pgdata']);
+      const copy = await createDatabase(target);
+      handles.push(copy);
+      const row = await sql<{ secret: string }>`SELECT secret FROM vault`.execute(copy.db);
+      expect(secretsOf(target).decrypt(row.rows[0]?.secret ?? '')).toBe('hunter2');
+    }
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TimestampInput } from '../timestamps.ts';
+import { WellFormedString } from '../validation.ts';
 
 export const AccessType = z.enum(['public', 'private', 'sync']).meta({ id: 'AccessType' });
 export const InputType = z.enum(['poll', 'event', 'load_state']).meta({ id: 'ConnectorInputType' });
@@ -113,7 +114,7 @@ export const CredentialListInput = z.object({ source: z.string().optional() });
 export const CcPairCreateInput = z.object({
   connector_id: z.number().int(),
   credential_id: z.number().int(),
-  name: z.string().trim().min(1).max(256),
+  name: WellFormedString.trim().min(1).max(256),
   access_type: AccessType.default('public'),
   groups: z.array(z.number().int()).default([]),
 });

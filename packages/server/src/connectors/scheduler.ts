@@ -13,6 +13,7 @@ export function indexingOptionsFrom(deps: AppDeps): IndexingOptions {
     repeatedAfter: 3,
     backoffBaseMs: deps.config.KAS_CONNECTOR_BACKOFF_MS,
     files: { read: (id) => connectorFilesRepository.readConnectorFile(deps.db, id) },
+    maxPages: deps.config.KAS_WEB_MAX_PAGES,
   };
 }
 

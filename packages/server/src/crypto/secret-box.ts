@@ -38,7 +38,8 @@ export function createSecretBox(key: Buffer): SecretBox {
   };
 }
 
-function decodeKey(value: string): Buffer {
+/** A key as KAS_ENCRYPTION_KEY and `encryption.key` hold it: 32 bytes, base64 (or base64url). */
+export function decodeKey(value: string): Buffer {
   const key = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
   if (key.length !== 32) throw new Error('KAS_ENCRYPTION_KEY must decode to exactly 32 bytes');
   return key;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WellFormedString } from '../validation.ts';
 
 export const DocumentSet = z
   .object({
@@ -15,7 +16,7 @@ export const DocumentSet = z
   .meta({ id: 'DocumentSet' });
 export type DocumentSet = z.infer<typeof DocumentSet>;
 
-const Name = z.string().trim().min(1).max(255);
+const Name = WellFormedString.trim().min(1).max(255);
 
 export const CreateDocumentSetInput = z.object({
   name: Name,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { TimestampInput } from '../timestamps.ts';
+import { WellFormedString } from '../validation.ts';
 
 export const Section = z
   .object({
@@ -24,11 +25,11 @@ export const Owner = z
   .meta({ id: 'DocumentOwner' });
 export type Owner = z.infer<typeof Owner>;
 
-const MetadataValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+const MetadataValue = z.union([WellFormedString, z.number(), z.boolean()]).transform(String);
 
 export const IngestedDocument = z
   .object({
-    id: z.string().trim().min(1).max(512).nullish().meta({
+    id: WellFormedString.trim().min(1).max(512).nullish().meta({
       description: 'Stable unique id; derived from the content when omitted. Same id: update in place',
     }),
     semantic_identifier: z
@@ -37,9 +38,9 @@ export const IngestedDocument = z
       .max(1024)
       .meta({ description: 'Title shown in the UI and citations' }),
     sections: z.array(Section).min(1),
-    source: z.string().min(1).max(64).nullish().meta({ description: 'Source type; default `file`' }),
+    source: WellFormedString.min(1).max(64).nullish().meta({ description: 'Source type; default `file`' }),
     metadata: z
-      .record(z.string(), z.union([MetadataValue, z.array(MetadataValue)]))
+      .record(WellFormedString, z.union([MetadataValue, z.array(MetadataValue)]))
       .nullish()
       .meta({ description: 'Values are strings or arrays of strings; each key/value pair is also a tag' }),
     doc_updated_at: TimestampInput.nullish().meta({ description: 'Default: the current time' }),
@@ -83,5 +84,5 @@ export const DocMinimalInfo = z
   .meta({ id: 'DocMinimalInfo' });
 export type DocMinimalInfo = z.infer<typeof DocMinimalInfo>;
 
-export const DocumentIdInput = z.object({ document_id: z.string().min(1) });
+export const DocumentIdInput = z.object({ document_id: WellFormedString.min(1) });
 export const CcPairIdInput = z.object({ cc_pair_id: z.number().int() });

@@ -194,6 +194,59 @@ describe('outbound fetch', () => {
     expect(hits.get('/hello') ?? 0).toBe(before);
   });
 
+  it('drops every credential-bearing header when a redirect leaves the origin, keeps them on the same origin', async () => {
+    // A second origin (another port): it records the headers it receives.
+    const seen: Record<string, string | string[] | undefined>[] = [];
+    const other = createServer((req, res) => {
+      seen.push(req.headers);
+      res.end('elsewhere');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const otherPort = (other.address() as AddressInfo).port;
+    const first = createServer((req, res) => {
+      seen.push(req.headers);
+      res.statusCode = 302;
+      res.setHeader('location', req.url === '/same' ? '/final' : `http://127.0.0.1:${otherPort}/final`);
+      if (req.url === '/final') {
+        res.statusCode = 200;
+        res.removeHeader('location');
+      }
+      res.end();
+    });
+    await new Promise<void>((resolve) => first.listen(0, '127.0.0.1', resolve));
+    const firstPort = (first.address() as AddressInfo).port;
+    const secrets = {
+      authorization: 'Bearer secret-token',
+      cookie: 'session=secret',
+      'proxy-authorization': 'Basic c2VjcmV0',
+      'x-api-key': 'secret-key',
+      'x-custom-secret': 'configured-by-admin',
+      accept: 'application/json',
+    };
+    try {
+      const { fetch } = createOutbound({ ...base, allowlist: ['127.0.0.1'] });
+      const away = await fetch(`http://127.0.0.1:${firstPort}/away`, { headers: secrets });
+      expect(await away.text()).toBe('elsewhere');
+      expect(seen[0]).toMatchObject(secrets);
+      const landed = seen[1] ?? {};
+      for (const name of ['authorization', 'cookie', 'proxy-authorization', 'x-api-key', 'x-custom-secret']) {
+        expect(landed[name]).toBeUndefined();
+      }
+      expect(landed.accept).toBe('application/json');
+
+      seen.length = 0;
+      const same = await fetch(`http://127.0.0.1:${firstPort}/same`, { headers: secrets });
+      expect(same.status).toBe(200);
+      expect(same.redirected).toBe(true);
+      expect(seen[1]).toMatchObject(secrets);
+    } finally {
+      for (const s of [first, other]) {
+        s.closeAllConnections();
+        await new Promise((resolve) => s.close(resolve));
+      }
+    }
+  });
+
   it('caps response sizes, declared or streamed', async () => {
     const { fetch } = createOutbound({ ...base, allowlist: ['127.0.0.1'] });
     await expect(fetch(`http://127.0.0.1:${port}/big-declared`)).rejects.toMatchObject({ code: 'TOO_LARGE' });

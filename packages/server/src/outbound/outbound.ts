@@ -78,6 +78,22 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
+/**
+ * The only request headers that follow a redirect to another origin (scheme, host and port). Every other
+ * header may carry a credential the caller configured for the first origin (an action's `X-Api-Key`, an
+ * MCP server's template headers, `Authorization`, `Cookie`, `Proxy-Authorization`) and is dropped.
+ */
+const CROSS_ORIGIN_SAFE_HEADERS = new Set([
+  'accept',
+  'accept-language',
+  'cache-control',
+  'content-language',
+  'content-length',
+  'content-type',
+  'pragma',
+  'user-agent',
+]);
+
 /** Milliseconds a `Retry-After` header asks for (delta-seconds or an HTTP date); null when absent or unreadable. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | null {
   if (!value) return null;
@@ -316,8 +332,11 @@ async function fetchFollowing(
     }
     const headers = new Headers(current.headers);
     if (next.origin !== url.origin) {
-      headers.delete('authorization');
-      headers.delete('cookie');
+      const names: string[] = [];
+      headers.forEach((_value, name) => {
+        names.push(name);
+      });
+      for (const name of names) if (!CROSS_ORIGIN_SAFE_HEADERS.has(name)) headers.delete(name);
     }
     const toGet = status === 303 || ((status === 301 || status === 302) && current.method === 'POST');
     if (toGet) {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TimestampString } from '../timestamps.ts';
 import { ToolSnapshot } from '../tools/tools.schemas.ts';
 import { MinimalUserSnapshot } from '../users/users.schemas.ts';
+import { WellFormedString } from '../validation.ts';
 
 /** The built-in default agent: what a chat session gets when `persona_id` is omitted. */
 export const DEFAULT_PERSONA_ID = 0;
@@ -115,8 +116,8 @@ const upsertFields = {
   is_featured: z.boolean(),
   display_priority: Int32.nullable(),
   hierarchy_node_ids: z.array(Id),
-  document_ids: z.array(z.string()),
-  user_file_ids: z.array(z.string()),
+  document_ids: z.array(WellFormedString),
+  user_file_ids: z.array(WellFormedString),
 };
 
 export const CreatePersonaInput = z.object({
@@ -173,7 +174,7 @@ export const SetListedInput = z.object({ persona_id: PersonaId, is_listed: z.boo
 export const SetFeaturedInput = z.object({ persona_id: PersonaId, is_featured: z.boolean() });
 export const SetPublicInput = z.object({ persona_id: PersonaId, is_public: z.boolean() });
 
-const LabelName = z.string().trim().min(1).max(255);
+const LabelName = WellFormedString.trim().min(1).max(255);
 export const CreateLabelInput = z.object({ name: LabelName });
 export const LabelId = Id;
 export const UpdateLabelInput = z.object({ label_id: LabelId, label_name: LabelName });

@@ -1,16 +1,17 @@
 import { z } from 'zod';
 import { TimestampInput } from '../timestamps.ts';
+import { WellFormedString } from '../validation.ts';
 
 export const Tag = z
-  .object({ tag_key: z.string().min(1), tag_value: z.string() })
+  .object({ tag_key: WellFormedString.min(1), tag_value: WellFormedString })
   .meta({ id: 'Tag', description: 'A metadata key and one of its values' });
 export type Tag = z.infer<typeof Tag>;
 
 export const BaseFilters = z
   .object({
-    source_type: z.array(z.string()).nullish().meta({ description: 'Only these source types' }),
+    source_type: z.array(WellFormedString).nullish().meta({ description: 'Only these source types' }),
     document_set: z
-      .array(z.string())
+      .array(WellFormedString)
       .nullish()
       .meta({ description: 'Only documents in these document sets (names)' }),
     time_cutoff: TimestampInput.nullish().meta({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UserSnapshot } from '../users/users.schemas.ts';
+import { WellFormedString } from '../validation.ts';
 
 export const UserGroupId = z
   .number()
@@ -18,7 +19,7 @@ export const UserGroup = z
   .meta({ id: 'UserGroup' });
 export type UserGroup = z.infer<typeof UserGroup>;
 
-const GroupName = z.string().trim().min(1).max(255);
+const GroupName = WellFormedString.trim().min(1).max(255);
 
 export const CreateUserGroupInput = z.object({
   name: GroupName,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Role } from '../auth/roles.ts';
+import { WellFormedString } from '../validation.ts';
 
 export const MinimalUserSnapshot = z
   .object({ id: z.uuid(), email: z.string() })
@@ -48,8 +49,8 @@ export type UserEmailInput = z.infer<typeof UserEmailInput>;
 /** A person's account at a source, for permission sync (`github` login, `slack` user id, Google email, Confluence account id). */
 export const ExternalIdentity = z
   .object({
-    source: z.string().trim().min(1).max(64),
-    external_id: z.string().trim().min(1).max(512),
+    source: WellFormedString.trim().min(1).max(64),
+    external_id: WellFormedString.trim().min(1).max(512),
   })
   .meta({ id: 'ExternalIdentity' });
 export type ExternalIdentity = z.infer<typeof ExternalIdentity>;

@@ -17,6 +17,8 @@ export interface IndexingOptions {
   /** Backoff after the first failure; doubled per further failure, capped at an hour. */
   backoffBaseMs: number;
   files: SourceFileStore;
+  /** Most pages one crawl takes (`KAS_WEB_MAX_PAGES`). */
+  maxPages?: number;
 }
 
 const POLL_OVERLAP_MS = 5 * 60_000;
@@ -87,6 +89,7 @@ export async function runPrune(ctx: Ctx, pairId: number, options: IndexingOption
       logger: log,
       files: options.files,
       connectorId: connector.id,
+      ...(options.maxPages ? { maxPages: options.maxPages } : {}),
       accessType: opened.pair.access_type,
     });
     if (removed !== null) log.info({ removed }, 'prune finished');
@@ -150,6 +153,7 @@ export async function runAttempt(
       logger: log,
       files: options.files,
       connectorId: connector.id,
+      ...(options.maxPages ? { maxPages: options.maxPages } : {}),
       accessType: pair.access_type,
     };
     const sync = pair.access_type === 'sync';

@@ -102,6 +102,8 @@ export interface SourceRunContext<Config, Credential> {
   connectorId: number;
   /** The pair's access type: sources read permissions only for `sync` (reading them may need more rights). */
   accessType?: 'public' | 'private' | 'sync';
+  /** Most pages a crawling source (web) takes in one run (`KAS_WEB_MAX_PAGES`); absent: its default. */
+  maxPages?: number;
 }
 
 export interface LoadArgs<Config, Credential> extends SourceRunContext<Config, Credential> {

@@ -200,11 +200,16 @@ async function robotsOf(args: LoadArgs<WebConfig, unknown>, base: URL): Promise<
   }
 }
 
-async function sitemapUrls(
+/**
+ * The page URLs a sitemap lists, following a sitemap index (three levels deep), one at a time: the caller
+ * stops when it has enough and the nested sitemaps after that are never fetched. One sitemap's text is
+ * bounded by the outbound size cap; nothing holds the URLs of all of them.
+ */
+async function* sitemapUrls(
   args: LoadArgs<WebConfig, unknown>,
   sitemap: string,
   depth = 0,
-): Promise<string[]> {
+): AsyncGenerator<string> {
   const response = await args.fetch(sitemap, { signal: args.signal });
   if (response.status === 429 || response.status === 503) {
     await response.body?.cancel();
@@ -216,25 +221,34 @@ async function sitemapUrls(
     throw new SourceError('auth', `The sitemap refused access (${response.status})`);
   if (!response.ok) throw new SourceError('config', `The sitemap ${sitemap} answered ${response.status}`);
   const { urls, isIndex } = sitemapLocations(await response.text());
-  if (!isIndex || depth > 2) return urls;
-  const nested: string[] = [];
-  for (const url of urls) nested.push(...(await sitemapUrls(args, url, depth + 1)));
-  return nested;
+  for (const url of urls) {
+    if (!isIndex || depth > 2) yield url;
+    else yield* sitemapUrls(args, url, depth + 1);
+  }
 }
+
+/** Default of `KAS_WEB_MAX_PAGES` when the run does not say. */
+const DEFAULT_MAX_PAGES = 100_000;
 
 async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBatch> {
   const { base_url, web_connector_type } = args.config;
   const base = new URL(base_url);
   const allowed = await robotsOf(args, base);
   const saved = args.checkpoint as unknown as Checkpoint | null;
+  const maxPages = args.maxPages ?? DEFAULT_MAX_PAGES;
   let queue: string[];
   const visited = SeenUrls.from(saved);
   if (saved?.started) {
     queue = [...saved.queue];
   } else if (web_connector_type === 'sitemap') {
-    queue = (await sitemapUrls(args, base.href))
-      .map((u) => normalise(u, base.href))
-      .filter((u): u is string => !!u);
+    queue = [];
+    for await (const listed of sitemapUrls(args, base.href)) {
+      const url = normalise(listed, base.href);
+      if (!url || visited.has(url)) continue;
+      visited.add(url);
+      queue.push(url);
+      if (queue.length >= maxPages) break;
+    }
   } else {
     queue = [normalise(base.href, base.href) as string];
   }
@@ -252,7 +266,7 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
         documents.push(result.doc);
         if (web_connector_type !== 'recursive') continue;
         for (const link of result.links) {
-          if (!visited.has(link) && inScope(link, base)) {
+          if (visited.size < maxPages && !visited.has(link) && inScope(link, base)) {
             visited.add(link);
             queue.push(link);
           }
