@@ -250,11 +250,26 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
   while (queue.length) {
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    while (queue.length && documents.length + failures.length < BATCH_SIZE) {
+    let limited: SourceError | null = null;
+    while (queue.length && !limited && documents.length + failures.length < BATCH_SIZE) {
       const taken = queue.splice(0, PARALLEL);
       const slice = taken.filter((url) => allowed(new URL(url).pathname));
       read += taken.length;
-      const fetched = await Promise.all(slice.map((url) => fetchPage(args, url)));
+      const settled = await Promise.allSettled(slice.map((url) => fetchPage(args, url)));
+      const fetched: Fetched[] = [];
+      const again: string[] = [];
+      settled.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled') return fetched.push(outcome.value);
+        const error = outcome.reason;
+        if (!(error instanceof SourceError) || error.kind !== 'rate_limited' || args.signal.aborted) throw error;
+        // Rate limited: this page is read again when the attempt resumes; the pages read beside it are kept.
+        limited ??= error;
+        again.push(slice[i] as string);
+      });
+      if (again.length) {
+        queue.unshift(...again);
+        read -= again.length;
+      }
       for (const result of fetched) {
         if (result.kind === 'failure') failures.push(result.failure);
         if (result.kind !== 'page') continue;
@@ -284,6 +299,8 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
       // Pages read so far and those queued: a redirect's target or a page robots.txt forbids is not counted twice.
       total: read + queue.length,
     };
+    // What was read is yielded (and checkpointed) first: the attempt resumes after it when the limit ends.
+    if (limited) throw limited;
   }
 }
 
