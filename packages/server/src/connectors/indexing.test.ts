@@ -141,7 +141,11 @@ describe('web connector through the scheduler and worker', () => {
     for (let i = 0; i < 120; i++) {
       site.pages.set(
         i === 0 ? '/' : `/p${i}`,
-        htmlPage(`P${i}`, `page number ${i} walrus`, [`/p${(i + 1) % 120}`, `/p${(i + 2) % 120}`]),
+        htmlPage(
+          `P${i}`,
+          `page number ${i} walrus`,
+          [`/p${(i + 1) % 120 || ''}`, `/p${(i + 2) % 120 || ''}`].map((l) => (l === '/p' ? '/' : l)),
+        ),
       );
     }
     site.delayMs = 20;
@@ -189,8 +193,8 @@ describe('web connector through the scheduler and worker', () => {
         site.pages.set(
           i === 0 ? `/s${s}/` : `/s${s}/p${i}`,
           htmlPage(`S${s} P${i}`, `section ${s} page ${i} pangolin`, [
-            `/s${s}/p${(i + 1) % perSection}`,
-            `/s${s}/p${(i + 2) % perSection}`,
+            (i + 1) % perSection ? `/s${s}/p${(i + 1) % perSection}` : `/s${s}/`,
+            (i + 2) % perSection ? `/s${s}/p${(i + 2) % perSection}` : `/s${s}/`,
           ]),
         );
     site.delayMs = 5;
@@ -227,7 +231,10 @@ describe('web connector through the scheduler and worker', () => {
 
   it('resumes an attempt whose worker died from its checkpoint, not from zero', async () => {
     for (let i = 0; i < 60; i++) {
-      site.pages.set(i === 0 ? '/' : `/p${i}`, htmlPage(`P${i}`, `page ${i} narwhal`, [`/p${(i + 1) % 60}`]));
+      site.pages.set(
+        i === 0 ? '/' : `/p${i}`,
+        htmlPage(`P${i}`, `page ${i} narwhal`, [(i + 1) % 60 ? `/p${(i + 1) % 60}` : '/']),
+      );
     }
     site.delayMs = 10;
     const { pairId } = await webPair();

@@ -5,6 +5,41 @@ import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import type { AttemptRow } from './connectors.repository.ts';
 import { connectorTestHelpers } from './connectors.test-helpers.ts';
 import { progressOf } from './service/shared.ts';
+import type { Source, SourceDocument, SourceDocumentFailure } from './sources/source.ts';
+
+/**
+ * A provider that polls (documents updated in the window), like a ticket tracker: items with an
+ * update time, each read with one request (counted), and items that fail on their own (poisoned).
+ */
+const ledger = {
+  items: new Map<string, { text: string; updated: Date; poisoned: boolean }>(),
+  reads: new Map<string, number>(),
+};
+const ledgerSource: Source<Record<string, never>, Record<string, never>> = {
+  name: 'ledger',
+  displayName: 'Ledger',
+  needsCredential: false,
+  inputTypes: ['poll'],
+  validateConfig: () => ({ ok: true, value: {} }),
+  validateCredential: () => ({ ok: true, value: {} }),
+  async *load({ window }) {
+    const documents: SourceDocument[] = [];
+    const failures: SourceDocumentFailure[] = [];
+    for (const [id, item] of ledger.items) {
+      if (window.start && item.updated < window.start) continue;
+      ledger.reads.set(id, (ledger.reads.get(id) ?? 0) + 1);
+      const link = `https://ledger.example/${id}`;
+      if (item.poisoned) failures.push({ document_id: `ledger:${id}`, link, message: 'Export too large' });
+      else
+        documents.push({
+          id: `ledger:${id}`,
+          semantic_identifier: id,
+          sections: [{ text: item.text, link }],
+        });
+    }
+    yield { documents, failures, checkpoint: null };
+  },
+};
 
 const t = useTestRuntime({
   KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
@@ -20,6 +55,7 @@ let counter = 0;
 
 beforeAll(async () => {
   site = await startFakeWebsite();
+  t.deps.sources.register(ledgerSource);
 });
 afterAll(async () => {
   await site.close();
@@ -203,6 +239,64 @@ describe('per-item failures', () => {
     expect((await attempts(pairId))[0]).toMatchObject({ status: 'success' });
     const after = (await admin().connectors.indexingStatus({})).find((s) => s.cc_pair_id === pairId);
     expect(after?.last_failure).toBeNull();
+  }, 60_000);
+});
+
+describe('per-item failures of a polling source', () => {
+  it('an item that failed is read again by the next polls until it is indexed; the others are not re-read', async () => {
+    const old = new Date(Date.now() - 2 * 3600_000);
+    ledger.items.set('a', { text: 'the aardvark ledger entry', updated: old, poisoned: false });
+    ledger.items.set('b', { text: 'the bandicoot ledger entry', updated: old, poisoned: false });
+    const { id: connectorId } = await admin().connectors.create({
+      name: 'ledger',
+      source: 'ledger',
+      input_type: 'poll',
+      connector_specific_config: {},
+      access_type: 'public',
+      refresh_freq: 3600,
+    });
+    const credential = await admin().connectors.createCredential({ source: 'ledger', credential_json: {} });
+    const pairId = (
+      await admin().connectors.createPair({
+        connector_id: connectorId,
+        credential_id: credential.id,
+        name: 'ledger',
+      })
+    ).data as number;
+    await pass();
+    expect((await attempts(pairId))[0]?.status).toBe('success');
+
+    // A new item that cannot be read: the poll indexes the rest and completes with errors.
+    ledger.items.set('c', { text: 'the civet ledger entry', updated: new Date(), poisoned: true });
+    ledger.items.set('d', { text: 'the dingo ledger entry', updated: new Date(), poisoned: false });
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect((await attempts(pairId))[0]).toMatchObject({ status: 'completed_with_errors', error_count: 1 });
+    expect(await docIds(pairId)).toEqual(['ledger:a', 'ledger:b', 'ledger:d']);
+    const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 10 });
+    expect(errors.items).toMatchObject([
+      {
+        document_id: 'ledger:c',
+        document_link: 'https://ledger.example/c',
+        failure_message: 'Export too large',
+      },
+    ]);
+    const status = (await admin().connectors.indexingStatus({})).find((s) => s.cc_pair_id === pairId);
+    expect(status?.last_failure).toBe('Export too large (https://ledger.example/c)');
+
+    // The next polls still cover it (the window does not move past a failure) until it is indexed.
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect(ledger.reads.get('c')).toBe(2);
+    const fixed = ledger.items.get('c');
+    if (fixed) fixed.poisoned = false;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await pass();
+    expect((await attempts(pairId))[0]?.status).toBe('success');
+    expect(await docIds(pairId)).toEqual(['ledger:a', 'ledger:b', 'ledger:c', 'ledger:d']);
+    expect(ledger.reads.get('c')).toBe(3);
+    // The items of earlier windows were read by the first run only.
+    expect([ledger.reads.get('a'), ledger.reads.get('b')]).toEqual([1, 1]);
   }, 60_000);
 });
 
