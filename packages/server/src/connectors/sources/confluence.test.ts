@@ -172,7 +172,7 @@ describe('confluence source', () => {
     });
   });
 
-  it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
+  it('waits out 429 with Retry-After; past the retries the attempt waits until then and resumes', async () => {
     engSpace();
     wiki.rateLimit = { remaining: 1, retryAfter: 1 };
     const ok = await pair({ index_attachments: false });
@@ -183,10 +183,15 @@ describe('confluence source', () => {
     wiki.rateLimit = { remaining: 100, retryAfter: 1 };
     const limited = await pair({ index_attachments: false });
     await pass();
-    expect(await lastAttempt(limited.pairId)).toMatchObject({
-      status: 'failed',
-      error_msg: expect.stringContaining('rate limiting'),
-    });
+    // Past the retries the attempt waits in the queue (checkpoint kept, worker free) and resumes then.
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'not_started' });
+    const waiting = (await t.admin().connectors.getPair({ cc_pair_id: limited.pairId })).progress;
+    expect(waiting?.waiting_reason).toContain('rate limiting');
+    expect(new Date(waiting?.waiting_until ?? 0).getTime()).toBeGreaterThan(Date.now() - 1000);
+    wiki.rateLimit.remaining = 0;
+    await new Promise((r) => setTimeout(r, 1100));
+    await pass();
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'success' });
   }, 30_000);
 
   it('polls only pages modified since the last run; a prune run removes deleted pages and attachments', async () => {

@@ -214,7 +214,7 @@ describe('google_drive source', () => {
     });
   });
 
-  it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
+  it('waits out 429 with Retry-After; past the retries the attempt waits until then and resumes', async () => {
     file('f1');
     google.rateLimit = { remaining: 1, retryAfter: 1 };
     const ok = await pair({});
@@ -225,10 +225,15 @@ describe('google_drive source', () => {
     google.rateLimit = { remaining: 100, retryAfter: 1 };
     const limited = await pair({});
     await pass();
-    expect(await lastAttempt(limited.pairId)).toMatchObject({
-      status: 'failed',
-      error_msg: expect.stringContaining('rate limiting'),
-    });
+    // Past the retries the attempt waits in the queue (checkpoint kept, worker free) and resumes then.
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'not_started' });
+    const waiting = (await t.admin().connectors.getPair({ cc_pair_id: limited.pairId })).progress;
+    expect(waiting?.waiting_reason).toContain('rate limiting');
+    expect(new Date(waiting?.waiting_until ?? 0).getTime()).toBeGreaterThan(Date.now() - 1000);
+    google.rateLimit.remaining = 0;
+    await new Promise((r) => setTimeout(r, 1100));
+    await pass();
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'success' });
   }, 30_000);
 
   it('polls files modified since the last run; a prune run removes deleted and trashed files', async () => {
