@@ -201,12 +201,9 @@ export const CcPairDetails = z
     in_repeated_error_state: z.boolean(),
     deletion_failure_message: z.string().nullable(),
     progress: IndexingProgress.nullable().meta({ description: 'Of the running or rate-limited attempt' }),
-    last_failure: z
-      .string()
-      .nullable()
-      .meta({
-        description: 'Reason of the last failure: the failed run’s error, or the last document error',
-      }),
+    last_failure: z.string().nullable().meta({
+      description: 'Reason of the last failure: the failed run’s error, or the last document error',
+    }),
     events: PairEvents,
   })
   .meta({ id: 'CcPairDetails' });
@@ -257,12 +254,9 @@ export const IndexingStatusEntry = z
     indexing: z.boolean(),
     in_repeated_error_state: z.boolean(),
     progress: IndexingProgress.nullable().meta({ description: 'Of the running or rate-limited attempt' }),
-    last_failure: z
-      .string()
-      .nullable()
-      .meta({
-        description: 'Reason of the last failure: the failed run’s error, or the last document error',
-      }),
+    last_failure: z.string().nullable().meta({
+      description: 'Reason of the last failure: the failed run’s error, or the last document error',
+    }),
     events: PairEvents,
   })
   .meta({ id: 'IndexingStatusEntry' });

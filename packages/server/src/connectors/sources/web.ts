@@ -272,14 +272,18 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
       const settled = await Promise.allSettled(slice.map((url) => fetchPage(args, url)));
       const fetched: Fetched[] = [];
       const again: string[] = [];
-      settled.forEach((outcome, i) => {
-        if (outcome.status === 'fulfilled') return fetched.push(outcome.value);
+      for (const [i, outcome] of settled.entries()) {
+        if (outcome.status === 'fulfilled') {
+          fetched.push(outcome.value);
+          continue;
+        }
         const error = outcome.reason;
-        if (!(error instanceof SourceError) || error.kind !== 'rate_limited' || args.signal.aborted) throw error;
+        if (!(error instanceof SourceError) || error.kind !== 'rate_limited' || args.signal.aborted)
+          throw error;
         // Rate limited: this page is read again when the attempt resumes; the pages read beside it are kept.
         limited ??= error;
         again.push(slice[i] as string);
-      });
+      }
       if (again.length) {
         queue.unshift(...again);
         read -= again.length;
