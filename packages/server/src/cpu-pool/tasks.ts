@@ -1,3 +1,4 @@
+import { prepareDocument } from '../documents/service/prepare.ts';
 import { extractText } from '../files/files.parse.ts';
 
 /**
@@ -13,6 +14,11 @@ export const TASKS = {
       input.contentType,
       Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength),
     ),
+  /** A large document's id, hashes and chunks (tokenising is the costly part): `prepareDocument`. */
+  prepareDocument: (input: {
+    input: Parameters<typeof prepareDocument>[0];
+    options: Parameters<typeof prepareDocument>[1];
+  }) => prepareDocument(input.input, input.options),
 };
 
 export type TaskName = keyof typeof TASKS;

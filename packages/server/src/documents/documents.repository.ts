@@ -161,17 +161,31 @@ export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<
   return { inserted: result.inserted };
 }
 
-function chunkRows(documentId: string, chunks: Chunk[]) {
-  return chunks.map((c) => ({
-    document_id: documentId,
-    chunk_id: c.chunk_id,
-    title: c.title,
-    content: c.content,
-    blurb: c.blurb,
-    link: c.link,
-    section_links: JSON.stringify(c.section_links),
-    token_count: c.token_count,
-  }));
+const CHUNK_COLUMNS = [
+  'document_id',
+  'chunk_id',
+  'title',
+  'content',
+  'blurb',
+  'link',
+  'section_links',
+  'token_count',
+] as const;
+
+/**
+ * The rows of these chunks as one `SELECT` over arrays: eight bind parameters whatever the number of
+ * chunks (a multi-row `VALUES` takes eight per chunk, and both databases refuse more than 65,535: a
+ * document of more than 8,191 chunks could not be written).
+ */
+function chunkRows(documents: { id: string; chunks: Chunk[] }[]) {
+  const column = <T>(pick: (c: Chunk) => T) => documents.flatMap((d) => d.chunks.map(pick));
+  const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
+  // Raw SQL: `unnest` of several arrays (one row per chunk), which the builder cannot express.
+  return sql`SELECT d, c, t, x, b, l, s::jsonb, n FROM unnest(
+    ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
+    ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
+    ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
+  ) AS u(d, c, t, x, b, l, s, n)`;
 }
 
 /**
@@ -194,7 +208,8 @@ export async function insertNewDocument(db: DbExecutor, row: DocumentRow, chunks
         .returning('cc_pair_id'),
     )
     .insertInto('chunks')
-    .values(chunkRows(row.id, chunks))
+    .columns(CHUNK_COLUMNS)
+    .expression(chunkRows([{ id: row.id, chunks }]))
     .execute();
 }
 
@@ -260,13 +275,18 @@ export async function insertNewDocuments(db: DbExecutor, documents: NewDocument[
         .returning('cc_pair_id'),
     )
     .insertInto('chunks')
-    .values(documents.flatMap(({ row, chunks }) => chunkRows(row.id, chunks)))
+    .columns(CHUNK_COLUMNS)
+    .expression(chunkRows(documents.map(({ row, chunks }) => ({ id: row.id, chunks }))))
     .execute();
 }
 
 export async function replaceChunks(db: DbExecutor, documentId: string, chunks: Chunk[], isNew: boolean) {
   if (!isNew) await db.deleteFrom('chunks').where('document_id', '=', documentId).execute();
-  await db.insertInto('chunks').values(chunkRows(documentId, chunks)).execute();
+  await db
+    .insertInto('chunks')
+    .columns(CHUNK_COLUMNS)
+    .expression(chunkRows([{ id: documentId, chunks }]))
+    .execute();
 }
 
 export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {

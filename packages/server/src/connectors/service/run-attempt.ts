@@ -1,5 +1,6 @@
 import type { IngestedDocument } from '../../documents/documents.schemas.ts';
 import * as documentsService from '../../documents/documents.service.ts';
+import { AppError } from '../../errors.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
 import type { AttemptRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
@@ -187,7 +188,9 @@ export async function runAttempt(
                 {
                   document_id: batch.documents[i]?.id ?? null,
                   document_link: null,
-                  failure_message: 'Could not index the document',
+                  // A refusal of ours (over a size limit) says which; anything else stays generic.
+                  failure_message:
+                    r.reason instanceof AppError ? r.reason.detail : 'Could not index the document',
                 },
               ]
             : [],

@@ -57,7 +57,12 @@ export interface PreparedDocument {
 /** `fromConnector`: synced by a connector, so not listed or deletable through the ingestion API. */
 export function prepareDocument(
   input: IngestDocumentInput,
-  options: { fromConnector?: boolean; externalAccess?: ExternalAccessInput | null } = {},
+  options: {
+    fromConnector?: boolean | undefined;
+    externalAccess?: ExternalAccessInput | null | undefined;
+    /** `KAS_MAX_DOCUMENT_CHUNKS`: a longer document is refused (413). */
+    maxChunks?: number | undefined;
+  } = {},
 ): PreparedDocument {
   const external = options.externalAccess
     ? {
@@ -85,7 +90,12 @@ export function prepareDocument(
       ...(external ? [external] : []),
     ]),
   );
-  const chunks = chunkDocument({ title, sections: document.sections });
+  const chunks = chunkDocument({
+    title,
+    sections: document.sections,
+    maxChunks: options.maxChunks,
+    subject: `Document ${JSON.stringify(id.slice(0, 200))}`,
+  });
   return {
     ccPairId: input.cc_pair_id ?? null,
     semanticIdentifier: document.semantic_identifier,
