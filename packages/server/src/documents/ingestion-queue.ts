@@ -29,7 +29,11 @@ export interface IngestionState {
 }
 
 export function createIngestionState(): IngestionState {
-  return { pending: [], inFlight: 0, busy: new Set(), scheduled: false,
+  return {
+    pending: [],
+    inFlight: 0,
+    busy: new Set(),
+    scheduled: false,
     preparing: new Map(),
     systemPairId: undefined,
   };
