@@ -94,8 +94,15 @@ function figures(times: number[]) {
 
 /** A document of about `mb` MB of word-like English text. */
 function bigDocument(seed: number, mb: number): string {
-  const body = text(rng(seed), Math.round((mb * 1_000_000) / 7));
-  return body;
+  const random = rng(seed);
+  const parts: string[] = [];
+  let length = 0;
+  while (length < mb * 1_000_000) {
+    const part = text(random, 1000);
+    parts.push(part);
+    length += part.length + 1;
+  }
+  return parts.join(' ');
 }
 
 async function ingestBig(url: string, id: string, sectionText: string) {

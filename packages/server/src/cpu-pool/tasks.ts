@@ -1,4 +1,5 @@
-import { prepareDocument } from '../documents/service/prepare.ts';
+import { countTokens } from '../documents/chunking.ts';
+import { prepareDocument } from '../documents/prepare.ts';
 import { extractText } from '../files/files.parse.ts';
 
 /**
@@ -19,6 +20,8 @@ export const TASKS = {
     input: Parameters<typeof prepareDocument>[0];
     options: Parameters<typeof prepareDocument>[1];
   }) => prepareDocument(input.input, input.options),
+  /** The o200k token count of a long text (an uploaded file's). */
+  countTokens: (input: { text: string }) => countTokens(input.text),
 };
 
 export type TaskName = keyof typeof TASKS;

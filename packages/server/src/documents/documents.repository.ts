@@ -252,8 +252,13 @@ export interface NewDocument {
  * New documents, their chunks and their owners in one statement. Fails with a unique violation if
  * one of the ids exists meanwhile.
  */
-export async function insertNewDocuments(db: DbExecutor, documents: NewDocument[]) {
+export async function insertNewDocuments(
+  db: DbExecutor,
+  documents: NewDocument[],
+  perStatement = Number.POSITIVE_INFINITY,
+) {
   if (!documents.length) return;
+  const [first = [], ...rest] = slices(documents, perStatement);
   await db
     .with('doc', (qb) =>
       qb
@@ -276,17 +281,53 @@ export async function insertNewDocuments(db: DbExecutor, documents: NewDocument[
     )
     .insertInto('chunks')
     .columns(CHUNK_COLUMNS)
-    .expression(chunkRows(documents.map(({ row, chunks }) => ({ id: row.id, chunks }))))
+    .expression(chunkRows(first))
     .execute();
+  for (const slice of rest)
+    await db.insertInto('chunks').columns(CHUNK_COLUMNS).expression(chunkRows(slice)).execute();
 }
 
-export async function replaceChunks(db: DbExecutor, documentId: string, chunks: Chunk[], isNew: boolean) {
+/** The documents' chunks in slices of at most `perStatement` (the first one written with the rows). */
+function slices(documents: NewDocument[], perStatement: number): { id: string; chunks: Chunk[] }[][] {
+  const all: { id: string; chunks: Chunk[] }[][] = [];
+  let current: { id: string; chunks: Chunk[] }[] = [];
+  let size = 0;
+  for (const { row, chunks } of documents) {
+    for (let i = 0; i < chunks.length; ) {
+      const take = Math.min(chunks.length - i, perStatement - size);
+      current.push({ id: row.id, chunks: chunks.slice(i, i + take) });
+      size += take;
+      i += take;
+      if (size >= perStatement) {
+        all.push(current);
+        current = [];
+        size = 0;
+      }
+    }
+  }
+  if (current.length) all.push(current);
+  return all;
+}
+
+/**
+ * Replaces a document's chunks; with `perStatement`, in statements of at most that many chunks (the
+ * embedded database runs each statement on the event loop's thread: small ones let requests in between).
+ */
+export async function replaceChunks(
+  db: DbExecutor,
+  documentId: string,
+  chunks: Chunk[],
+  isNew: boolean,
+  perStatement = Number.POSITIVE_INFINITY,
+) {
   if (!isNew) await db.deleteFrom('chunks').where('document_id', '=', documentId).execute();
-  await db
-    .insertInto('chunks')
-    .columns(CHUNK_COLUMNS)
-    .expression(chunkRows([{ id: documentId, chunks }]))
-    .execute();
+  for (let i = 0; i < chunks.length; i += perStatement) {
+    await db
+      .insertInto('chunks')
+      .columns(CHUNK_COLUMNS)
+      .expression(chunkRows([{ id: documentId, chunks: chunks.slice(i, i + perStatement) }]))
+      .execute();
+  }
 }
 
 export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {

@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeWebsite, htmlPage, startFakeWebsite } from '../../../../test/fakes/website.ts';
+import { connectorTestHelpers } from '../connectors/connectors.test-helpers.ts';
 import { errorOf } from '../testing/errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 
@@ -44,11 +46,19 @@ describe('a document of more than 8,191 chunks', () => {
     });
     expect(updated.already_existed).toBe(true);
     expect((await chunksOf(t, 'huge')).count).toBeGreaterThan(8191);
-  }, 120_000);
+  }, 400_000);
 });
 
 describe('a document over KAS_MAX_DOCUMENT_CHUNKS', () => {
-  const t = useTestRuntime({ KAS_MAX_DOCUMENT_CHUNKS: '40' });
+  const t = useTestRuntime({ KAS_MAX_DOCUMENT_CHUNKS: '40', KAS_OUTBOUND_ALLOWLIST: '127.0.0.1' });
+  const { docIds } = connectorTestHelpers(t);
+  let site: FakeWebsite;
+  beforeAll(async () => {
+    site = await startFakeWebsite();
+  });
+  afterAll(async () => {
+    await site.close();
+  });
 
   it('is refused with a 413 naming the limit, and nothing is written', async () => {
     const admin = t.caller(t.adminKey);
@@ -66,5 +76,33 @@ describe('a document over KAS_MAX_DOCUMENT_CHUNKS', () => {
       document: { id: 'fine', semantic_identifier: 'Fine', sections: [{ text: numbers(200) }] },
     });
     expect(fine.already_existed).toBe(false);
+  });
+
+  it('a crawled page over the limit is an error of the index attempt naming the limit; the others are indexed', async () => {
+    const { admin, pass } = t;
+    site.pages.set('/', htmlPage('Home', numbers(12_000), ['/small']));
+    site.pages.set('/small', htmlPage('Small', 'a small page about quokkas', []));
+    const { id: connectorId } = await admin().connectors.create({
+      name: 'site',
+      source: 'web',
+      input_type: 'poll',
+      connector_specific_config: { base_url: `${site.url}/`, web_connector_type: 'recursive' },
+      access_type: 'public',
+      refresh_freq: 60,
+    });
+    const credential = await admin().connectors.createCredential({ source: 'web', credential_json: {} });
+    const pairId = (
+      await admin().connectors.createPair({
+        connector_id: connectorId,
+        credential_id: credential.id,
+        name: 'p',
+      })
+    ).data as number;
+    await pass();
+    expect(await docIds(pairId)).toEqual([`${site.url}/small`]);
+    const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 5 });
+    expect(errors.items).toHaveLength(1);
+    expect(errors.items[0]).toMatchObject({ document_id: `${site.url}/` });
+    expect(errors.items[0]?.failure_message).toMatch(/40 chunks.*KAS_MAX_DOCUMENT_CHUNKS/);
   });
 });
