@@ -47,6 +47,26 @@ describe('a document of more than 8,191 chunks', () => {
     expect(updated.already_existed).toBe(true);
     expect((await chunksOf(t, 'huge')).count).toBeGreaterThan(8191);
   }, 400_000);
+
+  it('keeps the order of requests for one id when the first is prepared in the CPU pool', async () => {
+    const admin = t.caller(t.adminKey);
+    const [first, second] = await Promise.all([
+      admin.documents.ingest({
+        document: { id: 'ordered', semantic_identifier: 'Ordered', sections: [{ text: numbers(20_000) }] },
+      }),
+      admin.documents.ingest({
+        document: { id: 'ordered', semantic_identifier: 'Ordered', sections: [{ text: 'The last word.' }] },
+      }),
+    ]);
+    expect(first.already_existed).toBe(false);
+    expect(second.already_existed).toBe(true);
+    const chunks = await t.deps.db
+      .selectFrom('chunks')
+      .select('content')
+      .where('document_id', '=', 'ordered')
+      .execute();
+    expect(chunks.map((c) => c.content)).toEqual(['The last word.']);
+  });
 });
 
 describe('a document over KAS_MAX_DOCUMENT_CHUNKS', () => {
