@@ -69,7 +69,7 @@ export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   [/^auth\/(auth-cache|pg-auth-cache|auth-sync\.repository|oidc)\.ts$/, 'platform'],
   [/^connectors\/sources\//, 'platform'],
   [/^actions\/(openapi|mcp|oauth)\//, 'platform'],
-  [/^(files\/files\.parse|documents\/chunking)\.ts$/, 'platform'],
+  [/^(files\/files\.parse|documents\/(chunking|prepare))\.ts$/, 'platform'],
   [/\.repository\.ts$/, 'data'],
   [/^context\.ts$/, 'context'],
   [/^worker\/task\.ts$/, 'context'],

@@ -36,6 +36,47 @@ export function minimalPdf(lines: string[]): Buffer {
   return Buffer.from(out, 'latin1');
 }
 
+/** A PDF of many pages, each with its own lines of text (Helvetica), for large uploads. */
+export function manyPagePdf(pages: string[][]): Buffer {
+  const font = 3;
+  const objects: string[] = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '', // the page tree, once the pages' numbers are known
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
+  ];
+  const kids: number[] = [];
+  for (const lines of pages) {
+    const content = [
+      'BT',
+      '/F1 10 Tf',
+      '50 750 Td',
+      '12 TL',
+      ...lines.map((line, i) => `${i === 0 ? '' : 'T* '}(${escapePdfText(line)}) Tj`),
+      'ET',
+    ].join('\n');
+    objects.push(`<< /Length ${Buffer.byteLength(content, 'latin1')} >>\nstream\n${content}\nendstream`);
+    const contents = objects.length;
+    objects.push(
+      `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${contents} 0 R /Resources << /Font << /F1 ${font} 0 R >> >> >>`,
+    );
+    kids.push(objects.length);
+  }
+  objects[1] = `<< /Type /Pages /Kids [${kids.map((k) => `${k} 0 R`).join(' ')}] /Count ${kids.length} >>`;
+  const parts: string[] = ['%PDF-1.4\n'];
+  let length = parts[0]!.length;
+  const offsets: number[] = [];
+  for (const [i, body] of objects.entries()) {
+    offsets.push(length);
+    const part = `${i + 1} 0 obj\n${body}\nendobj\n`;
+    parts.push(part);
+    length += Buffer.byteLength(part, 'latin1');
+  }
+  parts.push(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`);
+  for (const offset of offsets) parts.push(`${String(offset).padStart(10, '0')} 00000 n \n`);
+  parts.push(`trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`);
+  return Buffer.from(parts.join(''), 'latin1');
+}
+
 /** A zip archive (deflated entries, CRC-32, central directory), as Office files are. */
 export function zip(entries: Array<{ name: string; data: Buffer | string }>): Buffer {
   const locals: Buffer[] = [];

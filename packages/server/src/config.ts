@@ -121,6 +121,8 @@ const ConfigSchema = z.object({
   KAS_WORKER_MEMORY_MB: z.coerce.number().int().min(64).max(16_384).default(512),
   /** Longest time reading one file or chunking one document may take, queue included (ms); 413 beyond. */
   KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
+  /** Most chunks of one document (~512 tokens, ~2 KB of English each); a larger one is refused (413), a connector's listed as a per-document error. */
+  KAS_MAX_DOCUMENT_CHUNKS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
   /** Index attempts one worker process runs at once (each pair runs at most one). */
   KAS_CONNECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** How often a running attempt records a heartbeat and checks for a pause (ms). */

@@ -1,3 +1,5 @@
+import { countTokens } from '../documents/chunking.ts';
+import { prepareDocument } from '../documents/prepare.ts';
 import { extractText } from '../files/files.parse.ts';
 
 /**
@@ -13,6 +15,13 @@ export const TASKS = {
       input.contentType,
       Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength),
     ),
+  /** A large document's id, hashes and chunks (tokenising is the costly part): `prepareDocument`. */
+  prepareDocument: (input: {
+    input: Parameters<typeof prepareDocument>[0];
+    options: Parameters<typeof prepareDocument>[1];
+  }) => prepareDocument(input.input, input.options),
+  /** The o200k token count of a long text (an uploaded file's). */
+  countTokens: (input: { text: string }) => countTokens(input.text),
 };
 
 export type TaskName = keyof typeof TASKS;

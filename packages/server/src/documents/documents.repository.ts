@@ -161,17 +161,31 @@ export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<
   return { inserted: result.inserted };
 }
 
-function chunkRows(documentId: string, chunks: Chunk[]) {
-  return chunks.map((c) => ({
-    document_id: documentId,
-    chunk_id: c.chunk_id,
-    title: c.title,
-    content: c.content,
-    blurb: c.blurb,
-    link: c.link,
-    section_links: JSON.stringify(c.section_links),
-    token_count: c.token_count,
-  }));
+const CHUNK_COLUMNS = [
+  'document_id',
+  'chunk_id',
+  'title',
+  'content',
+  'blurb',
+  'link',
+  'section_links',
+  'token_count',
+] as const;
+
+/**
+ * The rows of these chunks as one `SELECT` over arrays: eight bind parameters whatever the number of
+ * chunks (a multi-row `VALUES` takes eight per chunk, and both databases refuse more than 65,535: a
+ * document of more than 8,191 chunks could not be written).
+ */
+function chunkRows(documents: { id: string; chunks: Chunk[] }[]) {
+  const column = <T>(pick: (c: Chunk) => T) => documents.flatMap((d) => d.chunks.map(pick));
+  const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
+  // Raw SQL: `unnest` of several arrays (one row per chunk), which the builder cannot express.
+  return sql`SELECT d, c, t, x, b, l, s::jsonb, n FROM unnest(
+    ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
+    ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
+    ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
+  ) AS u(d, c, t, x, b, l, s, n)`;
 }
 
 /**
@@ -194,7 +208,8 @@ export async function insertNewDocument(db: DbExecutor, row: DocumentRow, chunks
         .returning('cc_pair_id'),
     )
     .insertInto('chunks')
-    .values(chunkRows(row.id, chunks))
+    .columns(CHUNK_COLUMNS)
+    .expression(chunkRows([{ id: row.id, chunks }]))
     .execute();
 }
 
@@ -237,8 +252,13 @@ export interface NewDocument {
  * New documents, their chunks and their owners in one statement. Fails with a unique violation if
  * one of the ids exists meanwhile.
  */
-export async function insertNewDocuments(db: DbExecutor, documents: NewDocument[]) {
+export async function insertNewDocuments(
+  db: DbExecutor,
+  documents: NewDocument[],
+  perStatement = Number.POSITIVE_INFINITY,
+) {
   if (!documents.length) return;
+  const [first = [], ...rest] = slices(documents, perStatement);
   await db
     .with('doc', (qb) =>
       qb
@@ -260,13 +280,54 @@ export async function insertNewDocuments(db: DbExecutor, documents: NewDocument[
         .returning('cc_pair_id'),
     )
     .insertInto('chunks')
-    .values(documents.flatMap(({ row, chunks }) => chunkRows(row.id, chunks)))
+    .columns(CHUNK_COLUMNS)
+    .expression(chunkRows(first))
     .execute();
+  for (const slice of rest)
+    await db.insertInto('chunks').columns(CHUNK_COLUMNS).expression(chunkRows(slice)).execute();
 }
 
-export async function replaceChunks(db: DbExecutor, documentId: string, chunks: Chunk[], isNew: boolean) {
+/** The documents' chunks in slices of at most `perStatement` (the first one written with the rows). */
+function slices(documents: NewDocument[], perStatement: number): { id: string; chunks: Chunk[] }[][] {
+  const all: { id: string; chunks: Chunk[] }[][] = [];
+  let current: { id: string; chunks: Chunk[] }[] = [];
+  let size = 0;
+  for (const { row, chunks } of documents) {
+    for (let i = 0; i < chunks.length; ) {
+      const take = Math.min(chunks.length - i, perStatement - size);
+      current.push({ id: row.id, chunks: chunks.slice(i, i + take) });
+      size += take;
+      i += take;
+      if (size >= perStatement) {
+        all.push(current);
+        current = [];
+        size = 0;
+      }
+    }
+  }
+  if (current.length) all.push(current);
+  return all;
+}
+
+/**
+ * Replaces a document's chunks; with `perStatement`, in statements of at most that many chunks (the
+ * embedded database runs each statement on the event loop's thread: small ones let requests in between).
+ */
+export async function replaceChunks(
+  db: DbExecutor,
+  documentId: string,
+  chunks: Chunk[],
+  isNew: boolean,
+  perStatement = Number.POSITIVE_INFINITY,
+) {
   if (!isNew) await db.deleteFrom('chunks').where('document_id', '=', documentId).execute();
-  await db.insertInto('chunks').values(chunkRows(documentId, chunks)).execute();
+  for (let i = 0; i < chunks.length; i += perStatement) {
+    await db
+      .insertInto('chunks')
+      .columns(CHUNK_COLUMNS)
+      .expression(chunkRows([{ id: documentId, chunks: chunks.slice(i, i + perStatement) }]))
+      .execute();
+  }
 }
 
 export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {

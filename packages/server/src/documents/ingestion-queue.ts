@@ -19,10 +19,22 @@ export interface IngestionState {
   /** Document ids of the batches in flight. */
   busy: Set<string>;
   scheduled: boolean;
+  /**
+   * Requests being prepared (chunked, large ones in the CPU pool), by the document id they name: a
+   * later request for that id joins the queue only after the earlier one did, whichever is ready first.
+   */
+  preparing: Map<string, Promise<unknown>>;
   /** The system ingestion CC pair never changes once seeded: looked up once. */
   systemPairId: Promise<number | undefined> | undefined;
 }
 
 export function createIngestionState(): IngestionState {
-  return { pending: [], inFlight: 0, busy: new Set(), scheduled: false, systemPairId: undefined };
+  return {
+    pending: [],
+    inFlight: 0,
+    busy: new Set(),
+    scheduled: false,
+    preparing: new Map(),
+    systemPairId: undefined,
+  };
 }

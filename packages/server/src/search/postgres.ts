@@ -4,21 +4,11 @@ import { championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } fro
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
-import { chunkKey } from './search-index.ts';
+import { chunkKey, correctionWordsOf } from './search-index.ts';
 
-const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;
-
-/** Distinct words of a document, for typo correction. */
+/** Distinct words of a document, for typo correction (computed already for a large one). */
 export function vocabularyOf(document: IndexedDocument): string[] {
-  const words = new Set<string>();
-  for (const chunk of document.chunks) {
-    for (const text of [chunk.title, chunk.content]) {
-      for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
-        if (VOCABULARY_WORD.test(word)) words.add(word);
-      }
-    }
-  }
-  return [...words];
+  return document.vocabulary ?? correctionWordsOf(document.chunks);
 }
 
 /** Appends fallback hits after the ones already found, scored below them so the order stays by score. */

@@ -120,6 +120,30 @@ export interface IndexedDocument {
   /** External principals a `sync` source lists; absent means none. */
   access_external?: string[] | undefined;
   chunks: IndexedChunk[];
+  /**
+   * Its distinct words for typo correction (`correctionWordsOf`), when computed already (for a large
+   * document, in the CPU pool): the Postgres index otherwise computes them from the chunks.
+   */
+  vocabulary?: string[] | undefined;
+}
+
+const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;
+
+/** Distinct words of these chunks, for typo correction (the Postgres index's vocabulary). */
+export function correctionWordsOf(chunks: readonly { title: string; content: string }[]): string[] {
+  const words = new Set<string>();
+  let lastTitle: string | undefined;
+  for (const chunk of chunks) {
+    // Every chunk carries the document's title: its words once.
+    const texts = chunk.title === lastTitle ? [chunk.content] : [chunk.title, chunk.content];
+    lastTitle = chunk.title;
+    for (const text of texts) {
+      for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+        if (!words.has(word) && VOCABULARY_WORD.test(word)) words.add(word);
+      }
+    }
+  }
+  return [...words];
 }
 
 const TAG_SEPARATOR = '\u001f';

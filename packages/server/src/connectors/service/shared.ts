@@ -14,7 +14,7 @@ import type {
 import type { AnySource, ConfigProblem } from '../sources/source.ts';
 
 export type Deps = ServiceContext<
-  'db' | 'search' | 'logger' | 'ingestion' | 'secrets' | 'sources' | 'outbound'
+  'db' | 'search' | 'logger' | 'ingestion' | 'secrets' | 'sources' | 'outbound' | 'cpu' | 'config' | 'dbKind'
 >;
 
 export const MASK = '********';

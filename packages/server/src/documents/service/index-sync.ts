@@ -6,9 +6,16 @@ import type { DocumentsDeps } from './shared.ts';
 
 type Deps = Pick<DocumentsDeps, 'db' | 'search' | 'logger'>;
 
-export async function indexDocumentsAfterCommit(ctx: Deps, created: IndexedDocument[], reloadIds: string[]) {
+export async function indexDocumentsAfterCommit(
+  ctx: Deps,
+  created: IndexedDocument[],
+  reloadIds: string[],
+  /** Words of reloaded documents computed already (large ones, in the CPU pool), by id. */
+  vocabularies?: ReadonlyMap<string, string[]>,
+) {
   if (!created.length && !reloadIds.length) return;
   const loaded = reloadIds.length ? await loadIndexedDocuments(ctx, reloadIds) : [];
+  for (const document of loaded) document.vocabulary ??= vocabularies?.get(document.document_id);
   const present = new Set(loaded.map((d) => d.document_id));
   const gone = reloadIds.filter((id) => !present.has(id));
   const documents = [...loaded, ...created];

@@ -27,6 +27,7 @@ async function updateExisting(
   row: documentsRepository.DocumentRow,
   chunks: Chunk[],
   ccPairId: number,
+  perStatement: number,
 ): Promise<Outcome> {
   if (state.content_hash === row.content_hash) {
     if (state.cc_pair_ids.includes(ccPairId)) return { existed: true, changed: false };
@@ -35,10 +36,22 @@ async function updateExisting(
     return { existed: true, changed: true };
   }
   await documentsRepository.upsertDocument(trx, row);
-  await documentsRepository.replaceChunks(trx, row.id, chunks, false);
+  await documentsRepository.replaceChunks(trx, row.id, chunks, false, perStatement);
   await documentsRepository.addOwner(trx, row.id, ccPairId);
   await documentsRepository.recomputeAccess(trx, [row.id]);
   return { existed: true, changed: true };
+}
+
+/**
+ * Chunks written by one statement. The embedded database runs every statement on the event loop's
+ * thread, and its triggers index ~2 ms of chunk per chunk: 16 chunks hold the loop ~40 ms at most, and
+ * requests (health, other statements' callers) run in between. A Postgres server works on its own
+ * thread: one statement for all (its arrays take eight bind parameters whatever the count).
+ */
+const PGLITE_CHUNKS_PER_STATEMENT = 16;
+
+function chunksPerStatement(ctx: Pick<Deps, 'dbKind'>): number {
+  return ctx.dbKind === 'pglite' ? PGLITE_CHUNKS_PER_STATEMENT : Number.POSITIVE_INFINITY;
 }
 
 /** Writes a document and its chunks atomically; reports whether it existed and whether anything changed. */
@@ -47,9 +60,10 @@ async function writeDocument(
   row: documentsRepository.DocumentRow,
   chunks: Chunk[],
   ccPairId: number,
+  perStatement: number,
 ): Promise<Outcome> {
   // The common case of bulk ingestion, a new id, is one statement.
-  if (!(await documentsRepository.findDocumentState(db, row.id))) {
+  if (chunks.length <= perStatement && !(await documentsRepository.findDocumentState(db, row.id))) {
     try {
       await documentsRepository.insertNewDocument(db, row, chunks, ccPairId);
       return { existed: false, changed: true };
@@ -60,9 +74,9 @@ async function writeDocument(
   }
   return db.transaction().execute(async (trx) => {
     const state = await documentsRepository.findDocumentState(trx, row.id);
-    if (state) return updateExisting(trx, state, row, chunks, ccPairId);
+    if (state) return updateExisting(trx, state, row, chunks, ccPairId, perStatement);
     const { inserted } = await documentsRepository.upsertDocument(trx, row);
-    await documentsRepository.replaceChunks(trx, row.id, chunks, inserted);
+    await documentsRepository.replaceChunks(trx, row.id, chunks, inserted, perStatement);
     await documentsRepository.addOwner(trx, row.id, ccPairId);
     if (!inserted) await documentsRepository.recomputeAccess(trx, [row.id]);
     return { existed: !inserted, changed: true };
@@ -98,8 +112,16 @@ async function indexWritten(ctx: Deps, written: Written[]): Promise<void> {
   const created = written
     .filter((w) => w.outcome.changed && !w.outcome.existed && !w.indexed)
     .map((w) => indexedNew(w.p, w.pair));
-  const updatedIds = written.filter((w) => w.outcome.changed && w.outcome.existed).map((w) => w.p.row.id);
-  await indexDocumentsAfterCommit(ctx, created, updatedIds);
+  const updated = written.filter((w) => w.outcome.changed && w.outcome.existed);
+  const vocabularies = new Map(
+    updated.flatMap((w) => (w.p.vocabulary ? [[w.p.row.id, w.p.vocabulary] as const] : [])),
+  );
+  await indexDocumentsAfterCommit(
+    ctx,
+    created,
+    updated.map((w) => w.p.row.id),
+    vocabularies,
+  );
 }
 
 function resultOf(w: Written): IngestionResult {
@@ -110,7 +132,7 @@ function resultOf(w: Written): IngestionResult {
 async function ingestOne(ctx: Deps, p: PreparedDocument): Promise<IngestionResult> {
   const pair = await resolvePair(ctx.db, p.ccPairId ?? (await systemPairIdOf(ctx)) ?? null);
   if (pair instanceof AppError) throw pair;
-  const outcome = await writeDocument(ctx.db, rowFor(p, pair), p.chunks, pair.id);
+  const outcome = await writeDocument(ctx.db, rowFor(p, pair), p.chunks, pair.id, chunksPerStatement(ctx));
   const written = { p, pair, outcome };
   await indexWritten(ctx, [written]);
   return resultOf(written);
@@ -164,12 +186,12 @@ async function writeBatch(
       const row = rowFor(item.p, pair);
       const state = states.get(row.id);
       const outcome = state
-        ? await updateExisting(trx, state, row, item.p.chunks, pair.id)
+        ? await updateExisting(trx, state, row, item.p.chunks, pair.id, chunksPerStatement(ctx))
         : { existed: false, changed: true };
       if (!state) fresh.push({ row, chunks: item.p.chunks, ccPairId: pair.id });
       written.push({ p: item.p, pair, outcome });
     }
-    await documentsRepository.insertNewDocuments(trx, fresh);
+    await documentsRepository.insertNewDocuments(trx, fresh, chunksPerStatement(ctx));
     if (ctx.search.indexNewInTransaction) {
       const created = written.filter((w) => !w.outcome.existed);
       indexed = await ctx.search.indexNewInTransaction(
@@ -299,16 +321,56 @@ export async function ingestDocument({
   /** From a connector whose pair is `sync`: who may see the document according to the source. */
   externalAccess?: ExternalAccessInput | null;
 }): Promise<IngestionResult> {
-  const p = prepareDocument(input, { fromConnector, externalAccess });
-  if (actor)
-    await assertMayIngest(ctx.db, actor, {
-      documentId: p.row.id,
-      targetPairId: input.cc_pair_id,
-    });
   const queue = ctx.ingestion;
-  return new Promise<IngestionResult>((resolve, reject) => {
-    const item: Pending = { documentId: p.row.id, p, resolve, reject };
-    queue.pending.push(item);
-    schedule(ctx, queue);
+  // Requests naming one id join the queue in the order they arrived, however long each takes to prepare.
+  const key = input.document.id ?? undefined;
+  const earlier = key === undefined ? undefined : queue.preparing.get(key);
+  let joined!: () => void;
+  const inQueue = new Promise<void>((resolve) => {
+    joined = resolve;
   });
+  if (key !== undefined) queue.preparing.set(key, inQueue);
+  try {
+    const p = await prepare(ctx, input, { fromConnector, externalAccess });
+    if (actor)
+      await assertMayIngest(ctx.db, actor, {
+        documentId: p.row.id,
+        targetPairId: input.cc_pair_id,
+      });
+    await earlier;
+    return await new Promise<IngestionResult>((resolve, reject) => {
+      const item: Pending = { documentId: p.row.id, p, resolve, reject };
+      queue.pending.push(item);
+      joined();
+      schedule(ctx, queue);
+    });
+  } finally {
+    joined();
+    if (key !== undefined && queue.preparing.get(key) === inQueue) queue.preparing.delete(key);
+  }
+}
+
+/**
+ * Documents of fewer characters than this are prepared on the event loop: chunking runs at ~10 MB/s,
+ * so they cost it at most ~3 ms, less than handing them to a worker thread and back (cloning, the
+ * queue, a wake-up) costs the request; larger ones are chunked and hashed in the CPU pool.
+ */
+const INLINE_CHARS = 32_000;
+
+/** The document's id, hashes and chunks: in the CPU pool for a large one (the event loop only awaits). */
+function prepare(
+  ctx: Deps,
+  input: IngestDocumentInput,
+  options: { fromConnector?: boolean | undefined; externalAccess?: ExternalAccessInput | null | undefined },
+): Promise<PreparedDocument> {
+  const { document } = input;
+  let chars = document.semantic_identifier.length + (document.title?.length ?? 0);
+  for (const section of document.sections) chars += section.text.length;
+  const all = { ...options, maxChunks: ctx.config.KAS_MAX_DOCUMENT_CHUNKS };
+  if (chars < INLINE_CHARS) return Promise.resolve().then(() => prepareDocument(input, all));
+  return ctx.cpu.run(
+    'prepareDocument',
+    { input, options: { ...all, vocabulary: true } },
+    { subject: document.id ? `document ${JSON.stringify(document.id.slice(0, 200))}` : 'the document' },
+  );
 }

@@ -6,7 +6,9 @@ import { AppError } from '../../errors.ts';
 import * as documentsRepository from '../documents.repository.ts';
 
 /** What the documents services use of the application. */
-export type DocumentsDeps = ServiceContext<'db' | 'search' | 'logger' | 'ingestion'>;
+export type DocumentsDeps = ServiceContext<
+  'db' | 'search' | 'logger' | 'ingestion' | 'cpu' | 'config' | 'dbKind'
+>;
 
 /**
  * The CC pairs whose documents the actor may read and change through the ingestion API: all for
