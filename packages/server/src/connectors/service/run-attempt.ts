@@ -7,7 +7,7 @@ import * as indexingRepository from '../indexing.repository.ts';
 import type { IndexingState } from '../indexing-state.ts';
 import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
 import { assertRunTargets } from './secret-origins.ts';
-import { type Deps, openCredential } from './shared.ts';
+import { type Deps, openCredential, sourceExtractor } from './shared.ts';
 import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
 
 export interface IndexingOptions {
@@ -86,6 +86,7 @@ export async function runPrune(ctx: Ctx, pairId: number, options: IndexingOption
       signal: controller.signal,
       logger: log,
       files: options.files,
+      extract: sourceExtractor(ctx, controller.signal),
       connectorId: connector.id,
       accessType: opened.pair.access_type,
     });
@@ -149,6 +150,7 @@ export async function runAttempt(
       signal: controller.signal,
       logger: log,
       files: options.files,
+      extract: sourceExtractor(ctx, controller.signal),
       connectorId: connector.id,
       accessType: pair.access_type,
     };
