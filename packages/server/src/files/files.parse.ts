@@ -135,6 +135,11 @@ async function docxText(data: Buffer, subject: string, limits: ExtractLimits): P
     maxBytes: limits.maxUnzippedBytes,
     bytesSetting: 'KAS_MAX_UNZIPPED_MB',
     maxRatio: MAX_DOCX_RATIO,
+    damaged: (why) =>
+      new AppError(
+        'INVALID_INPUT',
+        `Could not read ${subject}: the file is damaged or not a DOCX file (${why})`,
+      ),
   });
   for (const part of parts) if (/\.(xml|rels)$/i.test(part.name)) checkXml(part.data, subject, part.name);
   const mammoth = await import('mammoth');

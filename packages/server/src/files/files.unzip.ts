@@ -24,6 +24,8 @@ export interface UnzipLimits {
   bytesSetting: string;
   /** Refuse an entry over 1 MB that expands more than this many times (a zip bomb's signature). */
   maxRatio?: number;
+  /** The refusal of a damaged archive, given why (default: "… is not a readable zip archive (why)"). */
+  damaged?: (why: string) => AppError;
 }
 
 const EOCD = 0x06054b50;
@@ -31,28 +33,28 @@ const CENTRAL = 0x02014b50;
 const LOCAL = 0x04034b50;
 const RATIO_FLOOR = 1024 * 1024;
 
-const damaged = (subject: string, why: string) =>
-  new AppError('INVALID_INPUT', `${subject} is not a readable zip archive (${why})`);
+const damaged = (limits: UnzipLimits, why: string) =>
+  limits.damaged?.(why) ??
+  new AppError('INVALID_INPUT', `${limits.subject} is not a readable zip archive (${why})`);
 
 /**
  * The entries of a zip archive from its central directory, without inflating anything, so that the
  * count and the declared sizes are checked before a byte is expanded.
  */
 export function zipEntries(data: Buffer, limits: UnzipLimits): ZipEntry[] {
-  const { subject } = limits;
   let end = -1;
   for (let i = data.length - 22; i >= Math.max(0, data.length - 22 - 0xffff); i--)
     if (data.readUInt32LE(i) === EOCD) {
       end = i;
       break;
     }
-  if (end < 0) throw damaged(subject, 'no central directory');
+  if (end < 0) throw damaged(limits, 'no central directory');
   const count = data.readUInt16LE(end + 10);
   const directorySize = data.readUInt32LE(end + 12);
   const directoryOffset = data.readUInt32LE(end + 16);
   if (count === 0xffff || directoryOffset === 0xffffffff)
-    throw damaged(subject, 'ZIP64 archives are not supported');
-  if (directoryOffset + directorySize > data.length) throw damaged(subject, 'truncated');
+    throw damaged(limits, 'ZIP64 archives are not supported');
+  if (directoryOffset + directorySize > data.length) throw damaged(limits, 'truncated');
   if (count > limits.maxEntries)
     throw new AppError(
       'PAYLOAD_TOO_LARGE',
@@ -61,7 +63,7 @@ export function zipEntries(data: Buffer, limits: UnzipLimits): ZipEntry[] {
   const entries: ZipEntry[] = [];
   let at = directoryOffset;
   for (let i = 0; i < count; i++) {
-    if (at + 46 > data.length || data.readUInt32LE(at) !== CENTRAL) throw damaged(subject, 'bad directory');
+    if (at + 46 > data.length || data.readUInt32LE(at) !== CENTRAL) throw damaged(limits, 'bad directory');
     const nameLength = data.readUInt16LE(at + 28);
     const entry: ZipEntry = {
       encrypted: (data.readUInt16LE(at + 8) & 1) === 1,
@@ -72,7 +74,7 @@ export function zipEntries(data: Buffer, limits: UnzipLimits): ZipEntry[] {
       name: data.toString('utf8', at + 46, at + 46 + nameLength),
     };
     if (entry.size === 0xffffffff || entry.compressedSize === 0xffffffff)
-      throw damaged(subject, 'ZIP64 archives are not supported');
+      throw damaged(limits, 'ZIP64 archives are not supported');
     entries.push(entry);
     at += 46 + nameLength + data.readUInt16LE(at + 30) + data.readUInt16LE(at + 32);
   }
@@ -103,14 +105,13 @@ export function tooLarge(limits: UnzipLimits): AppError {
  * more is refused, so declared sizes cannot lie) nor than `budget` bytes.
  */
 export function inflateEntry(data: Buffer, entry: ZipEntry, budget: number, limits: UnzipLimits): Buffer {
-  const { subject } = limits;
-  if (entry.encrypted) throw damaged(subject, `"${entry.name}" is encrypted`);
+  if (entry.encrypted) throw damaged(limits, `"${entry.name}" is encrypted`);
   if (entry.size > budget) throw tooLarge(limits);
   if (entry.offset + 30 > data.length || data.readUInt32LE(entry.offset) !== LOCAL)
-    throw damaged(subject, 'bad local header');
+    throw damaged(limits, 'bad local header');
   const start =
     entry.offset + 30 + data.readUInt16LE(entry.offset + 26) + data.readUInt16LE(entry.offset + 28);
-  if (start + entry.compressedSize > data.length) throw damaged(subject, 'truncated');
+  if (start + entry.compressedSize > data.length) throw damaged(limits, 'truncated');
   const packed = data.subarray(start, start + entry.compressedSize);
   let out: Buffer;
   if (entry.method === 0) out = packed;
@@ -120,11 +121,11 @@ export function inflateEntry(data: Buffer, entry: ZipEntry, budget: number, limi
       out = inflateRawSync(packed, { maxOutputLength: entry.size + 1 });
     } catch (error) {
       if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE')
-        throw damaged(subject, `"${entry.name}" holds more than its declared size`);
-      throw damaged(subject, `"${entry.name}" cannot be inflated`);
+        throw damaged(limits, `"${entry.name}" holds more than its declared size`);
+      throw damaged(limits, `"${entry.name}" cannot be inflated`);
     }
-  } else throw damaged(subject, `"${entry.name}" uses an unsupported compression method`);
-  if (out.length !== entry.size) throw damaged(subject, `"${entry.name}" does not hold its declared size`);
+  } else throw damaged(limits, `"${entry.name}" uses an unsupported compression method`);
+  if (out.length !== entry.size) throw damaged(limits, `"${entry.name}" does not hold its declared size`);
   return out;
 }
 
