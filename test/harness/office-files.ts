@@ -94,7 +94,7 @@ export async function deflatedRepeat(
   await write(prefix);
   const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
   // Written in blocks of about 1 MB: one write per repetition would take minutes.
-  const perBlock = Math.max(1, Math.floor(1024 * 1024 / bytes.length));
+  const perBlock = Math.max(1, Math.floor((1024 * 1024) / bytes.length));
   const block = Buffer.concat(Array.from({ length: Math.min(perBlock, times) }, () => bytes));
   for (let left = times; left > 0; left -= perBlock)
     await write(left >= perBlock ? block : block.subarray(0, left * bytes.length));

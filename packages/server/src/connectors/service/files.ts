@@ -52,7 +52,6 @@ export async function uploadConnectorFiles({
   const { actor } = ctx;
   if (!input.files.length)
     throw new AppError('INVALID_INPUT', 'No files in the upload (multipart field "files")');
-  const maxBytes = ctx.config.KAS_MAX_UPLOAD_MB * 1024 * 1024;
   const stored: { name: string; content_type: string; data: Uint8Array }[] = [];
   const metadata: Record<string, unknown>[] = [];
   let unzipped = 0;
