@@ -370,6 +370,37 @@ describe('hostile files in connectors', () => {
     ]);
   }, 180_000);
 
+  it('a crawl lists a PDF over the page limit as a per-document error and indexes the rest', async () => {
+    site.files.set('/manual.pdf', { type: 'application/pdf', body: files.pdf10k });
+    site.files.set('/flyer.pdf', { type: 'application/pdf', body: manyPagePdf(3) });
+    site.pages.set(
+      '/',
+      '<html><head><title>Docs</title></head><body><p>The numbat handbook.</p><a href="/manual.pdf">m</a><a href="/flyer.pdf">f</a></body></html>',
+    );
+    const watch = await underWatch(async () => {
+      const pairId = await pairFor('web', { base_url: site.url, web_connector_type: 'recursive' });
+      return { pairId, details: await indexed(pairId) };
+    });
+    expectBounded(watch);
+    const { pairId, details } = watch.value;
+    expect(details).toMatchObject({
+      last_index_attempt_status: 'completed_with_errors',
+      num_docs_indexed: 2,
+    });
+    const errors = await json(
+      await s.request('GET', `/api/manage/admin/cc-pair/${pairId}/errors?page_size=10`, { key: s.adminKey }),
+    );
+    expect(errors.items).toEqual([
+      expect.objectContaining({
+        document_id: `${site.url}/manual.pdf`,
+        failure_message: expect.stringMatching(
+          /^Unreadable PDF: .*10000 pages, more than the limit of 2000 \(KAS_MAX_PDF_PAGES\)$/,
+        ),
+      }),
+    ]);
+    site.files.clear();
+  }, 180_000);
+
   it('a crawled page of 16 MB is parsed off the event loop and indexed', async () => {
     // Markup-heavy: 16 MB of elements around one sentence, so that the cost is parsing, not indexing text.
     const filler = '<span class="c"><i></i></span>'.repeat(550_000);
