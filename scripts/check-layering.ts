@@ -70,6 +70,7 @@ export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   [/^connectors\/sources\//, 'platform'],
   [/^actions\/(openapi|mcp|oauth)\//, 'platform'],
   [/^(files\/files\.parse|documents\/(chunking|prepare))\.ts$/, 'platform'],
+  [/^files\/files\.unzip\.ts$/, 'platform'],
   [/\.repository\.ts$/, 'data'],
   [/^context\.ts$/, 'context'],
   [/^worker\/task\.ts$/, 'context'],

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 export interface FakeWebsite {
   url: string;
   pages: Map<string, string>;
+  /** Other files by path, with their content type (a PDF, …). */
+  files: Map<string, { type: string; body: Buffer }>;
   /** Paths answered with a redirect to another path. */
   redirects: Map<string, string>;
   /** How many requests each path received. */
@@ -52,6 +54,7 @@ export function generatedSite(count: number, wordsPerPage = 300): Map<string, st
 export async function startFakeWebsite(pages: Map<string, string> = new Map()): Promise<FakeWebsite> {
   const site: Omit<FakeWebsite, 'url' | 'close'> = {
     pages,
+    files: new Map(),
     redirects: new Map(),
     hits: new Map(),
     robots: 'User-agent: *\nDisallow: /private/\n',
@@ -96,6 +99,11 @@ export async function startFakeWebsite(pages: Map<string, string> = new Map()): 
         res.statusCode = 301;
         res.setHeader('location', target);
         return res.end();
+      }
+      const file = site.files.get(path);
+      if (file) {
+        res.setHeader('content-type', file.type);
+        return res.end(file.body);
       }
       const page = site.pages.get(path);
       if (page === undefined) {

@@ -123,6 +123,12 @@ const ConfigSchema = z.object({
   KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   /** Most chunks of one document (~512 tokens, ~2 KB of English each); a larger one is refused (413), a connector's listed as a per-document error. */
   KAS_MAX_DOCUMENT_CHUNKS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
+  /** Most characters of text one file or page may yield when read (413 for an upload, a per-document error for a connector). */
+  KAS_MAX_EXTRACTED_CHARS: z.coerce.number().int().min(1000).max(1_000_000_000).default(10_000_000),
+  /** Most pages of a PDF that is read (413 beyond). */
+  KAS_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2000),
+  /** Most an archive (a DOCX, a connector upload's zip) may expand to, in MB, checked before and while inflating (413 beyond). */
+  KAS_MAX_UNZIPPED_MB: z.coerce.number().positive().max(16_384).default(100),
   /** Index attempts one worker process runs at once (each pair runs at most one). */
   KAS_CONNECTOR_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** How often a running attempt records a heartbeat and checks for a pause (ms). */

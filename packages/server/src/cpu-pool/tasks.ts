@@ -1,6 +1,10 @@
+import { extractHtml } from '../connectors/sources/html.ts';
 import { countTokens } from '../documents/chunking.ts';
 import { prepareDocument } from '../documents/prepare.ts';
-import { extractText } from '../files/files.parse.ts';
+import { decodeText, type ExtractLimits, extractText, tooManyChars } from '../files/files.parse.ts';
+import { unzipBounded } from '../files/files.unzip.ts';
+
+const bufferOf = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 
 /**
  * The CPU-heavy steps that run in the pool's worker threads, by name. Each takes and returns plain data
@@ -8,13 +12,35 @@ import { extractText } from '../files/files.parse.ts';
  * input it refuses; the pool hands that error back to the caller unchanged.
  */
 export const TASKS = {
-  /** The text of an uploaded file (PDF, DOCX, text). */
-  extractText: (input: { name: string; contentType: string; data: Uint8Array }) =>
-    extractText(
-      input.name,
-      input.contentType,
-      Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength),
-    ),
+  /** The text of an uploaded file (PDF, DOCX, text), within the limits (default: files.parse.ts). */
+  extractText: (input: { name: string; contentType: string; data: Uint8Array; limits?: ExtractLimits }) =>
+    extractText(input.name, input.contentType, bufferOf(input.data), input.limits),
+  /** Text, title and links of an HTML page (a crawled page, a Confluence page, an uploaded .html file). */
+  extractHtml: (input: { subject: string; html: string | Uint8Array; limits: ExtractLimits }) => {
+    const html =
+      typeof input.html === 'string' ? input.html : decodeText(bufferOf(input.html), input.subject);
+    const page = extractHtml(html);
+    if (page.text.length > input.limits.maxChars) throw tooManyChars(input.subject, input.limits);
+    return page;
+  },
+  /** The entries of an uploaded zip whose names match `include`, inflated within `maxBytes` together. */
+  unzip: (input: {
+    subject: string;
+    data: Uint8Array;
+    include: RegExp;
+    maxEntries: number;
+    maxBytes: number;
+  }) =>
+    unzipBounded(
+      bufferOf(input.data),
+      {
+        subject: input.subject,
+        maxEntries: input.maxEntries,
+        maxBytes: input.maxBytes,
+        bytesSetting: 'KAS_MAX_UNZIPPED_MB',
+      },
+      (name) => input.include.test(name),
+    ).map((entry) => ({ name: entry.name, data: new Uint8Array(entry.data) })),
   /** A large document's id, hashes and chunks (tokenising is the costly part): `prepareDocument`. */
   prepareDocument: (input: {
     input: Parameters<typeof prepareDocument>[0];

@@ -3,7 +3,7 @@ import type { FileDescriptor } from '../chat/chat.schemas.ts';
 import type { ServiceContext } from '../context.ts';
 import { countTokens } from '../documents/chunking.ts';
 import { AppError } from '../errors.ts';
-import { kindOf } from './files.parse.ts';
+import { extractLimitsOf, kindOf } from './files.parse.ts';
 import * as filesRepository from './files.repository.ts';
 import type { UploadedFile, UploadFilesResponse } from './files.schemas.ts';
 
@@ -29,7 +29,12 @@ export async function uploadFiles({
     const text = (
       await ctx.cpu.run(
         'extractText',
-        { name: file.name, contentType: file.content_type, data: file.data },
+        {
+          name: file.name,
+          contentType: file.content_type,
+          data: file.data,
+          limits: extractLimitsOf(ctx.config),
+        },
         { subject: `"${file.name}"` },
       )
     ).replaceAll('\u0000', '');

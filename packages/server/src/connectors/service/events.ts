@@ -11,7 +11,7 @@ import { SourceError } from '../sources/source.ts';
 import type { ConnectorEventInput, ConnectorEventResponse } from '../sources.schemas.ts';
 import { toIngested } from './run-attempt.ts';
 import { assertRunTargets } from './secret-origins.ts';
-import { type Deps, openCredential } from './shared.ts';
+import { type Deps, openCredential, sourceExtractor } from './shared.ts';
 import { principalsOf } from './sync.ts';
 
 /**
@@ -113,14 +113,16 @@ async function processEvent(
     throw new SourceError('config', 'The connector configuration or credential is invalid');
   await assertRunTargets(ctx, row.id, source, config.value, credential.value);
   const log = ctx.logger.child({ cc_pair_id: pair.id, connector_event_id: event.id });
+  const runSignal = AbortSignal.any([signal, AbortSignal.timeout(120_000)]);
   const found = await source.events.fetch(
     {
       config: config.value,
       credential: credential.value,
       fetch: ctx.outbound.fetch,
-      signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)]),
+      signal: runSignal,
       logger: log,
       files: { read: (id) => connectorFilesRepository.readConnectorFile(ctx.db, id) },
+      extract: sourceExtractor(ctx, runSignal),
       connectorId: connector.id,
       accessType: pair.access_type,
     },

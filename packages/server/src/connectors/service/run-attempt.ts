@@ -13,7 +13,7 @@ import {
   type SourceFileStore,
 } from '../sources/source.ts';
 import { assertRunTargets } from './secret-origins.ts';
-import { type Deps, openCredential } from './shared.ts';
+import { type Deps, openCredential, sourceExtractor } from './shared.ts';
 import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
 
 export interface IndexingOptions {
@@ -94,6 +94,7 @@ export async function runPrune(ctx: Ctx, pairId: number, options: IndexingOption
       signal: controller.signal,
       logger: log,
       files: options.files,
+      extract: sourceExtractor(ctx, controller.signal),
       connectorId: connector.id,
       ...(options.maxPages ? { maxPages: options.maxPages } : {}),
       accessType: opened.pair.access_type,
@@ -161,6 +162,7 @@ export async function runAttempt(
       signal: controller.signal,
       logger: log,
       files: options.files,
+      extract: sourceExtractor(ctx, controller.signal),
       connectorId: connector.id,
       ...(options.maxPages ? { maxPages: options.maxPages } : {}),
       accessType: pair.access_type,

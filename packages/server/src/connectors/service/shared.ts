@@ -2,6 +2,7 @@ import { curatesAll, type Scope } from '../../auth/scope.ts';
 import type { ServiceContext } from '../../context.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
+import { extractLimitsOf } from '../../files/files.parse.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 import type { AttemptRow, ConnectorRow, CredentialRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
@@ -11,11 +12,20 @@ import type {
   IndexAttempt,
   IndexingProgress,
 } from '../connectors.schemas.ts';
-import type { AnySource, ConfigProblem } from '../sources/source.ts';
+import type { AnySource, ConfigProblem, SourceExtractor } from '../sources/source.ts';
 
 export type Deps = ServiceContext<
   'db' | 'search' | 'logger' | 'ingestion' | 'secrets' | 'sources' | 'outbound' | 'cpu' | 'config' | 'dbKind'
 >;
+
+/** How sources parse files and pages: in the CPU pool, within the configured limits, stopped with the run. */
+export function sourceExtractor(ctx: ServiceContext<'cpu' | 'config'>, signal: AbortSignal): SourceExtractor {
+  const limits = extractLimitsOf(ctx.config);
+  return {
+    text: (file) => ctx.cpu.run('extractText', { ...file, limits }, { signal, subject: `"${file.name}"` }),
+    html: (subject, html) => ctx.cpu.run('extractHtml', { subject, html, limits }, { signal, subject }),
+  };
+}
 
 export const MASK = '********';
 

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { extractText, kindOf } from '../../files/files.parse.ts';
-import { extractHtml } from './html.ts';
+import { kindOf } from '../../files/files.parse.ts';
 import { getJson, type RestContext, sourceRequest } from './rest.ts';
 import {
   type ExternalAccess,
@@ -13,6 +12,7 @@ import {
   type SourceDocumentFailure,
   SourceError,
   type SourceRunContext,
+  unreadableReason,
   validateWith,
 } from './source.ts';
 
@@ -214,9 +214,19 @@ async function attachmentDocument(
     await response.body?.cancel().catch(() => {});
     return null;
   }
-  const data = Buffer.from(await response.arrayBuffer());
-  const text = await extractText(att.title, type, data).catch(() => null);
-  if (!text?.trim()) return { document_id: id, link: id, message: `Unreadable attachment "${att.title}"` };
+  const data = new Uint8Array(await response.arrayBuffer());
+  let text: string;
+  try {
+    text = await args.extract.text({ name: att.title, contentType: type, data });
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    return {
+      document_id: id,
+      link: id,
+      message: `Unreadable attachment "${att.title}"${unreadableReason(error)}`,
+    };
+  }
+  if (!text.trim()) return { document_id: id, link: id, message: `Unreadable attachment "${att.title}"` };
   return {
     id,
     semantic_identifier: att.title,
@@ -228,9 +238,13 @@ async function attachmentDocument(
   };
 }
 
-function pageDocument(args: Args, page: ContentPage, access: ExternalAccess | undefined): SourceDocument {
+async function pageDocument(
+  args: Args,
+  page: ContentPage,
+  access: ExternalAccess | undefined,
+): Promise<SourceDocument> {
   const link = pageUrl(args.config.wiki_base, page.id);
-  const text = extractHtml(page.body?.storage?.value ?? '').text;
+  const { text } = await args.extract.html(`The page "${page.title}"`, page.body?.storage?.value ?? '');
   const author = page.version?.by;
   return {
     id: link,
@@ -270,7 +284,17 @@ async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): As
     const failures: SourceDocumentFailure[] = [];
     for (const page of result.results) {
       const access = resolver ? await resolver.of(page) : undefined;
-      documents.push(pageDocument(args, page, access));
+      try {
+        documents.push(await pageDocument(args, page, access));
+      } catch (error) {
+        if (args.signal.aborted) throw error;
+        const link = pageUrl(args.config.wiki_base, page.id);
+        failures.push({
+          document_id: link,
+          link,
+          message: `Unreadable page "${page.title}"${unreadableReason(error)}`,
+        });
+      }
       if (!args.config.index_attachments) continue;
       for await (const att of attachmentsOf(args, page.id)) {
         const doc = await attachmentDocument(args, page, att, access);

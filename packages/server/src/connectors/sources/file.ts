@@ -1,6 +1,4 @@
 import { z } from 'zod';
-import { extractText } from '../../files/files.parse.ts';
-import { extractHtml } from './html.ts';
 import {
   type JsonValue,
   type LoadArgs,
@@ -75,6 +73,7 @@ async function readMetadata(args: LoadArgs<FileConfig, unknown>): Promise<Map<st
 }
 
 async function toDocument(
+  args: LoadArgs<FileConfig, unknown>,
   fileId: string,
   file: { name: string; content: Buffer; contentType: string | null },
   meta: Metadata | undefined,
@@ -82,11 +81,15 @@ async function toDocument(
   let text: string;
   let title: string | null = null;
   if (/\.html?$/i.test(file.name) || file.contentType === 'text/html') {
-    const page = extractHtml(file.content.toString('utf8'));
+    const page = await args.extract.html(`"${file.name}"`, file.content);
     text = page.text;
     title = page.title;
   } else {
-    text = await extractText(file.name, file.contentType ?? 'application/octet-stream', file.content);
+    text = await args.extract.text({
+      name: file.name,
+      contentType: file.contentType ?? 'application/octet-stream',
+      data: file.content,
+    });
   }
   text = text.replaceAll('\u0000', '');
   if (!text.trim()) throw new Error('The file contains no readable text');
@@ -122,8 +125,9 @@ async function* load(args: LoadArgs<FileConfig, unknown>): AsyncIterable<SourceB
       }
       const meta = metadata.get(file.name) ?? metadata.get(file.name.split('/').pop() as string);
       try {
-        documents.push(await toDocument(fileId, file, meta));
+        documents.push(await toDocument(args, fileId, file, meta));
       } catch (error) {
+        if (args.signal.aborted) return;
         failures.push({
           document_id: `file:${fileId}`,
           message: `Could not read "${file.name}": ${(error as Error).message}`,

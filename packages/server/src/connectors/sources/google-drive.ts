@@ -1,6 +1,6 @@
 import { importPKCS8, SignJWT } from 'jose';
 import { z } from 'zod';
-import { extractText, kindOf } from '../../files/files.parse.ts';
+import { kindOf } from '../../files/files.parse.ts';
 import { domainGroupId } from '../../identity/principals.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
 import { getJson, type RestContext, sourceRequest } from './rest.ts';
@@ -15,6 +15,7 @@ import {
   type SourceDocumentFailure,
   SourceError,
   type SourceRunContext,
+  unreadableReason,
   validateWith,
 } from './source.ts';
 
@@ -352,10 +353,15 @@ async function textOf(
     await response.body?.cancel().catch(() => {});
     return null;
   }
-  const data = Buffer.from(await response.arrayBuffer());
-  if (exportAs) return data.toString('utf8');
-  const text = await extractText(file.name, file.mimeType, data).catch(() => null);
-  return text?.trim() ? text : failure(`Unreadable file "${file.name}"`);
+  const data = new Uint8Array(await response.arrayBuffer());
+  let text: string;
+  try {
+    text = await args.extract.text({ name: file.name, contentType: exportAs ?? file.mimeType, data });
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    return failure(`Unreadable file "${file.name}"${unreadableReason(error)}`);
+  }
+  return text.trim() || exportAs ? text : failure(`Unreadable file "${file.name}"`);
 }
 
 interface Checkpoint {

@@ -40,6 +40,9 @@ const BLOCK = new Set([
   'th',
 ]);
 
+/** Links kept of one page (a crawl follows at most this many from it). */
+const MAX_LINKS = 10_000;
+
 export interface ExtractedPage {
   title: string | null;
   text: string;
@@ -61,7 +64,7 @@ export function extractHtml(html: string): ExtractedPage {
   const parser = new Parser(
     {
       onopentag(name, attrs) {
-        if (name === 'a' && attrs.href) links.push(attrs.href);
+        if (name === 'a' && attrs.href && links.length < MAX_LINKS) links.push(attrs.href);
         if (name === 'meta' && attrs.name?.toLowerCase() === 'robots' && /noindex/i.test(attrs.content ?? ''))
           noindex = true;
         if (name === 'title') inTitle = true;

@@ -1,6 +1,8 @@
 import type { z } from 'zod';
+import { AppError } from '../../errors.ts';
 import type { Logger } from '../../logger.ts';
 import type { OutboundFetch } from '../../outbound/outbound.ts';
+import type { ExtractedPage } from './html.ts';
 
 /** What a checkpoint may hold: it is stored as JSON between batches so a new worker resumes where a dead one stopped. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
@@ -128,6 +130,23 @@ export interface SourceFileStore {
   read(fileId: string): Promise<{ name: string; content: Buffer; contentType: string | null } | null>;
 }
 
+/**
+ * Reads files and pages in the CPU pool's worker threads, within the configured limits, so that a
+ * hostile file never holds the event loop; a refusal is an `AppError` naming the limit (record it as
+ * the document's failure).
+ */
+export interface SourceExtractor {
+  /** The text of a file: PDF, DOCX, text or Markdown. */
+  text(file: { name: string; contentType: string; data: Uint8Array }): Promise<string>;
+  /** Text, title and links of an HTML page (`subject` names it in refusals, e.g. its URL). */
+  html(subject: string, html: string | Uint8Array): Promise<ExtractedPage>;
+}
+
+/** Why a file or page could not be read, for its per-document failure: a refusal's detail (a limit), else nothing. */
+export function unreadableReason(error: unknown): string {
+  return error instanceof AppError ? `: ${error.detail}` : '';
+}
+
 /** What a source gets for one run. */
 export interface SourceRunContext<Config, Credential> {
   config: Config;
@@ -138,6 +157,8 @@ export interface SourceRunContext<Config, Credential> {
   signal: AbortSignal;
   logger: Logger;
   files: SourceFileStore;
+  /** Parses files and pages off the main thread; sources never parse a file or a page themselves. */
+  extract: SourceExtractor;
   connectorId: number;
   /** The pair's access type: sources read permissions only for `sync` (reading them may need more rights). */
   accessType?: 'public' | 'private' | 'sync';

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { extractText } from '../../files/files.parse.ts';
 import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
-import { extractHtml, parseRobots, sitemapLocations } from './html.ts';
+import { type ExtractedPage, parseRobots, sitemapLocations } from './html.ts';
 import {
   type JsonValue,
   type LoadArgs,
@@ -12,6 +11,7 @@ import {
   type SourceDocumentFailure,
   SourceError,
   type SourceRunContext,
+  unreadableReason,
   validateWith,
 } from './source.ts';
 
@@ -143,9 +143,16 @@ async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promi
   const updated = response.headers.get('last-modified');
   const doc_updated_at = updated && !Number.isNaN(Date.parse(updated)) ? new Date(updated) : null;
   if (/application\/pdf/i.test(type) || /\.pdf$/i.test(new URL(finalUrl).pathname)) {
-    const data = Buffer.from(await response.arrayBuffer());
-    const text = await extractText('page.pdf', 'application/pdf', data).catch(() => null);
-    if (!text?.trim())
+    const data = new Uint8Array(await response.arrayBuffer());
+    let text: string;
+    try {
+      text = await args.extract.text({ name: finalUrl, contentType: 'application/pdf', data });
+    } catch (error) {
+      if (args.signal.aborted) throw error;
+      const message = `Unreadable PDF${unreadableReason(error)}`;
+      return { kind: 'failure', failure: { document_id: finalUrl, link: finalUrl, message } };
+    }
+    if (!text.trim())
       return {
         kind: 'failure',
         failure: { document_id: finalUrl, link: finalUrl, message: 'Unreadable PDF' },
@@ -162,8 +169,22 @@ async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promi
     await response.body?.cancel();
     return { kind: 'skip' };
   }
-  const body = await response.text();
+  const body = new Uint8Array(await response.arrayBuffer());
   if (/text\/plain/i.test(type)) {
+    let text: string;
+    try {
+      text = await args.extract.text({ name: finalUrl, contentType: 'text/plain', data: body });
+    } catch (error) {
+      if (args.signal.aborted) throw error;
+      return {
+        kind: 'failure',
+        failure: {
+          document_id: finalUrl,
+          link: finalUrl,
+          message: `Unreadable page${unreadableReason(error)}`,
+        },
+      };
+    }
     return {
       kind: 'page',
       finalUrl,
@@ -171,12 +192,25 @@ async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promi
       doc: {
         id: finalUrl,
         semantic_identifier: finalUrl,
-        sections: [{ text: body, link: finalUrl }],
+        sections: [{ text, link: finalUrl }],
         doc_updated_at,
       },
     };
   }
-  const page = extractHtml(body);
+  let page: ExtractedPage;
+  try {
+    page = await args.extract.html(finalUrl, body);
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    return {
+      kind: 'failure',
+      failure: {
+        document_id: finalUrl,
+        link: finalUrl,
+        message: `Unreadable page${unreadableReason(error)}`,
+      },
+    };
+  }
   const links = page.links.map((l) => normalise(l, finalUrl)).filter((l): l is string => !!l);
   if (page.noindex || !page.text.trim()) return { kind: 'skip' };
   return {
