@@ -2,8 +2,9 @@ import { importPKCS8, SignJWT } from 'jose';
 import { z } from 'zod';
 import { extractText, kindOf } from '../../files/files.parse.ts';
 import { domainGroupId } from '../../identity/principals.ts';
-import { OutboundError } from '../../outbound/outbound.ts';
-import { getJson, type RestContext, sourceRequest } from './rest.ts';
+import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
+import { rateLimitedUntil } from './limits.ts';
+import { type RestContext, sourceRequest } from './rest.ts';
 import {
   type ExternalAccess,
   type ExternalGroup,
@@ -23,6 +24,7 @@ const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 const DRIVE_SCOPE = 'https://www.googleapis.com/auth/drive.readonly';
 const GROUPS_SCOPE = 'https://www.googleapis.com/auth/admin.directory.group.readonly';
 const FOLDER = 'application/vnd.google-apps.folder';
+const SHORTCUT = 'application/vnd.google-apps.shortcut';
 /** Google's own formats, exported as text (Sheets as CSV of the first sheet, as the API does). */
 const EXPORTS: Record<string, string> = {
   'application/vnd.google-apps.document': 'text/plain',
@@ -110,12 +112,42 @@ interface DriveFile {
   size?: string;
   owners?: { emailAddress?: string; displayName?: string }[];
   permissions?: DrivePermission[];
+  shortcutDetails?: { targetId?: string; targetMimeType?: string };
 }
 interface DrivePermission {
   type: 'user' | 'group' | 'domain' | 'anyone';
   emailAddress?: string;
   domain?: string;
   role?: string;
+  /** `false` for "anyone (at the domain) with the link": the file is not discoverable by search. */
+  allowFileDiscovery?: boolean;
+}
+
+/**
+ * Reasons of a Drive 403 that are quota, not permission ("Resolve a 403 error: User rate limit
+ * exceeded", developers.google.com/drive/api/guides/handle-errors): back off and retry.
+ */
+const QUOTA_REASONS = new Set(['userRateLimitExceeded', 'rateLimitExceeded', 'dailyLimitExceeded']);
+/**
+ * Reasons of a Drive 403 that concern one file: it is skipped with a per-document error and the run
+ * goes on ("Docs exports are limited to 10 MB": `exportSizeLimitExceeded`, files.export reference).
+ */
+const ITEM_REASONS = new Set([
+  'exportSizeLimitExceeded',
+  'cannotExportFile',
+  'cannotDownloadFile',
+  'cannotDownloadAbusiveFile',
+  'fileNotDownloadable',
+  'insufficientFilePermissions',
+]);
+
+/** One file Drive refused to serve (a reason of `ITEM_REASONS`). */
+class FileRefused extends Error {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 /** An access token for the run, fetched (and refreshed before it expires) from the token endpoint. */
@@ -211,7 +243,50 @@ function rest(args: Args): RestContext {
   return { fetch: args.fetch, signal: args.signal };
 }
 
-const FILE_FIELDS = 'id,name,mimeType,modifiedTime,webViewLink,size,owners(emailAddress,displayName)';
+/**
+ * A Drive request: a 403 is told apart by its reason (quota → rate limited, one file → `FileRefused`,
+ * otherwise the credential lacks access); 404 is returned to the caller.
+ */
+async function driveRequest(args: Args, url: string, headers: Record<string, string>): Promise<Response> {
+  const response = await sourceRequest(rest(args), SERVICE, url, { headers }, [403]);
+  if (response.status !== 403) return response;
+  const body = (await response.json().catch(() => ({}))) as {
+    error?: { message?: string; errors?: { reason?: string; message?: string }[] };
+  };
+  const reason = body.error?.errors?.find((e) => e.reason)?.reason ?? '';
+  if (QUOTA_REASONS.has(reason)) {
+    const wait = retryAfterMs(response.headers.get('retry-after'));
+    throw rateLimitedUntil(
+      SERVICE,
+      wait === null ? null : new Date(Date.now() + wait),
+      `is over its request quota (403 ${reason})`,
+    );
+  }
+  if (ITEM_REASONS.has(reason))
+    throw new FileRefused(reason, `Google Drive refused the file (403 ${reason})`);
+  throw new SourceError(
+    'auth',
+    `${SERVICE} refused the credential (403${reason ? ` ${reason}` : ''}): check the credential's keys and its access`,
+  );
+}
+
+/** A Drive JSON GET; `null` for 404. */
+async function driveJson<T>(args: Args, url: string, headers: Record<string, string>): Promise<T | null> {
+  const response = await driveRequest(args, url, { accept: 'application/json', ...headers });
+  if (response.status === 404) {
+    await response.body?.cancel().catch(() => {});
+    return null;
+  }
+  try {
+    return (await response.json()) as T;
+  } catch (error) {
+    throw new SourceError('transient', `${SERVICE} sent a response that is not JSON`, { cause: error });
+  }
+}
+
+const FILE_FIELDS =
+  'id,name,mimeType,modifiedTime,webViewLink,size,owners(emailAddress,displayName),shortcutDetails(targetId,targetMimeType)';
+const PERMISSION_FIELDS = 'permissions(type,emailAddress,domain,role,allowFileDiscovery)';
 
 /** One listing of files: a flat query (My Drive, a shared drive) or one folder's children. */
 interface Listing {
@@ -271,9 +346,8 @@ async function initialListings(args: Args, tokens: TokenSource, since: Date | nu
           pageSize: '100',
           ...(pageToken ? { pageToken } : {}),
         });
-        const page: { drives?: { id: string }[]; nextPageToken?: string } | null = await getJson(
-          rest(args),
-          SERVICE,
+        const page: { drives?: { id: string }[]; nextPageToken?: string } | null = await driveJson(
+          args,
           `${config.base_url}/drive/v3/drives?${params}`,
           await tokens.header(),
         );
@@ -288,7 +362,7 @@ async function initialListings(args: Args, tokens: TokenSource, since: Date | nu
   return listings;
 }
 
-const documentIdOf = (file: DriveFile) => `https://drive.google.com/open?id=${file.id}`;
+const documentIdOf = (file: Pick<DriveFile, 'id'>) => `https://drive.google.com/open?id=${file.id}`;
 
 function accessOf(permissions: DrivePermission[]): ExternalAccess {
   const emails = new Set<string>();
@@ -298,7 +372,11 @@ function accessOf(permissions: DrivePermission[]): ExternalAccess {
     if (p.type === 'anyone') isPublic = true;
     else if (p.type === 'user' && p.emailAddress) emails.add(p.emailAddress.toLowerCase());
     else if (p.type === 'group' && p.emailAddress) groups.add(p.emailAddress.toLowerCase());
-    else if (p.type === 'domain' && p.domain) groups.add(domainGroupId(p.domain));
+    // A link-only domain share ("anyone at corp.example with the link", `allowFileDiscovery: false`)
+    // lets people open the file if they have its link; it does not make it findable, so it grants
+    // nothing here (as Onyx). An `anyone` link share is public, as Onyx treats it.
+    else if (p.type === 'domain' && p.domain && p.allowFileDiscovery !== false)
+      groups.add(domainGroupId(p.domain));
   }
   return { is_public: isPublic, user_emails: [...emails], external_group_ids: [...groups] };
 }
@@ -309,12 +387,11 @@ async function permissionsOf(args: Args, tokens: TokenSource, file: DriveFile): 
   do {
     const params: URLSearchParams = new URLSearchParams({
       supportsAllDrives: 'true',
-      fields: 'nextPageToken,permissions(type,emailAddress,domain,role)',
+      fields: `nextPageToken,${PERMISSION_FIELDS}`,
       ...(pageToken ? { pageToken } : {}),
     });
-    const page: { permissions?: DrivePermission[]; nextPageToken?: string } | null = await getJson(
-      rest(args),
-      SERVICE,
+    const page: { permissions?: DrivePermission[]; nextPageToken?: string } | null = await driveJson(
+      args,
       `${args.config.base_url}/drive/v3/files/${encodeURIComponent(file.id)}/permissions?${params}`,
       await tokens.header(),
     );
@@ -347,7 +424,13 @@ async function textOf(
   const url = exportAs
     ? `${base}/export?${new URLSearchParams({ mimeType: exportAs })}`
     : `${base}?alt=media&supportsAllDrives=true`;
-  const response = await sourceRequest(rest(args), SERVICE, url, { headers: await tokens.header() });
+  let response: Response;
+  try {
+    response = await driveRequest(args, url, await tokens.header());
+  } catch (error) {
+    if (error instanceof FileRefused) return failure(`"${file.name}": ${error.message}`);
+    throw error;
+  }
   if (response.status === 404) {
     await response.body?.cancel().catch(() => {});
     return null;
@@ -356,6 +439,31 @@ async function textOf(
   if (exportAs) return data.toString('utf8');
   const text = await extractText(file.name, file.mimeType, data).catch(() => null);
   return text?.trim() ? text : failure(`Unreadable file "${file.name}"`);
+}
+
+/**
+ * The file a shortcut points to (Drive API "Create a shortcut to a file": `shortcutDetails.targetId`),
+ * indexed under the target's own id so that it and the shortcut are one document; null for a
+ * shortcut to a folder or to a file that is gone or unreadable.
+ */
+async function shortcutTarget(
+  args: Args,
+  tokens: TokenSource,
+  shortcut: DriveFile,
+): Promise<DriveFile | null> {
+  const target = shortcut.shortcutDetails?.targetId;
+  if (!target || shortcut.shortcutDetails?.targetMimeType === FOLDER) return null;
+  const params = new URLSearchParams({ supportsAllDrives: 'true', fields: FILE_FIELDS });
+  try {
+    return await driveJson<DriveFile>(
+      args,
+      `${args.config.base_url}/drive/v3/files/${encodeURIComponent(target)}?${params}`,
+      await tokens.header(),
+    );
+  } catch (error) {
+    if (error instanceof FileRefused) return null;
+    throw error;
+  }
 }
 
 interface Checkpoint {
@@ -372,9 +480,8 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
   const sync = args.accessType === 'sync';
   while (listings.length) {
     const listing = listings[0] as Listing;
-    const page = await getJson<{ files?: DriveFile[]; nextPageToken?: string }>(
-      rest(args),
-      SERVICE,
+    const page = await driveJson<{ files?: DriveFile[]; nextPageToken?: string }>(
+      args,
       listUrl(args.config, listing, pageToken, FILE_FIELDS),
       await tokens.header(),
     );
@@ -384,17 +491,19 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
       throw new SourceError('config', `Shared drive ${listing.driveId} not found`);
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    for (const file of page?.files ?? []) {
-      if (file.mimeType === FOLDER) {
+    for (const listed of page?.files ?? []) {
+      if (listed.mimeType === FOLDER) {
         if (listing.folder)
           listings.push({
-            q: `'${file.id}' in parents and trashed = false`,
+            q: `'${listed.id}' in parents and trashed = false`,
             corpora: 'allDrives',
             folder: true,
           });
         continue;
       }
-      if (listing.folder && since && file.modifiedTime && new Date(file.modifiedTime) <= since) continue;
+      if (listing.folder && since && listed.modifiedTime && new Date(listed.modifiedTime) <= since) continue;
+      const file = listed.mimeType === SHORTCUT ? await shortcutTarget(args, tokens, listed) : listed;
+      if (!file) continue;
       const text = await textOf(args, tokens, file);
       if (text === null) continue;
       if (typeof text !== 'string') {
@@ -403,6 +512,14 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
       }
       const id = documentIdOf(file);
       const owner = file.owners?.[0];
+      let access: ExternalAccess | undefined;
+      try {
+        access = sync ? await permissionsOf(args, tokens, file) : undefined;
+      } catch (error) {
+        if (!(error instanceof FileRefused)) throw error;
+        failures.push({ document_id: id, link: file.webViewLink ?? null, message: error.message });
+        continue;
+      }
       documents.push({
         id,
         semantic_identifier: file.name,
@@ -417,7 +534,7 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
               ],
             }
           : {}),
-        ...(sync ? { external_access: await permissionsOf(args, tokens, file) } : {}),
+        ...(access ? { external_access: access } : {}),
       });
     }
     pageToken = page?.nextPageToken ?? null;
@@ -435,9 +552,8 @@ async function* listFiles(args: Args, fields: string): AsyncIterable<DriveFile[]
     const listing = listings.shift() as Listing;
     let pageToken: string | null = null;
     do {
-      const page: { files?: DriveFile[]; nextPageToken?: string } | null = await getJson(
-        rest(args),
-        SERVICE,
+      const page: { files?: DriveFile[]; nextPageToken?: string } | null = await driveJson(
+        args,
         listUrl(args.config, listing, pageToken, fields),
         await tokens.header(),
       );
@@ -459,18 +575,34 @@ async function* listFiles(args: Args, fields: string): AsyncIterable<DriveFile[]
 }
 
 async function* listIds(args: Args): AsyncIterable<string[]> {
-  for await (const files of listFiles(args, 'id,mimeType')) yield files.map(documentIdOf);
+  for await (const files of listFiles(args, 'id,mimeType,shortcutDetails(targetId)'))
+    yield files.map((f) =>
+      documentIdOf(
+        f.mimeType === SHORTCUT && f.shortcutDetails?.targetId ? { id: f.shortcutDetails.targetId } : f,
+      ),
+    );
 }
 
 /** Current permissions of every file (a sharing change does not change a file's modifiedTime, so polls miss it). */
 async function* permissions(args: Args): AsyncIterable<{ document_id: string; access: ExternalAccess }[]> {
   const tokens = new TokenSource(args);
-  for await (const files of listFiles(args, 'id,mimeType,permissions(type,emailAddress,domain,role)')) {
+  for await (const files of listFiles(args, `id,mimeType,shortcutDetails(targetId),${PERMISSION_FIELDS}`)) {
     const batch: { document_id: string; access: ExternalAccess }[] = [];
-    for (const file of files) {
-      // Files of shared drives come without permissions in a listing: ask for them.
-      const access = file.permissions ? accessOf(file.permissions) : await permissionsOf(args, tokens, file);
-      batch.push({ document_id: documentIdOf(file), access });
+    for (const listed of files) {
+      // A shortcut's own grants are not its target's: the target's are read.
+      const target = listed.mimeType === SHORTCUT ? listed.shortcutDetails?.targetId : undefined;
+      const file = target ? { ...listed, id: target, permissions: undefined } : listed;
+      try {
+        // Files of shared drives come without permissions in a listing: ask for them.
+        const access = file.permissions
+          ? accessOf(file.permissions)
+          : await permissionsOf(args, tokens, file);
+        batch.push({ document_id: documentIdOf(file), access });
+      } catch (error) {
+        // Unreadable grants leave the document's recorded access as it is; the next run tries again.
+        if (!(error instanceof FileRefused)) throw error;
+        args.logger.warn(`Google Drive: the permissions of ${file.id} could not be read (${error.reason})`);
+      }
     }
     yield batch;
   }
@@ -493,9 +625,8 @@ async function externalGroups(args: Args): Promise<ExternalGroup[]> {
         maxResults: '200',
         ...(pageToken ? { pageToken } : {}),
       });
-      const page: { groups?: { email: string }[]; nextPageToken?: string } | null = await getJson(
-        rest(args),
-        SERVICE,
+      const page: { groups?: { email: string }[]; nextPageToken?: string } | null = await driveJson(
+        args,
         `${base}/groups?${params}`,
         await tokens.header(),
       );
@@ -507,9 +638,8 @@ async function externalGroups(args: Args): Promise<ExternalGroup[]> {
             maxResults: '200',
             ...(memberToken ? { pageToken: memberToken } : {}),
           });
-          const list: { members?: { email?: string }[]; nextPageToken?: string } | null = await getJson(
-            rest(args),
-            SERVICE,
+          const list: { members?: { email?: string }[]; nextPageToken?: string } | null = await driveJson(
+            args,
             `${base}/groups/${encodeURIComponent(group.email)}/members?${mp}`,
             await tokens.header(),
           );

@@ -10,13 +10,15 @@ export interface RestContext {
 /**
  * One request to a source's REST API through the outbound client (which already retries 429/5xx,
  * honouring `Retry-After`). Failures that end the run become `SourceError`s with a message safe to
- * show on the attempt; `404` is returned to the caller, who knows what was missing.
+ * show on the attempt; `404` (and the statuses in `returned`) are returned to the caller, who knows
+ * what was missing or refused (a 403 may be a quota or one unreadable item, not the credential).
  */
 export async function sourceRequest(
   ctx: RestContext,
   service: string,
   url: string,
   init: RequestInit = {},
+  returned: readonly number[] = [],
 ): Promise<Response> {
   let response: Response;
   try {
@@ -34,7 +36,7 @@ export async function sourceRequest(
     }
     throw new SourceError('transient', `${service} could not be reached`, { cause: error });
   }
-  if (response.ok || response.status === 404) return response;
+  if (response.ok || response.status === 404 || returned.includes(response.status)) return response;
   await response.body?.cancel().catch(() => {});
   if (response.status === 401 || response.status === 403) {
     throw new SourceError(
