@@ -47,6 +47,8 @@ beforeEach(() => {
   gh.pageSize = 2;
   gh.ownerType = 'org';
   gh.rateLimit = { remaining: 0, retryAfter: 1 };
+  gh.secondary = { remaining: 0, retryAfter: null, status: 403 };
+  gh.tokenUser = 'octocat';
   gh.requests.length = 0;
   gh.repos = [
     fakeRepo('widgets', {
@@ -89,6 +91,14 @@ async function githubPair(
 }
 
 const web = (path: string) => `${gh.url}/web/acme/${path}`;
+/** Keeps a pair that ended rate limited from running again in later tests' passes. */
+const pause = (pairId: number) => admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
+/** When the scheduler will next start an attempt of the pair (epoch ms). */
+const retryAt = async (pairId: number) => {
+  const row = await sql<{ retry_after: Date | null }>`
+    SELECT retry_after FROM cc_pairs WHERE id = ${pairId}`.execute(t.deps.db);
+  return new Date(row.rows[0]?.retry_after ?? 0).getTime();
+};
 const pairConnector = async (pairId: number) =>
   (await admin().connectors.getPair({ cc_pair_id: pairId })).connector.id;
 
@@ -204,7 +214,7 @@ describe('github source', () => {
     expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', docs_removed_from_index: 1 });
   });
 
-  it('fails with a clear reason on a bad token (401) and waits out 429 with Retry-After', async () => {
+  it('fails with a clear reason on a bad token (401); a 429 with Retry-After ends the attempt rate limited until then, with no request meanwhile', async () => {
     gh.token = 'ghp_other';
     const { pairId } = await githubPair({ repositories: 'widgets' });
     await pass();
@@ -212,16 +222,139 @@ describe('github source', () => {
       status: 'failed',
       error_msg: expect.stringContaining('GitHub refused the credential (401)'),
     });
+    await pause(pairId);
 
     gh.token = 'ghp_good';
     gh.rateLimit = { remaining: 1, retryAfter: 1 };
     const other = await githubPair({ repositories: 'widgets', include_issues: false });
-    const started = Date.now();
+    gh.requests.length = 0;
     await pass();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(await latestAttempt(other.pairId)).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('GitHub secondary rate limit (429, retry-after)'),
+    });
+    // The client sent nothing more once refused (the outbound client's own retries are off for GitHub).
+    expect(gh.requests).toHaveLength(1);
+    expect((await retryAt(other.pairId)) - Date.now()).toBeGreaterThan(500);
+    await pass();
+    expect(gh.requests).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pass();
     expect(await latestAttempt(other.pairId)).toMatchObject({ status: 'success' });
     expect(await docIds(other.pairId)).toHaveLength(2);
   }, 20_000);
+
+  it('primary limit: a 403 with x-ratelimit-remaining 0 is a rate limit until x-ratelimit-reset, never a permission error', async () => {
+    const resetAt = Date.now() + 1500;
+    gh.quota = { limit: 50, windowMs: 1500, status: 403, used: 50, resetAt };
+    try {
+      const { pairId } = await githubPair({ repositories: 'widgets', include_issues: false });
+      await pass();
+      const attempt = await latestAttempt(pairId);
+      expect(attempt).toMatchObject({
+        status: 'failed',
+        error_msg: expect.stringContaining('GitHub rate limit is exhausted (403)'),
+      });
+      expect(attempt?.error_msg).not.toContain('permission');
+      expect(gh.requests).toHaveLength(1);
+      // Resumes no earlier than x-ratelimit-reset (whole seconds) and sends nothing before.
+      expect(await retryAt(pairId)).toBeGreaterThanOrEqual(Math.ceil(resetAt / 1000) * 1000);
+      await pass();
+      expect(gh.requests).toHaveLength(1);
+      const wait = (await retryAt(pairId)) - Date.now() + 50;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      await pass();
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    } finally {
+      gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0 };
+    }
+  }, 20_000);
+
+  it('secondary limit: a 403 naming it without retry-after waits at least a minute, and is no permission error', async () => {
+    gh.secondary = { remaining: 1, retryAfter: null, status: 403 };
+    const { pairId } = await githubPair({ repositories: 'widgets' });
+    await pass();
+    const attempt = await latestAttempt(pairId);
+    expect(attempt).toMatchObject({
+      status: 'failed',
+      error_msg: expect.stringContaining('GitHub secondary rate limit (403)'),
+    });
+    expect(attempt?.error_msg).not.toContain('permission');
+    expect((await retryAt(pairId)) - Date.now()).toBeGreaterThan(55_000);
+    expect(gh.requests).toHaveLength(1);
+    await pause(pairId);
+  });
+
+  it('a run spends at most request_budget_share of the window, then stops until the window resets', async () => {
+    gh.quota = { limit: 10, windowMs: 2000, status: 403, used: 0, resetAt: 0 };
+    try {
+      const { pairId } = await githubPair({ repositories: 'widgets', request_budget_share: 0.5 });
+      await pass();
+      expect(await latestAttempt(pairId)).toMatchObject({
+        status: 'failed',
+        error_msg: expect.stringContaining('request budget of this run is spent (5 requests'),
+      });
+      // Five requests sent, none refused by GitHub.
+      expect(gh.requests).toHaveLength(5);
+      expect(gh.quota.used).toBe(5);
+      await pause(pairId);
+    } finally {
+      gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0 };
+    }
+  });
+
+  it('an empty repository (409 on its tree) has no files and does not stop the run', async () => {
+    gh.repos.push(fakeRepo('blank', { empty: true }));
+    const { pairId } = await githubPair({
+      repositories: ['blank', 'widgets'],
+      include_markdown: true,
+      include_prs: false,
+      include_issues: false,
+    });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(pairId)).toEqual([web('widgets/blob/main/README.md')]);
+  });
+
+  it('a truncated tree is walked subtree by subtree; the tree is read once per run, not per batch of files', async () => {
+    const files = new Map<string, string>();
+    for (let i = 0; i < 60; i++) files.set(`docs/part${i % 3}/page${i}.md`, `page ${i} of the manual`);
+    files.set('README.md', 'the deep readme');
+    gh.repos.push(fakeRepo('manual', { files }));
+    gh.treeLimit = 10;
+    try {
+      const { pairId } = await githubPair({
+        repositories: 'manual',
+        include_markdown: true,
+        include_prs: false,
+        include_issues: false,
+      });
+      await pass();
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 61 });
+      expect(await docIds(pairId)).toContain(web('manual/blob/main/docs/part2/page59.md'));
+      const trees = gh.requests.filter((r) => r.includes('/git/trees/'));
+      // Each of the root, docs/ and the three parts: recursive (truncated), then one level.
+      expect(trees).toHaveLength(10);
+    } finally {
+      gh.treeLimit = 100_000;
+    }
+  });
+
+  it("a user owner's private repositories are listed through /user/repos when the token is that user's", async () => {
+    gh.ownerType = 'user';
+    gh.tokenUser = 'acme';
+    const own = await githubPair({ include_prs: false });
+    await pass();
+    expect(await docIds(own.pairId)).toContain(web('secret-sauce/issues/1'));
+    expect(gh.requests).toContain('/user/repos?affiliation=owner&per_page=100');
+    // Another user's owner: its public repositories only ("List repositories for a user").
+    gh.tokenUser = 'octocat';
+    const other = await githubPair({ include_prs: false });
+    await pass();
+    expect(await docIds(other.pairId)).not.toContain(web('secret-sauce/issues/1'));
+    expect(await docIds(other.pairId)).toContain(web('widgets/issues/1'));
+    gh.tokenUser = 'octocat';
+  });
 
   it('names every bad or missing key of the config and the credential (400)', async () => {
     await expect(
@@ -382,5 +515,26 @@ describe('github source', () => {
     );
     await pass();
     expect(await docIds(pairId)).toHaveLength(3);
+  });
+
+  it('a repository with issues disabled (410) is pruned by its pull requests, and the prune does not fail', async () => {
+    const quiet = fakeRepo('quiet', {
+      issues: [
+        issue(1, 'Only PR', 'a pull request', { is_pull: true }),
+        issue(2, 'Gone PR', 'x', { is_pull: true }),
+      ],
+    });
+    gh.repos.push(quiet);
+    const { connectorId, pairId } = await githubPair({ repositories: 'quiet' });
+    await admin().connectors.update({ connector_id: connectorId, prune_freq: 300 });
+    quiet.has_issues = false;
+    await pass();
+    expect(await docIds(pairId)).toEqual([web('quiet/pull/1'), web('quiet/pull/2')]);
+    (quiet.issues[1] as FakeIssue).deleted = true;
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toEqual([web('quiet/pull/1')]);
   });
 });
