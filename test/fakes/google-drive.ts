@@ -16,7 +16,10 @@ import { jwtVerify } from 'jose';
  * - one file's download refused with its own 403 reason (`cannotDownloadFile`, handle-errors guide);
  * - grants carry `allowFileDiscovery` (`false`: "anyone with the link", permissions resource);
  * - shortcuts (`application/vnd.google-apps.shortcut`) carry `shortcutDetails.targetId` and their target's
- *   metadata is read with files.get (developers.google.com/drive/api/guides/shortcuts).
+ *   metadata is read with files.get (developers.google.com/drive/api/guides/shortcuts);
+ * - files.list over `corpora=allDrives` may answer `incompleteSearch: true` with results missing ("some
+ *   search results might be missing, since all documents were not searched", files.list reference):
+ *   with `incompleteSearch` set, such a listing leaves out shared-drive files.
  */
 export interface FakeDriveFile {
   id: string;
@@ -62,6 +65,8 @@ export interface FakeGoogle {
   rateLimit: { remaining: number; retryAfter: number; quota403?: boolean };
   /** Largest Docs Editors export (bytes); Google's is 10 MB. */
   exportLimitBytes: number;
+  /** `corpora=allDrives` listings are incomplete: shared-drive files left out, `incompleteSearch: true`. */
+  incompleteSearch: boolean;
   /** Token grants issued: the user each acted for and the scope. */
   grants: { user: string; scope: string }[];
   requests: string[];
@@ -118,6 +123,7 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
     pageSize: 2,
     rateLimit: { remaining: 0, retryAfter: 1 } as FakeGoogle['rateLimit'],
     exportLimitBytes: 10 * 1024 * 1024,
+    incompleteSearch: false,
     grants: [] as { user: string; scope: string }[],
     requests: [] as string[],
   };
@@ -135,6 +141,7 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
     mimeType: f.mimeType,
     modifiedTime: f.modifiedTime.toISOString(),
     webViewLink: `https://docs.example/${f.id}/view`,
+    ...(f.driveId ? { driveId: f.driveId } : {}),
     ...(typeof f.content === 'string' || Buffer.isBuffer(f.content)
       ? { size: String(f.content.length) }
       : {}),
@@ -224,13 +231,16 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
       const corpora = url.searchParams.get('corpora') ?? 'user';
       const driveId = url.searchParams.get('driveId');
       const q = url.searchParams.get('q') ?? '';
+      const incomplete = corpora === 'allDrives' && state.incompleteSearch;
       const found = [...state.files.values()]
         .filter((f) => (corpora === 'drive' ? f.driveId === driveId : corpora === 'user' ? !f.driveId : true))
+        .filter((f) => !(incomplete && f.driveId))
         .filter((f) => matchesQuery(f, q, grant.user))
         .sort((a, b) => a.id.localeCompare(b.id));
       const { slice, nextPageToken } = page(found);
       return json(res, 200, {
         files: slice.map((f) => metadata(f, url.searchParams.get('fields') ?? '')),
+        ...(incomplete ? { incompleteSearch: true } : {}),
         ...(nextPageToken ? { nextPageToken } : {}),
       });
     }

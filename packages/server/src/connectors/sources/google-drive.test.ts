@@ -447,7 +447,7 @@ describe('google_drive source', () => {
       file('pflagged', { parents: ['folderP'], name: 'flagged.txt', refused: 'cannotDownloadFile' });
       file('pgood', { parents: ['folderP'], content: 'the perfectly fine quokka file' });
       const { pairId } = await pair({ folder_ids: ['folderP'] });
-      await pass();
+      await settle(pairId);
       expect(await lastAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
       expect(await docIds(pairId)).toEqual([docId('pgood')]);
       const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 5 });
@@ -464,13 +464,14 @@ describe('google_drive source', () => {
     file('q1', { parents: ['folderQ'] });
     google.rateLimit = { remaining: 100, retryAfter: 1, quota403: true };
     const { pairId } = await pair({ folder_ids: ['folderQ'] });
-    await pass();
+    await settle(pairId);
     const attempt = await lastAttempt(pairId);
     expect(attempt).toMatchObject({ status: 'failed', error_msg: expect.stringContaining('quota') });
     expect(attempt?.error_msg).toContain('userRateLimitExceeded');
     expect(attempt?.error_msg).not.toContain('refused the credential');
     expect(google.rateLimit.remaining).toBe(99);
     google.rateLimit = { remaining: 0, retryAfter: 1 };
+    await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
   });
 
   it('a shortcut is followed to its target, indexed once under the target id', async () => {
@@ -483,9 +484,31 @@ describe('google_drive source', () => {
       shortcutTarget: 'starget',
     });
     const { pairId } = await pair({ folder_ids: ['folderS'] });
-    await pass();
+    await settle(pairId);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
     expect(await docIds(pairId)).toEqual([docId('starget')]);
     expect(await textOf(docId('starget'))).toContain('shortcut target wombat');
+  });
+  it('incompleteSearch over allDrives: the folder is listed again in its own shared drive, nothing missed', async () => {
+    google.incompleteSearch = true;
+    try {
+      const folder = 'application/vnd.google-apps.folder';
+      file('ifolder', {
+        name: 'Team folder',
+        mimeType: folder,
+        parents: ['drive7'],
+        driveId: 'drive7',
+        content: '',
+      });
+      file('isub', { name: 'Sub', mimeType: folder, parents: ['ifolder'], driveId: 'drive7', content: '' });
+      file('ione', { parents: ['ifolder'], driveId: 'drive7', content: 'the first ibis note' });
+      file('itwo', { parents: ['isub'], driveId: 'drive7', content: 'the second ibis note' });
+      const { pairId } = await pair({ folder_ids: ['ifolder'] });
+      await settle(pairId);
+      expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+      expect(await docIds(pairId)).toEqual([docId('ione'), docId('itwo')]);
+    } finally {
+      google.incompleteSearch = false;
+    }
   });
 });

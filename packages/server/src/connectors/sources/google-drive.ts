@@ -297,6 +297,34 @@ interface Listing {
   folder?: boolean;
 }
 
+/** A folder's children listing, in the same corpus as its parent's. */
+const childListing = (parent: Listing, folderId: string): Listing => ({
+  q: `'${folderId}' in parents and trashed = false`,
+  corpora: parent.corpora,
+  ...(parent.driveId ? { driveId: parent.driveId } : {}),
+  folder: true,
+});
+
+/**
+ * files.list over `allDrives` may answer `incompleteSearch: true`: "some search results might be
+ * missing, since all documents were not searched" (files.list reference); Google's advice is to
+ * search one corpus. The folder's own corpus is read (its shared drive, or the user's) and the
+ * listing narrowed to it; null when it is already narrow.
+ */
+async function narrowed(args: Args, tokens: TokenSource, listing: Listing): Promise<Listing | null> {
+  const folderId = /^'([\w-]+)' in parents/.exec(listing.q)?.[1];
+  if (listing.corpora !== 'allDrives' || !folderId) return null;
+  const params = new URLSearchParams({ supportsAllDrives: 'true', fields: 'id,driveId' });
+  const folder = await driveJson<{ driveId?: string }>(
+    args,
+    `${args.config.base_url}/drive/v3/files/${encodeURIComponent(folderId)}?${params}`,
+    await tokens.header(),
+  );
+  return folder?.driveId
+    ? { ...listing, corpora: 'drive', driveId: folder.driveId }
+    : { ...listing, corpora: 'user' };
+}
+
 const driveTime = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, '');
 
 function listUrl(
@@ -311,7 +339,7 @@ function listUrl(
     pageSize: String(PAGE_SIZE),
     supportsAllDrives: 'true',
     includeItemsFromAllDrives: String(listing.corpora !== 'user'),
-    fields: `nextPageToken,files(${fields})`,
+    fields: `nextPageToken,incompleteSearch,files(${fields})`,
   });
   if (listing.driveId) params.set('driveId', listing.driveId);
   if (pageToken) params.set('pageToken', pageToken);
@@ -480,11 +508,18 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
   const sync = args.accessType === 'sync';
   while (listings.length) {
     const listing = listings[0] as Listing;
-    const page = await driveJson<{ files?: DriveFile[]; nextPageToken?: string }>(
+    const page = await driveJson<{ files?: DriveFile[]; nextPageToken?: string; incompleteSearch?: boolean }>(
       args,
       listUrl(args.config, listing, pageToken, FILE_FIELDS),
       await tokens.header(),
     );
+    const narrower = page?.incompleteSearch ? await narrowed(args, tokens, listing) : null;
+    if (narrower) {
+      // Listed again from its start in the narrower corpus (pages already read are read again).
+      listings[0] = narrower;
+      pageToken = null;
+      continue;
+    }
     if (!page && listing.folder)
       throw new SourceError('config', `Google Drive folder not found (${listing.q.split("'")[1]})`);
     if (!page && listing.driveId)
@@ -493,12 +528,7 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
     const failures: SourceDocumentFailure[] = [];
     for (const listed of page?.files ?? []) {
       if (listed.mimeType === FOLDER) {
-        if (listing.folder)
-          listings.push({
-            q: `'${listed.id}' in parents and trashed = false`,
-            corpora: 'allDrives',
-            folder: true,
-          });
+        if (listing.folder) listings.push(childListing(listing, listed.id));
         continue;
       }
       if (listing.folder && since && listed.modifiedTime && new Date(listed.modifiedTime) <= since) continue;
@@ -549,28 +579,28 @@ async function* listFiles(args: Args, fields: string): AsyncIterable<DriveFile[]
   const tokens = new TokenSource(args);
   const listings = await initialListings(args, tokens, null);
   while (listings.length) {
-    const listing = listings.shift() as Listing;
+    let listing = listings.shift() as Listing;
     let pageToken: string | null = null;
-    do {
-      const page: { files?: DriveFile[]; nextPageToken?: string } | null = await driveJson(
-        args,
-        listUrl(args.config, listing, pageToken, fields),
-        await tokens.header(),
-      );
+    for (;;) {
+      const page: { files?: DriveFile[]; nextPageToken?: string; incompleteSearch?: boolean } | null =
+        await driveJson(args, listUrl(args.config, listing, pageToken, fields), await tokens.header());
       if (!page) throw new SourceError('config', 'A configured folder or shared drive was not found');
+      // An incomplete listing would make a prune remove what it missed: list the narrower corpus.
+      const narrower = page.incompleteSearch ? await narrowed(args, tokens, listing) : null;
+      if (narrower) {
+        listing = narrower;
+        pageToken = null;
+        continue;
+      }
       const files: DriveFile[] = [];
       for (const file of page.files ?? []) {
         if (file.mimeType !== FOLDER) files.push(file);
-        else if (listing.folder)
-          listings.push({
-            q: `'${file.id}' in parents and trashed = false`,
-            corpora: 'allDrives',
-            folder: true,
-          });
+        else if (listing.folder) listings.push(childListing(listing, file.id));
       }
       yield files;
       pageToken = page.nextPageToken ?? null;
-    } while (pageToken);
+      if (!pageToken) break;
+    }
   }
 }
 
