@@ -55,6 +55,8 @@ export interface FakeRepo {
   empty?: boolean;
   /** Issues disabled (`has_issues: false`): the issue listing answers 410. */
   has_issues?: boolean;
+  /** The token has no push access: listing collaborators answers 403 ("List repository collaborators"). */
+  collaboratorsForbidden?: boolean;
 }
 export interface FakeGitHub {
   url: string;
@@ -228,6 +230,12 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     const rest = m[3] ?? '';
     const byUpdate = (a: FakeIssue, b: FakeIssue) => b.updated_at.localeCompare(a.updated_at);
     if (rest === '') return send(res, 200, repoJson(repo));
+    if (rest === '/collaborators' && repo.collaboratorsForbidden)
+      return send(res, 403, {
+        message: 'Must have push access to view repository collaborators.',
+        documentation_url:
+          'https://docs.github.com/rest/collaborators/collaborators#list-repository-collaborators',
+      });
     if (rest === '/collaborators')
       return paged(
         req,

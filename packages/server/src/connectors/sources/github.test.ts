@@ -17,7 +17,7 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass, events } = t;
-const { docIds, textOf, latestAttempt, person, sees, sourcePair } = connectorTestHelpers(t);
+const { docIds, textOf, latestAttempt, person, sees, settle, sourcePair } = connectorTestHelpers(t);
 let gh: FakeGitHub;
 
 beforeAll(async () => {
@@ -536,5 +536,27 @@ describe('github source', () => {
     );
     await pass();
     expect(await docIds(pairId)).toEqual([web('quiet/pull/1')]);
+  });
+  it('sync: a private repository whose collaborators the token may not list (403) gives per-document errors; the others are indexed', async () => {
+    gh.repos.push(
+      fakeRepo('locked', {
+        private: true,
+        collaboratorsForbidden: true,
+        issues: [issue(1, 'Locked', 'the locked marmot issue'), issue(2, 'PR', 'x', { is_pull: true })],
+      }),
+    );
+    const { pairId } = await githubPair({ repositories: ['locked', 'widgets'] }, {}, 'poll', 'sync');
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
+    expect(await docIds(pairId)).toHaveLength(5);
+    expect((await docIds(pairId)).some((id) => id.includes('/locked/'))).toBe(false);
+    const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 10 });
+    expect(errors.items.map((e) => e.document_id).sort()).toEqual([
+      web('locked/issues/1'),
+      web('locked/pull/2'),
+    ]);
+    expect(errors.items[0]?.failure_message).toContain('collaborators of acme/locked (403)');
+    // Asked once for the run, not once per item.
+    expect(gh.requests.filter((r) => r.startsWith('/repos/acme/locked/collaborators'))).toHaveLength(1);
   });
 });

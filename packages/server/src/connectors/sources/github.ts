@@ -11,6 +11,7 @@ import {
   type Source,
   type SourceBatch,
   type SourceDocument,
+  type SourceDocumentFailure,
   SourceError,
   type SourceEvent,
   type SourceRunContext,
@@ -196,7 +197,7 @@ class RateLimits {
         new Date(Date.now() + SECONDARY_WAIT_MS),
         `secondary rate limit (${response.status})`,
       );
-    return new SourceError('auth', 'GitHub denied access (403): the token lacks a permission');
+    return new Forbidden();
   }
 
   #resumeAt(): Date | null {
@@ -204,6 +205,24 @@ class RateLimits {
   }
 }
 const rateLimitsOf = new WeakMap<object, RateLimits>();
+
+/** A 403 that is no rate limit: the token may not do this (the whole run, unless the caller knows better). */
+class Forbidden extends SourceError {
+  constructor() {
+    super('auth', 'GitHub denied access (403): the token lacks a permission');
+  }
+}
+
+/**
+ * The collaborators of a private repository cannot be read ("Must have push access to view
+ * repository collaborators": a read-only token). Its items cannot be given their audience, so they
+ * become per-document errors; the other repositories are indexed.
+ */
+class CollaboratorsRefused extends SourceError {
+  constructor(message: string) {
+    super('auth', message);
+  }
+}
 
 function limitsOf(args: Args): RateLimits {
   let limits = rateLimitsOf.get(args);
@@ -319,13 +338,23 @@ async function accessOf(args: Args, repo: Repo): Promise<ExternalAccess | undefi
       const found: string[] = [];
       let url: string | null = api(args, `/repos/${repoPath(repo)}/collaborators?per_page=${PER_PAGE}`);
       while (url) {
-        const page: { data: User[]; response: Response } | null = await get<User[]>(args, url);
+        let page: { data: User[]; response: Response } | null;
+        try {
+          page = await get<User[]>(args, url);
+        } catch (error) {
+          if (!(error instanceof Forbidden)) throw error;
+          throw new CollaboratorsRefused(
+            `GitHub refused to list the collaborators of ${repo.full_name} (403): a sync pair's token needs push access to its private repositories`,
+          );
+        }
         if (!page) break;
         for (const user of page.data) found.push(user.login.toLowerCase());
         url = nextLink(page.response.headers.get('link'));
       }
       return found;
     })();
+    // A failure is kept for the run (each item reports it without asking again), and handled by callers.
+    logins.catch(() => {});
     cache.set(repo.full_name, logins);
   }
   return { is_public: false, user_emails: [], external_group_ids: [], user_ids: await logins };
@@ -547,8 +576,26 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
   while (true) {
     const repo = repos[cp.index] as Repo;
     let documents: SourceDocument[] = [];
+    const failures: SourceDocumentFailure[] = [];
     let following: Checkpoint | null;
-    if (cp.stage === 'files') {
+    const refused = await accessOf(args, repo).then(
+      () => null,
+      (error) => {
+        if (error instanceof CollaboratorsRefused) return error.message;
+        throw error;
+      },
+    );
+    if (cp.stage === 'files' && refused) {
+      const files = await markdownFiles(args, repo);
+      for (const file of files.slice(cp.offset, cp.offset + FILES_PER_BATCH)) {
+        const link = `${repo.html_url}/blob/${repo.default_branch}/${file.path}`;
+        failures.push({ document_id: link, link, message: refused });
+      }
+      following =
+        cp.offset + FILES_PER_BATCH >= files.length
+          ? advance()
+          : { ...cp, offset: cp.offset + FILES_PER_BATCH };
+    } else if (cp.stage === 'files') {
       const batch = await markdownBatch(args, repo, cp.offset);
       documents = batch.documents;
       following = batch.done ? advance() : { ...cp, offset: cp.offset + FILES_PER_BATCH };
@@ -560,14 +607,15 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
           reachedOlder = true;
           break;
         }
-        if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
-        else if (!(item as Issue).pull_request)
-          documents.push(await issueDocument(args, repo, item as Issue));
+        if (cp.stage === 'issues' && (item as Issue).pull_request) continue;
+        if (refused) failures.push({ document_id: item.html_url, link: item.html_url, message: refused });
+        else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
+        else documents.push(await issueDocument(args, repo, item as Issue));
       }
       const next = page && !reachedOlder ? nextLink(page.response.headers.get('link')) : null;
       following = next ? { ...cp, next } : advance();
     }
-    yield { documents, checkpoint: following as unknown as JsonValue };
+    yield { documents, failures, checkpoint: following as unknown as JsonValue };
     if (!following) return;
     cp = following;
   }
