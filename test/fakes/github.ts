@@ -69,7 +69,14 @@ export interface FakeGitHub {
   /** The next N requests answer 429 with this Retry-After (seconds). */
   rateLimit: { remaining: number; retryAfter: number };
   /** The primary limit: `limit` requests per window of `windowMs`; once spent, `status` with `remaining: 0`. */
-  quota: { limit: number; windowMs: number; status: 403 | 429; used: number; resetAt: number };
+  quota: {
+    limit: number;
+    windowMs: number;
+    status: 403 | 429;
+    used: number;
+    resetAt: number;
+    refused?: number;
+  };
   /** The next `remaining` requests hit a secondary limit (`retryAfter` null: no header, as GitHub may send). */
   secondary: { remaining: number; retryAfter: number | null; status: 403 | 429 };
   /** Most entries a recursive tree lists before it is `truncated`. */
@@ -103,7 +110,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     repos: [] as FakeRepo[],
     pageSize: 100,
     rateLimit: { remaining: 0, retryAfter: 1 },
-    quota: { limit: 5000, windowMs: 3_600_000, status: 403 as 403 | 429, used: 0, resetAt: 0 },
+    quota: { limit: 5000, windowMs: 3_600_000, status: 403 as 403 | 429, used: 0, resetAt: 0, refused: 0 },
     secondary: { remaining: 0, retryAfter: null as number | null, status: 403 as 403 | 429 },
     treeLimit: 100_000,
     tokenUser: 'octocat',
@@ -189,6 +196,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     res.setHeader('x-ratelimit-used', String(gh.quota.used));
     res.setHeader('x-ratelimit-reset', String(Math.ceil(gh.quota.resetAt / 1000)));
     res.setHeader('x-ratelimit-resource', 'core');
+    if (limited) gh.quota.refused = (gh.quota.refused ?? 0) + 1;
     if (limited)
       return send(res, gh.quota.status, {
         message: `API rate limit exceeded for user ID 1. If you reach out to GitHub Support for help, please include the request ID.`,
