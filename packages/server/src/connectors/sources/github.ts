@@ -110,6 +110,8 @@ type Args = SourceRunContext<GitHubConfig, GitHubCredential>;
 
 const PER_PAGE = 100;
 const FILES_PER_BATCH = 50;
+/** Pull requests or issues per batch: about three requests each for a pull request. */
+const ITEMS_PER_BATCH = 20;
 
 function api(args: Args, path: string): string {
   return `${args.config.base_url.replace(/\/+$/, '')}${path}`;
@@ -573,6 +575,8 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
     return null;
   };
   if (!repos.length) return;
+  /** The listing page being worked through (read once however many batches it makes). */
+  let listed = null as { url: string; page: { data: (Issue | Pull)[]; response: Response } | null } | null;
   while (true) {
     const repo = repos[cp.index] as Repo;
     let documents: SourceDocument[] = [];
@@ -600,9 +604,16 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
       documents = batch.documents;
       following = batch.done ? advance() : { ...cp, offset: cp.offset + FILES_PER_BATCH };
     } else {
-      const page = await get<(Issue | Pull)[]>(args, cp.next ?? firstUrl(args, repo, cp.stage, since));
+      const url = cp.next ?? firstUrl(args, repo, cp.stage, since);
+      if (listed?.url !== url) listed = { url, page: await get<(Issue | Pull)[]>(args, url) };
+      const { page } = listed;
+      const items = page?.data ?? [];
       let reachedOlder = false;
-      for (const item of page?.data ?? []) {
+      let at = cp.offset;
+      // A batch is a part of a page (each item costs requests of its own): a run stopped by a rate
+      // limit resumes after the last item indexed, not at the start of the page.
+      for (; at < items.length && at < cp.offset + ITEMS_PER_BATCH; at++) {
+        const item = items[at] as Issue | Pull;
         if (since && new Date(item.updated_at) < since) {
           reachedOlder = true;
           break;
@@ -612,8 +623,11 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
         else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
         else documents.push(await issueDocument(args, repo, item as Issue));
       }
-      const next = page && !reachedOlder ? nextLink(page.response.headers.get('link')) : null;
-      following = next ? { ...cp, next } : advance();
+      if (!reachedOlder && at < items.length) following = { ...cp, next: url, offset: at };
+      else {
+        const next = page && !reachedOlder ? nextLink(page.response.headers.get('link')) : null;
+        following = next ? { ...cp, next, offset: 0 } : advance();
+      }
     }
     yield { documents, failures, checkpoint: following as unknown as JsonValue };
     if (!following) return;
