@@ -292,12 +292,25 @@ describe('github source', () => {
       await pass();
       expect(await latestAttempt(pairId)).toMatchObject({
         status: 'failed',
-        error_msg: expect.stringContaining('request budget of this run is spent (5 requests'),
+        error_msg: expect.stringContaining(
+          "request budget is spent (5 of the token's 10 requests per window",
+        ),
       });
       // Five requests sent, none refused by GitHub.
       expect(gh.requests).toHaveLength(5);
       expect(gh.quota.used).toBe(5);
       await pause(pairId);
+      // Others spent 4 of a fresh window: after one request the token is at the share, the run stops.
+      gh.quota = { limit: 10, windowMs: 60_000, status: 403, used: 4, resetAt: Date.now() + 60_000 };
+      gh.requests.length = 0;
+      const other = await githubPair({ repositories: 'widgets', request_budget_share: 0.5 });
+      await pass();
+      expect(await latestAttempt(other.pairId)).toMatchObject({
+        status: 'failed',
+        error_msg: expect.stringContaining('request budget is spent'),
+      });
+      expect(gh.requests).toHaveLength(1);
+      await pause(other.pairId);
     } finally {
       gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0 };
     }

@@ -134,8 +134,9 @@ const TRANSIENT_RETRIES = 2;
 /**
  * GitHub's rate limits for one run (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api):
  * the `x-ratelimit-*` headers of every answer are read; once `remaining` is 0 no request is sent before
- * `x-ratelimit-reset`; a run spends at most `request_budget_share` of each window; 403/429 refusals are
- * told apart (primary limit, secondary limit, missing permission).
+ * `x-ratelimit-reset`; a run sends no request once the token has spent `request_budget_share` of the
+ * window (by this run's count or by GitHub's, whichever is more), leaving the rest to the token's other
+ * users; 403/429 refusals are told apart (primary limit, secondary limit, missing permission).
  */
 class RateLimits {
   readonly #share: number;
@@ -159,12 +160,15 @@ class RateLimits {
     }
     if (this.#remaining === 0)
       throw rateLimitedUntil('GitHub', this.#resumeAt(), 'rate limit is exhausted until x-ratelimit-reset');
-    const budget = Math.max(1, Math.floor(this.#share * (this.#limit ?? DEFAULT_HOURLY_LIMIT)));
-    if (this.#spent >= budget)
+    const limit = this.#limit ?? DEFAULT_HOURLY_LIMIT;
+    const budget = Math.max(1, Math.floor(this.#share * limit));
+    // What the token spent in this window (this run, earlier attempts, other users of the token).
+    const used = Math.max(this.#spent, this.#remaining === null ? 0 : limit - this.#remaining);
+    if (used >= budget)
       throw rateLimitedUntil(
         'GitHub',
         this.#resumeAt() ?? new Date(now + 3_600_000),
-        `request budget of this run is spent (${budget} requests, request_budget_share of the token's ${this.#limit ?? DEFAULT_HOURLY_LIMIT})`,
+        `request budget is spent (${budget} of the token's ${limit} requests per window: request_budget_share)`,
       );
     this.#spent++;
   }
