@@ -304,7 +304,7 @@ describe('github source', () => {
       gh.quota = { limit: 10, windowMs: 60_000, status: 403, used: 4, resetAt: Date.now() + 60_000 };
       gh.requests.length = 0;
       const other = await githubPair({ repositories: 'widgets', request_budget_share: 0.5 });
-      await pass();
+      await settle(other.pairId);
       expect(await latestAttempt(other.pairId)).toMatchObject({
         status: 'failed',
         error_msg: expect.stringContaining('request budget is spent'),
