@@ -170,6 +170,9 @@ describe('confluence source', () => {
       status: 'failed',
       error_msg: 'Confluence space "NOPE" not found',
     });
+    // Failing pairs retry in every later pass: keep them out of the next tests' requests.
+    for (const id of [bad.pairId, missing.pairId])
+      await admin().connectors.setPairStatus({ cc_pair_id: id, status: 'paused' });
   });
 
   it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
@@ -187,7 +190,31 @@ describe('confluence source', () => {
       status: 'failed',
       error_msg: expect.stringContaining('rate limiting'),
     });
+    wiki.rateLimit = { remaining: 0, retryAfter: 1 };
+    await admin().connectors.setPairStatus({ cc_pair_id: limited.pairId, status: 'paused' });
   }, 30_000);
+
+  it('a Retry-After longer than a minute is not slept through: the attempt ends rate limited until then', async () => {
+    wiki.spaces.set('SLOW', {});
+    page('900', 'Slow', 'the sloth page', { space: 'SLOW' });
+    wiki.rateLimit = { remaining: 1, retryAfter: 120 };
+    try {
+      const { pairId } = await pair({ space: 'SLOW' });
+      const started = Date.now();
+      await settle(pairId);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await lastAttempt(pairId)).toMatchObject({
+        status: 'failed',
+        error_msg: expect.stringContaining('Confluence is rate limiting requests (429)'),
+      });
+      const row = await sql<{ retry_after: Date | null }>`
+        SELECT retry_after FROM cc_pairs WHERE id = ${pairId}`.execute(t.deps.db);
+      expect(new Date(row.rows[0]?.retry_after ?? 0).getTime() - Date.now()).toBeGreaterThan(100_000);
+      await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
+    } finally {
+      wiki.rateLimit = { remaining: 0, retryAfter: 1 };
+    }
+  });
 
   it('polls only pages modified since the last run; a prune run removes deleted pages and attachments', async () => {
     // A space of its own: the other tests' pairs own ENG's pages.
