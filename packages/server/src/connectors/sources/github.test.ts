@@ -231,7 +231,9 @@ describe('github source', () => {
     await pass();
     expect(await latestAttempt(other.pairId)).toMatchObject({
       status: 'failed',
-      error_msg: expect.stringContaining('GitHub secondary rate limit (429, retry-after)'),
+      error_msg: expect.stringContaining(
+        'GitHub is rate limiting requests (429: a secondary rate limit, retry-after)',
+      ),
     });
     // The client sent nothing more once refused (the outbound client's own retries are off for GitHub).
     expect(gh.requests).toHaveLength(1);
@@ -253,7 +255,9 @@ describe('github source', () => {
       const attempt = await latestAttempt(pairId);
       expect(attempt).toMatchObject({
         status: 'failed',
-        error_msg: expect.stringContaining('GitHub rate limit is exhausted (403)'),
+        error_msg: expect.stringContaining(
+          'GitHub is rate limiting requests (403: the rate limit is exhausted',
+        ),
       });
       expect(attempt?.error_msg).not.toContain('permission');
       expect(gh.requests).toHaveLength(1);
@@ -277,7 +281,7 @@ describe('github source', () => {
     const attempt = await latestAttempt(pairId);
     expect(attempt).toMatchObject({
       status: 'failed',
-      error_msg: expect.stringContaining('GitHub secondary rate limit (403)'),
+      error_msg: expect.stringContaining('GitHub is rate limiting requests (403: a secondary rate limit)'),
     });
     expect(attempt?.error_msg).not.toContain('permission');
     expect((await retryAt(pairId)) - Date.now()).toBeGreaterThan(55_000);
@@ -493,6 +497,39 @@ describe('github source', () => {
     await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
     await pass();
     expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(false);
+  });
+
+  it('sync access is refreshed by every poll, though no item changed: collaborators, and a repository made private', async () => {
+    const den = fakeRepo('den', {
+      private: true,
+      issues: [issue(1, 'Plans', 'the hidden meerkat plans')],
+      collaborators: ['ann-gh'],
+    });
+    const square = fakeRepo('square', { issues: [issue(2, 'Notice', 'the public meerkat notice')] });
+    gh.repos.push(den, square);
+    const ann = await person('ann.gh@corp.test', { source: 'github', external_id: 'ann-gh' });
+    const ben = await person('ben.gh@corp.test', { source: 'github', external_id: 'ben-gh' });
+    const { connectorId, pairId } = await githubPair({ repositories: 'den,square' }, {}, 'poll', 'sync');
+    await settle(pairId);
+    const plans = web('den/issues/1');
+    const notice = web('square/issues/2');
+    expect(await sees(ann, 'hidden meerkat plans', plans)).toBe(true);
+    expect(await sees(ben, 'hidden meerkat plans', plans)).toBe(false);
+    expect(await sees(ben, 'public meerkat notice', notice)).toBe(true);
+    // Ann is removed, Ben added; the public repository is made private (Ann its only collaborator).
+    den.collaborators = ['ben-gh'];
+    square.private = true;
+    square.collaborators = ['ann-gh'];
+    gh.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await sees(ann, 'hidden meerkat plans', plans)).toBe(false);
+    expect(await sees(ben, 'hidden meerkat plans', plans)).toBe(true);
+    expect(await sees(ben, 'public meerkat notice', notice)).toBe(false);
+    expect(await sees(ann, 'public meerkat notice', notice)).toBe(true);
+    // Per repository, not per item, once per run: each private repository's collaborators.
+    expect(gh.requests.filter((r) => r.includes('/collaborators'))).toHaveLength(2);
   });
   it('a prune run (prune_freq) lists the ids the repositories still have and removes the deleted items', async () => {
     const tidy = fakeRepo('tidy', {

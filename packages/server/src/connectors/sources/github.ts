@@ -8,6 +8,7 @@ import {
   type ExternalAccess,
   type JsonValue,
   type LoadArgs,
+  type PermissionEntry,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -159,7 +160,11 @@ class RateLimits {
       this.#reset = null;
     }
     if (this.#remaining === 0)
-      throw rateLimitedUntil('GitHub', this.#resumeAt(), 'rate limit is exhausted until x-ratelimit-reset');
+      throw rateLimitedUntil(
+        'GitHub',
+        this.#resumeAt(),
+        'is rate limiting requests (its rate limit is exhausted until x-ratelimit-reset)',
+      );
     const limit = this.#limit ?? DEFAULT_HOURLY_LIMIT;
     const budget = Math.max(1, Math.floor(this.#share * limit));
     // What the token spent in this window (this run, earlier attempts, other users of the token).
@@ -188,20 +193,24 @@ class RateLimits {
     }
     if (response.status !== 403 && response.status !== 429) return null;
     if (remaining === '0')
-      return rateLimitedUntil('GitHub', this.#resumeAt(), `rate limit is exhausted (${response.status})`);
+      return rateLimitedUntil(
+        'GitHub',
+        this.#resumeAt(),
+        `is rate limiting requests (${response.status}: the rate limit is exhausted until x-ratelimit-reset)`,
+      );
     const retryAfter = retryAfterMs(h.get('retry-after'));
     if (retryAfter !== null)
       return rateLimitedUntil(
         'GitHub',
         new Date(Date.now() + retryAfter),
-        `secondary rate limit (${response.status}, retry-after)`,
+        `is rate limiting requests (${response.status}: a secondary rate limit, retry-after)`,
       );
     const message = response.status === 403 ? await response.text().catch(() => '') : '';
     if (response.status === 429 || /rate limit|abuse/i.test(message))
       return rateLimitedUntil(
         'GitHub',
         new Date(Date.now() + SECONDARY_WAIT_MS),
-        `secondary rate limit (${response.status})`,
+        `is rate limiting requests (${response.status}: a secondary rate limit)`,
       );
     return new Forbidden();
   }
@@ -210,6 +219,10 @@ class RateLimits {
     return this.#reset === null ? null : new Date(this.#reset + 1000);
   }
 }
+/**
+ * Per-run state (rate limits, collaborators, trees) is keyed by the run's configuration object: one
+ * per attempt or event delivery, shared by an attempt's `load` and its permission pass.
+ */
 const rateLimitsOf = new WeakMap<object, RateLimits>();
 
 /** A 403 that is no rate limit: the token may not do this (the whole run, unless the caller knows better). */
@@ -231,10 +244,10 @@ class CollaboratorsRefused extends SourceError {
 }
 
 function limitsOf(args: Args): RateLimits {
-  let limits = rateLimitsOf.get(args);
+  let limits = rateLimitsOf.get(args.config);
   if (!limits) {
     limits = new RateLimits(args.config.request_budget_share);
-    rateLimitsOf.set(args, limits);
+    rateLimitsOf.set(args.config, limits);
   }
   return limits;
 }
@@ -336,8 +349,8 @@ async function isTokenUser(args: Args): Promise<boolean> {
 async function accessOf(args: Args, repo: Repo): Promise<ExternalAccess | undefined> {
   if (args.accessType !== 'sync') return undefined;
   if (!repo.private) return { is_public: true, user_emails: [], external_group_ids: [] };
-  const cache = collaborators.get(args) ?? new Map<string, Promise<string[]>>();
-  collaborators.set(args, cache);
+  const cache = collaborators.get(args.config) ?? new Map<string, Promise<string[]>>();
+  collaborators.set(args.config, cache);
   let logins = cache.get(repo.full_name);
   if (!logins) {
     logins = (async () => {
@@ -519,8 +532,8 @@ async function blobsUnder(args: Args, repo: Repo, ref: string, prefix: string): 
 
 /** The Markdown files of a repository's default branch, read once per run. */
 function markdownFiles(args: Args, repo: Repo): Promise<TreeEntry[]> {
-  const cache = trees.get(args) ?? new Map<string, Promise<TreeEntry[]>>();
-  trees.set(args, cache);
+  const cache = trees.get(args.config) ?? new Map<string, Promise<TreeEntry[]>>();
+  trees.set(args.config, cache);
   let files = cache.get(repo.full_name);
   if (!files) {
     files = blobsUnder(args, repo, repo.default_branch, '').then((blobs) =>
@@ -586,13 +599,16 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
     let documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
     let following: Checkpoint | null;
-    const refused = await accessOf(args, repo).then(
-      () => null,
-      (error) => {
-        if (error instanceof CollaboratorsRefused) return error.message;
-        throw error;
-      },
-    );
+    /** Why the repository's items cannot be indexed (its collaborators unreadable); asked only when an item is. */
+    const refusal = () =>
+      accessOf(args, repo).then(
+        () => null,
+        (error) => {
+          if (error instanceof CollaboratorsRefused) return error.message;
+          throw error;
+        },
+      );
+    const refused = cp.stage === 'files' ? await refusal() : null;
     if (cp.stage === 'files' && refused) {
       const files = await markdownFiles(args, repo);
       for (const file of files.slice(cp.offset, cp.offset + FILES_PER_BATCH)) {
@@ -623,6 +639,7 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
           break;
         }
         if (cp.stage === 'issues' && (item as Issue).pull_request) continue;
+        const refused = await refusal();
         if (refused) failures.push({ document_id: item.html_url, link: item.html_url, message: refused });
         else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
         else documents.push(await issueDocument(args, repo, item as Issue));
@@ -747,6 +764,26 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
   }
 }
 
+/**
+ * Current access of every repository's documents (`sync` pairs, on every run): a repository made
+ * private or public, or a collaborator added or removed, changes no item, so polls would not see it.
+ * Read per repository (its visibility, and its collaborators when private), applied to every document
+ * under it. Collaborators the token may not list give the repository's documents to no one.
+ */
+async function* permissions(args: Args): AsyncIterable<PermissionEntry[]> {
+  for (const repo of await listRepos(args)) {
+    let access: ExternalAccess;
+    try {
+      access = (await accessOf(args, repo)) ?? { is_public: false, user_emails: [], external_group_ids: [] };
+    } catch (error) {
+      if (!(error instanceof CollaboratorsRefused)) throw error;
+      args.logger.warn(error.message);
+      access = { is_public: false, user_emails: [], external_group_ids: [], user_ids: [] };
+    }
+    yield [{ document_id_prefix: `${repo.html_url}/`, access }];
+  }
+}
+
 /** GitHub: pull requests with comments and reviews, issues with their comments and optionally Markdown files of an owner's repositories. */
 export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   name: 'github',
@@ -758,5 +795,6 @@ export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   secretTargets: (config) => [{ key: 'connector_specific_config.base_url', url: config.base_url }],
   load,
   listIds,
+  permissions,
   events: { verify, fetch: fetchRefs },
 };

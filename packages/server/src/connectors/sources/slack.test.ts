@@ -12,7 +12,7 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass, events } = t;
-const { docIds, textOf, latestAttempt, person, sees, sourcePair } = connectorTestHelpers(t);
+const { docIds, textOf, latestAttempt, person, sees, settle, sourcePair } = connectorTestHelpers(t);
 let slack: FakeSlack;
 
 beforeAll(async () => {
@@ -450,6 +450,52 @@ describe('slack source', () => {
     expect(await sees(bob, 'surprise merger', party)).toBe(false);
     // Public channels are open to everyone.
     expect(await sees(bob, 'lunch noon', 'C1__1767225900.000400')).toBe(true);
+  });
+
+  it('sync access is refreshed by every poll, though no message changed: a member leaves, a channel turns private', async () => {
+    slack.channels.push(
+      {
+        id: 'C8',
+        name: 'war-room',
+        is_private: true,
+        is_member: true,
+        members: ['U1', 'U3'],
+        messages: [{ ts: '1767225670.000900', user: 'U1', text: 'the secret heron strategy' }],
+      },
+      {
+        id: 'C9',
+        name: 'town-hall',
+        is_private: false,
+        is_member: true,
+        members: ['U1', 'U2', 'U3'],
+        messages: [{ ts: '1767225680.001000', user: 'U2', text: 'the open heron announcement' }],
+      },
+    );
+    const alice = await person('alice.r@acme.test', { source: 'slack', external_id: 'U1' });
+    const carol = await person('carol.r@acme.test', { source: 'slack', external_id: 'U3' });
+    const bob = await person('bob.r@acme.test', { source: 'slack', external_id: 'U2' });
+    const { connectorId, pairId } = await slackPair(
+      { channels: ['war-room', 'town-hall'] },
+      {},
+      'poll',
+      'sync',
+    );
+    await settle(pairId);
+    const strategy = 'C8__1767225670.000900';
+    const announcement = 'C9__1767225680.001000';
+    expect(await sees(carol, 'secret heron strategy', strategy)).toBe(true);
+    expect(await sees(bob, 'open heron announcement', announcement)).toBe(true);
+    // Carol leaves the war room; the town hall becomes private without Bob.
+    const [warRoom, townHall] = [slack.channels.at(-2), slack.channels.at(-1)];
+    if (warRoom) warRoom.members = ['U1'];
+    if (townHall) Object.assign(townHall, { is_private: true, members: ['U1', 'U3'] });
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await sees(carol, 'secret heron strategy', strategy)).toBe(false);
+    expect(await sees(alice, 'secret heron strategy', strategy)).toBe(true);
+    expect(await sees(bob, 'open heron announcement', announcement)).toBe(false);
+    expect(await sees(carol, 'open heron announcement', announcement)).toBe(true);
   });
   it('a prune run (prune_freq) removes threads deleted from the channels', async () => {
     const { connectorId, pairId } = await slackPair({ channels: ['general'] });

@@ -7,6 +7,7 @@ import {
   type ExternalAccess,
   type JsonValue,
   type LoadArgs,
+  type PermissionEntry,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -510,6 +511,20 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
   }
 }
 
+/**
+ * Current access of every channel's threads (`sync` pairs, on every run): someone leaving a private
+ * channel, or a channel made private, changes no message, so polls would not see it. Read per channel
+ * (public, or its members) and applied to every thread of it.
+ */
+async function* permissions(args: Args): AsyncIterable<PermissionEntry[]> {
+  const users = new Users(args);
+  const cache = new Map<string, ExternalAccess>();
+  for (const channel of await listChannels(args)) {
+    const access = await channelAccess(args, channel, users, cache);
+    if (access) yield [{ document_id_prefix: `${channel.id}__`, access }];
+  }
+}
+
 /** Slack: one document per thread (or lone message) of the chosen channels, user names resolved. */
 export const slackSource: Source<SlackConfig, SlackCredential> = {
   name: 'slack',
@@ -521,5 +536,6 @@ export const slackSource: Source<SlackConfig, SlackCredential> = {
   secretTargets: (config) => [{ key: 'connector_specific_config.base_url', url: config.base_url }],
   load: (args) => load(args as LoadArgs<SlackConfig, SlackCredential>),
   listIds,
+  permissions,
   events: { verify, fetch: fetchRefs },
 };
