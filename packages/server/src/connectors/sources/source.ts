@@ -72,11 +72,45 @@ export interface SourceDocument {
   external_access?: ExternalAccess;
 }
 
-/** A document the source could not read; recorded as a per-document error of the attempt, the run goes on. */
+/**
+ * An item that failed for its own reason (too large, over an export limit, a 403 on one file, a 409 on
+ * one repository, a parse error): the source lists it in its batch's `failures` and goes on with the
+ * others. It is recorded as a per-document error of the attempt (`GET …/cc-pair/{id}/errors`, with the
+ * reason and the link), the attempt ends `completed_with_errors`, and the item is tried again on the
+ * next run (the next poll window still covers it). Failures of the whole run throw `SourceError`.
+ */
 export interface SourceDocumentFailure {
+  /** The id the document would have in kas, when known. */
   document_id: string | null;
+  /** Where a person can see the item at the source. */
   link?: string | null;
+  /** Why it failed, safe to show (no secrets, no internals). */
   message: string;
+}
+
+/** A per-item failure thrown inside a source's own per-item code, turned into a `SourceDocumentFailure` with `itemFailure`. */
+export class ItemError extends Error {
+  readonly documentId: string | null;
+  readonly link: string | null;
+  constructor(
+    documentId: string | null,
+    message: string,
+    options: { link?: string | null; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'ItemError';
+    this.documentId = documentId;
+    this.link = options.link ?? null;
+  }
+}
+
+/** The failure record of an item: from an `ItemError`, or from the given id, link and reason. */
+export function itemFailure(
+  item: ItemError | { document_id: string | null; link?: string | null; message: string },
+): SourceDocumentFailure {
+  if (item instanceof ItemError)
+    return { document_id: item.documentId, link: item.link, message: item.message };
+  return { document_id: item.document_id, link: item.link ?? null, message: item.message };
 }
 
 /** One batch of a run: the documents, the checkpoint after them, and progress when the source knows it. */
@@ -212,6 +246,28 @@ export class SourceError extends Error {
     this.name = 'SourceError';
     this.kind = kind;
     this.retryAfterMs = options.retryAfterMs ?? null;
+  }
+}
+
+/**
+ * The source is rate limited until `untilMs` (epoch milliseconds): from a `Retry-After`, GitHub's
+ * `x-ratelimit-reset`, a secondary limit's back-off or the pair's request budget. Throw it instead of
+ * sleeping: the attempt keeps its checkpoint, records "waiting until T" (shown in the pair's status),
+ * frees the worker, and the scheduler resumes it from the checkpoint at T. Throw it after yielding
+ * the batches already read, so that nothing fetched is fetched again.
+ */
+export class RateLimitedError extends SourceError {
+  /** When requests may start again (epoch milliseconds). */
+  readonly untilMs: number;
+  constructor(untilMs: number, reason: string, options: { cause?: unknown } = {}) {
+    super('rate_limited', reason, { retryAfterMs: Math.max(0, untilMs - Date.now()), cause: options.cause });
+    this.name = 'RateLimitedError';
+    this.untilMs = untilMs;
+  }
+
+  /** The reason shown on the attempt (the message). */
+  get reason(): string {
+    return this.message;
   }
 }
 
