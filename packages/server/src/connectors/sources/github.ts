@@ -9,6 +9,7 @@ import {
   type JsonValue,
   type LoadArgs,
   type PermissionEntry,
+  RateLimitedError,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -632,6 +633,7 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
       let at = cp.offset;
       // A batch is a part of a page (each item costs requests of its own): a run stopped by a rate
       // limit resumes after the last item indexed, not at the start of the page.
+      let limited: unknown = null;
       for (; at < items.length && at < cp.offset + ITEMS_PER_BATCH; at++) {
         const item = items[at] as Issue | Pull;
         if (since && new Date(item.updated_at) < since) {
@@ -639,10 +641,22 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
           break;
         }
         if (cp.stage === 'issues' && (item as Issue).pull_request) continue;
-        const refused = await refusal();
-        if (refused) failures.push({ document_id: item.html_url, link: item.html_url, message: refused });
-        else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
-        else documents.push(await issueDocument(args, repo, item as Issue));
+        try {
+          const refused = await refusal();
+          if (refused) failures.push({ document_id: item.html_url, link: item.html_url, message: refused });
+          else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
+          else documents.push(await issueDocument(args, repo, item as Issue));
+        } catch (error) {
+          if (!(error instanceof RateLimitedError)) throw error;
+          limited = error;
+          break;
+        }
+      }
+      if (limited) {
+        // What was read before the limit is kept: the next attempt starts at the item that hit it.
+        if (documents.length || failures.length)
+          yield { documents, failures, checkpoint: { ...cp, next: url, offset: at } as unknown as JsonValue };
+        throw limited;
       }
       if (!reachedOlder && at < items.length) following = { ...cp, next: url, offset: at };
       else {
