@@ -8,6 +8,7 @@ import {
   type ExternalGroup,
   type JsonValue,
   type LoadArgs,
+  RateLimitedError,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -315,6 +316,8 @@ function pageDocument(args: Args, page: ContentPage, access: ExternalAccess | un
 
 interface Checkpoint {
   next: string | null;
+  /** Pages of the search page at `next` already done (a run stopped part-way through it). */
+  offset?: number;
 }
 
 async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): AsyncIterable<SourceBatch> {
@@ -325,32 +328,45 @@ async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): As
   let url: string | null =
     saved?.next ??
     searchUrl(args.config, args.window.start, `body.storage,version${sync ? `,${RESTRICTIONS_EXPAND}` : ''}`);
+  /** Pages of the first search page already done by an attempt stopped by a rate limit. */
+  let skip = saved?.offset ?? 0;
   while (url) {
     const result: SearchResult = await searchPage(args, url, resolver);
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    for (const page of result.results) {
-      if (page.unreadableAncestors) {
-        const link = pageUrl(args.config.wiki_base, page.id);
-        failures.push({ document_id: link, link, message: UNREADABLE_ANCESTORS });
-        continue;
-      }
-      const access = resolver ? await resolver.of(page) : undefined;
-      documents.push(pageDocument(args, page, access));
-      if (!args.config.index_attachments) continue;
-      for await (const att of attachmentsOf(args, page.id)) {
-        let doc: SourceDocument | SourceDocumentFailure | null;
-        try {
-          doc = await attachmentDocument(args, page, att, access);
-        } catch (error) {
-          if (!overSizeCap(error)) throw error;
-          doc = tooLarge(args, att, attachmentId(args.config.wiki_base, att));
+    for (let i = skip; i < result.results.length; i++) {
+      const page = result.results[i] as ContentPage;
+      try {
+        if (page.unreadableAncestors) {
+          const link = pageUrl(args.config.wiki_base, page.id);
+          failures.push({ document_id: link, link, message: UNREADABLE_ANCESTORS });
+          continue;
         }
-        if (!doc) continue;
-        if ('id' in doc) documents.push(doc);
-        else failures.push(doc);
+        const access = resolver ? await resolver.of(page) : undefined;
+        documents.push(pageDocument(args, page, access));
+        if (!args.config.index_attachments) continue;
+        for await (const att of attachmentsOf(args, page.id)) {
+          let doc: SourceDocument | SourceDocumentFailure | null;
+          try {
+            doc = await attachmentDocument(args, page, att, access);
+          } catch (error) {
+            if (!overSizeCap(error)) throw error;
+            doc = tooLarge(args, att, attachmentId(args.config.wiki_base, att));
+          }
+          if (!doc) continue;
+          if ('id' in doc) documents.push(doc);
+          else failures.push(doc);
+        }
+      } catch (error) {
+        if (!(error instanceof RateLimitedError)) throw error;
+        // What was read before the limit is kept: the next attempt reads this search page again from page i.
+        const partial: Checkpoint = { next: url, offset: i };
+        if (documents.length || failures.length)
+          yield { documents, failures, checkpoint: partial as unknown as JsonValue };
+        throw error;
       }
     }
+    skip = 0;
     url = result._links?.next ? resolveNext(args.config.wiki_base, result._links.next) : null;
     const checkpoint: Checkpoint = { next: url };
     yield {

@@ -220,6 +220,8 @@ describe('google_drive source', () => {
       status: 'failed',
       error_msg: expect.stringContaining('Google refused the credential (401 unauthorized_client)'),
     });
+    for (const id of [revoked.pairId, notDelegated.pairId])
+      await admin().connectors.setPairStatus({ cc_pair_id: id, status: 'paused' });
   });
 
   it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
@@ -237,6 +239,8 @@ describe('google_drive source', () => {
       status: 'failed',
       error_msg: expect.stringContaining('rate limiting'),
     });
+    // Failing pairs retry in every later pass: keep this one out of the next tests' requests.
+    await admin().connectors.setPairStatus({ cc_pair_id: limited.pairId, status: 'paused' });
   }, 30_000);
 
   it('polls files modified since the last run; a prune run removes deleted and trashed files', async () => {

@@ -10,6 +10,7 @@ import {
   type ExternalGroup,
   type JsonValue,
   type LoadArgs,
+  RateLimitedError,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -497,6 +498,8 @@ async function shortcutTarget(
 interface Checkpoint {
   listings: Listing[];
   pageToken: string | null;
+  /** Files of the page at `pageToken` already done (a run stopped part-way through the page). */
+  offset?: number;
 }
 
 async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): AsyncIterable<SourceBatch> {
@@ -505,6 +508,8 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
   const saved = args.checkpoint as unknown as Checkpoint | null;
   const listings = saved ? [...saved.listings] : await initialListings(args, tokens, since);
   let pageToken = saved?.pageToken ?? null;
+  /** Files of the first page already done by an attempt stopped by a rate limit. */
+  let skip = saved?.offset ?? 0;
   const sync = args.accessType === 'sync';
   while (listings.length) {
     const listing = listings[0] as Listing;
@@ -518,6 +523,7 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
       // Listed again from its start in the narrower corpus (pages already read are read again).
       listings[0] = narrower;
       pageToken = null;
+      skip = 0;
       continue;
     }
     if (!page && listing.folder)
@@ -526,19 +532,20 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
       throw new SourceError('config', `Shared drive ${listing.driveId} not found`);
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    for (const listed of page?.files ?? []) {
+    /** One listed file: indexed, recorded as failed, or skipped. */
+    const one = async (listed: DriveFile): Promise<void> => {
       if (listed.mimeType === FOLDER) {
         if (listing.folder) listings.push(childListing(listing, listed.id));
-        continue;
+        return;
       }
-      if (listing.folder && since && listed.modifiedTime && new Date(listed.modifiedTime) <= since) continue;
+      if (listing.folder && since && listed.modifiedTime && new Date(listed.modifiedTime) <= since) return;
       const file = listed.mimeType === SHORTCUT ? await shortcutTarget(args, tokens, listed) : listed;
-      if (!file) continue;
+      if (!file) return;
       const text = await textOf(args, tokens, file);
-      if (text === null) continue;
+      if (text === null) return;
       if (typeof text !== 'string') {
         failures.push(text);
-        continue;
+        return;
       }
       const id = documentIdOf(file);
       const owner = file.owners?.[0];
@@ -548,7 +555,7 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
       } catch (error) {
         if (!(error instanceof FileRefused)) throw error;
         failures.push({ document_id: id, link: file.webViewLink ?? null, message: error.message });
-        continue;
+        return;
       }
       documents.push({
         id,
@@ -566,7 +573,21 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
           : {}),
         ...(access ? { external_access: access } : {}),
       });
+    };
+    const files = page?.files ?? [];
+    for (let i = skip; i < files.length; i++) {
+      try {
+        await one(files[i] as DriveFile);
+      } catch (error) {
+        if (!(error instanceof RateLimitedError)) throw error;
+        // What was read before the limit is kept: the next attempt reads this page again from file i.
+        const partial: Checkpoint = { listings, pageToken, offset: i };
+        if (documents.length || failures.length)
+          yield { documents, failures, checkpoint: partial as unknown as JsonValue };
+        throw error;
+      }
     }
+    skip = 0;
     pageToken = page?.nextPageToken ?? null;
     if (!pageToken) listings.shift();
     const checkpoint: Checkpoint = { listings, pageToken };

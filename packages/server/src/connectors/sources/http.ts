@@ -1,4 +1,5 @@
 import { OutboundError, type OutboundLimits, retryAfterMs } from '../../outbound/outbound.ts';
+import { rateLimitedUntil } from './limits.ts';
 import { SourceError, type SourceRunContext } from './source.ts';
 
 /** The `next` URL of a `Link` header (RFC 8288), as GitHub and others paginate. */
@@ -58,12 +59,11 @@ export async function getJson<T>(
   }
   if (response.status === 429 || options.rateLimited?.(response)) {
     await response.body?.cancel();
-    throw new SourceError(
-      'rate_limited',
-      `${options.service} is rate limiting requests (${response.status})`,
-      {
-        retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
-      },
+    const wait = retryAfterMs(response.headers.get('retry-after'));
+    throw rateLimitedUntil(
+      options.service,
+      wait === null ? null : new Date(Date.now() + wait),
+      `is rate limiting requests (${response.status})`,
     );
   }
   if (response.status === 401) {

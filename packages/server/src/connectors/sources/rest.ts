@@ -1,4 +1,5 @@
 import { OutboundError, type OutboundFetch, retryAfterMs } from '../../outbound/outbound.ts';
+import { rateLimitedUntil } from './limits.ts';
 import { SourceError } from './source.ts';
 
 /** What a source's API calls need: the guarded fetch and the run's abort signal. */
@@ -45,9 +46,12 @@ export async function sourceRequest(
     );
   }
   if (response.status === 429 || response.status === 503) {
-    throw new SourceError('rate_limited', `${service} is rate limiting requests (${response.status})`, {
-      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
-    });
+    const wait = retryAfterMs(response.headers.get('retry-after'));
+    throw rateLimitedUntil(
+      service,
+      wait === null ? null : new Date(Date.now() + wait),
+      `is rate limiting requests (${response.status})`,
+    );
   }
   throw new SourceError('transient', `${service} answered ${response.status}`);
 }

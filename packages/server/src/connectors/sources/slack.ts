@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { retryAfterMs } from '../../outbound/outbound.ts';
 import { getJson } from './http.ts';
+import { rateLimitedUntil } from './limits.ts';
 import {
   type EventVerdict,
   type ExternalAccess,
@@ -128,10 +129,14 @@ async function call<T extends Answer>(
   if (!data.ok) {
     const error = data.error ?? 'unknown_error';
     if (AUTH_ERRORS.has(error)) throw new SourceError('auth', `Slack refused the bot token (${error})`);
-    if (error === 'ratelimited')
-      throw new SourceError('rate_limited', 'Slack is rate limiting requests', {
-        retryAfterMs: retryAfterMs(result.response.headers.get('retry-after')),
-      });
+    if (error === 'ratelimited') {
+      const wait = retryAfterMs(result.response.headers.get('retry-after'));
+      throw rateLimitedUntil(
+        'Slack',
+        wait === null ? null : new Date(Date.now() + wait),
+        'is rate limiting requests',
+      );
+    }
     if (error === 'missing_scope') throw new SourceError('auth', `The Slack app lacks a scope for ${method}`);
     return data;
   }
