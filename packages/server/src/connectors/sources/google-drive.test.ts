@@ -474,6 +474,10 @@ describe('google_drive source', () => {
     expect(attempt?.error_msg).toContain('userRateLimitExceeded');
     expect(attempt?.error_msg).not.toContain('refused the credential');
     expect(google.rateLimit.remaining).toBe(99);
+    // Resumed no earlier than a minute later (Drive counts its quotas per minute).
+    const row = await sql<{ retry_after: Date | null }>`
+      SELECT retry_after FROM cc_pairs WHERE id = ${pairId}`.execute(t.deps.db);
+    expect(new Date(row.rows[0]?.retry_after ?? 0).getTime() - Date.now()).toBeGreaterThan(50_000);
     google.rateLimit = { remaining: 0, retryAfter: 1 };
     await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
   });

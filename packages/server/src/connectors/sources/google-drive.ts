@@ -129,6 +129,7 @@ interface DrivePermission {
  * exceeded", developers.google.com/drive/api/guides/handle-errors): back off and retry.
  */
 const QUOTA_REASONS = new Set(['userRateLimitExceeded', 'rateLimitExceeded', 'dailyLimitExceeded']);
+const QUOTA_WAIT_MS = 60_000;
 /**
  * Reasons of a Drive 403 that concern one file: it is skipped with a per-document error and the run
  * goes on ("Docs exports are limited to 10 MB": `exportSizeLimitExceeded`, files.export reference).
@@ -256,12 +257,9 @@ async function driveRequest(args: Args, url: string, headers: Record<string, str
   };
   const reason = body.error?.errors?.find((e) => e.reason)?.reason ?? '';
   if (QUOTA_REASONS.has(reason)) {
-    const wait = retryAfterMs(response.headers.get('retry-after'));
-    throw rateLimitedUntil(
-      SERVICE,
-      wait === null ? null : new Date(Date.now() + wait),
-      `is over its request quota (403 ${reason})`,
-    );
+    // Drive's quotas are counted per minute ("Usage limits"): without a Retry-After, a minute.
+    const wait = retryAfterMs(response.headers.get('retry-after')) ?? QUOTA_WAIT_MS;
+    throw rateLimitedUntil(SERVICE, new Date(Date.now() + wait), `is over its request quota (403 ${reason})`);
   }
   if (ITEM_REASONS.has(reason))
     throw new FileRefused(reason, `Google Drive refused the file (403 ${reason})`);
