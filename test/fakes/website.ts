@@ -10,8 +10,10 @@ export interface FakeWebsite {
   /** How many requests each path received. */
   hits: Map<string, number>;
   robots: string;
-  /** The next N requests answer 429 with this Retry-After (seconds). */
-  rateLimit: { remaining: number; retryAfter: number };
+  /** The next N requests (after `after` more are served, when set) answer 429 with this Retry-After (seconds). */
+  rateLimit: { remaining: number; retryAfter: number; after?: number };
+  /** Paths answered with this status (a poisoned page: 500, a broken link: 404). */
+  statuses: Map<string, number>;
   /** Answer every page with this status (e.g. 401) while set. */
   failWith: number | null;
   /** Delay every page answer (ms). */
@@ -54,6 +56,7 @@ export async function startFakeWebsite(pages: Map<string, string> = new Map()): 
     hits: new Map(),
     robots: 'User-agent: *\nDisallow: /private/\n',
     rateLimit: { remaining: 0, retryAfter: 1 },
+    statuses: new Map(),
     failWith: null,
     delayMs: 0,
   };
@@ -69,7 +72,8 @@ export async function startFakeWebsite(pages: Map<string, string> = new Map()): 
         res.statusCode = site.failWith;
         return res.end('no');
       }
-      if (site.rateLimit.remaining > 0) {
+      if (site.rateLimit.after) site.rateLimit.after--;
+      else if (site.rateLimit.remaining > 0) {
         site.rateLimit.remaining--;
         res.statusCode = 429;
         res.setHeader('retry-after', String(site.rateLimit.retryAfter));
@@ -81,6 +85,11 @@ export async function startFakeWebsite(pages: Map<string, string> = new Map()): 
           .map((p) => `<url><loc>http://${req.headers.host}${p}</loc></url>`)
           .join('');
         return res.end(`<?xml version="1.0"?><urlset>${locs}</urlset>`);
+      }
+      const status = site.statuses.get(path);
+      if (status) {
+        res.statusCode = status;
+        return res.end('failed');
       }
       const target = site.redirects.get(path);
       if (target) {

@@ -2511,7 +2511,10 @@ export interface components {
             last_indexed: string | null;
             indexing: boolean;
             in_repeated_error_state: boolean;
+            /** @description Of the running or rate-limited attempt */
             progress: components["schemas"]["IndexingProgress"] | null;
+            /** @description Reason of the last failure: the failed run’s error, or the last document error */
+            last_failure: string | null;
             events: components["schemas"]["CcPairEvents"];
         };
         /** @enum {string} */
@@ -2519,12 +2522,18 @@ export interface components {
         /** @enum {string} */
         IndexAttemptStatus: "not_started" | "in_progress" | "success" | "completed_with_errors" | "failed" | "canceled";
         IndexingProgress: {
+            /** @description Documents of this run, including those of failed attempts it continues */
             docs_done: number;
             /** @description When the source knows it */
             docs_total: number | null;
+            /** @description Over the time the attempt ran: waits for a rate limit and pauses excluded */
             docs_per_second: number | null;
             /** @description Null until the total and a rate are known */
             eta_seconds: number | null;
+            /** @description The attempt is rate limited and resumes from its checkpoint at this time */
+            waiting_until: string | null;
+            /** @description Why it waits (the source’s rate-limit message) */
+            waiting_reason: string | null;
         };
         /** @description Webhook events of `event` connectors (input_type event) */
         CcPairEvents: {
@@ -2568,8 +2577,10 @@ export interface components {
             indexing: boolean;
             in_repeated_error_state: boolean;
             deletion_failure_message: string | null;
-            /** @description Of the running attempt */
+            /** @description Of the running or rate-limited attempt */
             progress: components["schemas"]["IndexingProgress"] | null;
+            /** @description Reason of the last failure: the failed run’s error, or the last document error */
+            last_failure: string | null;
             events: components["schemas"]["CcPairEvents"];
         };
         IndexAttemptPage: {
@@ -2591,6 +2602,8 @@ export interface components {
             time_updated: string;
             poll_range_start: string | null;
             poll_range_end: string | null;
+            /** @description The failed attempt whose checkpoint this one continues */
+            resumed_from: number | null;
         };
         IndexAttemptErrorPage: {
             items: components["schemas"]["IndexAttemptError"][];

@@ -314,19 +314,44 @@ export type AttemptRow = Attempt;
 const OPEN_ATTEMPT = ['not_started', 'in_progress'] as const;
 
 /** Queues an attempt unless one is already open for the pair; returns the open or new attempt id. */
-export async function queueAttempt(db: DbExecutor, pairId: number, fromBeginning: boolean): Promise<number> {
+export async function queueAttempt(
+  db: DbExecutor,
+  pairId: number,
+  fromBeginning: boolean,
+  /** A from-beginning run the user asked for: a queued or waiting attempt starts over, no kept checkpoint is continued. */
+  restart = false,
+): Promise<number> {
   const open = await db
     .selectFrom('index_attempts')
-    .select('id')
+    .select(['id', 'status'])
     .where('cc_pair_id', '=', pairId)
     .where('status', 'in', OPEN_ATTEMPT)
     .orderBy('id')
     .limit(1)
     .executeTakeFirst();
+  if (open && restart && open.status === 'not_started') {
+    await db
+      .updateTable('index_attempts')
+      .set({
+        from_beginning: true,
+        restart_requested: true,
+        checkpoint: null,
+        resume_at: null,
+        waiting_reason: null,
+        poll_range_start: null,
+        poll_range_end: null,
+        docs_resumed: 0,
+        resumed_from: null,
+        time_updated: now(),
+      })
+      .where('id', '=', open.id)
+      .where('status', '=', 'not_started')
+      .execute();
+  }
   if (open) return open.id;
   const { id } = await db
     .insertInto('index_attempts')
-    .values({ cc_pair_id: pairId, from_beginning: fromBeginning })
+    .values({ cc_pair_id: pairId, from_beginning: fromBeginning, restart_requested: restart })
     .returning('id')
     .executeTakeFirstOrThrow();
   return id;
@@ -368,6 +393,33 @@ export async function pageAttempts(db: DbExecutor, pairId: number, offset: numbe
     .where('cc_pair_id', '=', pairId)
     .executeTakeFirstOrThrow();
   return { items, total: n };
+}
+
+/**
+ * The reason of the pair's last failure: the error of its latest finished attempt when that failed,
+ * or the latest per-document error of it (with the item's link) when it completed with errors.
+ */
+export async function lastFailure(db: DbExecutor, pairId: number): Promise<string | null> {
+  const finished = await db
+    .selectFrom('index_attempts')
+    .select(['id', 'status', 'error_msg'])
+    .where('cc_pair_id', '=', pairId)
+    .where('status', 'in', ['success', 'completed_with_errors', 'failed'])
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!finished || finished.status === 'success') return null;
+  if (finished.status === 'failed') return finished.error_msg;
+  const item = await db
+    .selectFrom('index_attempt_errors')
+    .select(['document_id', 'document_link', 'failure_message'])
+    .where('index_attempt_id', '=', finished.id)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!item) return finished.error_msg;
+  const where = item.document_link ?? item.document_id;
+  return where ? `${item.failure_message} (${where})` : item.failure_message;
 }
 
 export type AttemptErrorRow = Omit<AttemptError, 'cc_pair_id'>;

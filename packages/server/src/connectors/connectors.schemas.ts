@@ -126,10 +126,24 @@ export const ConnectorCredentialInput = z.object({
 
 export const IndexingProgress = z
   .object({
-    docs_done: z.number().int(),
+    docs_done: z
+      .number()
+      .int()
+      .meta({ description: 'Documents of this run, including those of failed attempts it continues' }),
     docs_total: z.number().int().nullable().meta({ description: 'When the source knows it' }),
-    docs_per_second: z.number().nullable(),
+    docs_per_second: z
+      .number()
+      .nullable()
+      .meta({ description: 'Over the time the attempt ran: waits for a rate limit and pauses excluded' }),
     eta_seconds: z.number().nullable().meta({ description: 'Null until the total and a rate are known' }),
+    waiting_until: z
+      .string()
+      .nullable()
+      .meta({ description: 'The attempt is rate limited and resumes from its checkpoint at this time' }),
+    waiting_reason: z
+      .string()
+      .nullable()
+      .meta({ description: 'Why it waits (the source’s rate-limit message)' }),
   })
   .meta({ id: 'IndexingProgress' });
 export type IndexingProgress = z.infer<typeof IndexingProgress>;
@@ -150,6 +164,11 @@ export const IndexAttempt = z
     time_updated: z.string(),
     poll_range_start: z.string().nullable(),
     poll_range_end: z.string().nullable(),
+    resumed_from: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The failed attempt whose checkpoint this one continues' }),
   })
   .meta({ id: 'IndexAttempt' });
 export type IndexAttempt = z.infer<typeof IndexAttempt>;
@@ -180,7 +199,13 @@ export const CcPairDetails = z
     indexing: z.boolean(),
     in_repeated_error_state: z.boolean(),
     deletion_failure_message: z.string().nullable(),
-    progress: IndexingProgress.nullable().meta({ description: 'Of the running attempt' }),
+    progress: IndexingProgress.nullable().meta({ description: 'Of the running or rate-limited attempt' }),
+    last_failure: z
+      .string()
+      .nullable()
+      .meta({
+        description: 'Reason of the last failure: the failed run’s error, or the last document error',
+      }),
     events: PairEvents,
   })
   .meta({ id: 'CcPairDetails' });
@@ -230,7 +255,13 @@ export const IndexingStatusEntry = z
     last_indexed: z.string().nullable(),
     indexing: z.boolean(),
     in_repeated_error_state: z.boolean(),
-    progress: IndexingProgress.nullable(),
+    progress: IndexingProgress.nullable().meta({ description: 'Of the running or rate-limited attempt' }),
+    last_failure: z
+      .string()
+      .nullable()
+      .meta({
+        description: 'Reason of the last failure: the failed run’s error, or the last document error',
+      }),
     events: PairEvents,
   })
   .meta({ id: 'IndexingStatusEntry' });

@@ -88,6 +88,20 @@ export interface IndexAttemptsTable {
   worker_id: string | null;
   heartbeat_at: Timestamp | null;
   time_started: Timestamp | null;
+  /** A rate-limited attempt is queued but not claimed before this (it resumes from its checkpoint). */
+  resume_at: Timestamp | null;
+  /** Why the attempt waits until `resume_at` (the source's rate-limit message). */
+  waiting_reason: string | null;
+  /** When the current claim of the attempt started (null while queued, waiting or paused). */
+  run_started_at: Timestamp | null;
+  /** Time spent running in earlier claims (not waiting, not paused): rate and ETA use only running time. */
+  active_ms: Generated<number>;
+  /** Documents indexed by the failed attempts whose checkpoint this one continues. */
+  docs_resumed: Generated<number>;
+  /** The failed attempt whose checkpoint this one continues. */
+  resumed_from: number | null;
+  /** A from-beginning run asked for by a user: it does not continue a kept checkpoint. */
+  restart_requested: Generated<boolean>;
   time_created: CreatedAt;
   time_updated: CreatedAt;
 }

@@ -1,12 +1,24 @@
+import { type Expression, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
 import { type AttemptRow, now, secondsAgo } from './connectors.repository.ts';
 import type { CcPairStatus } from './connectors.table.ts';
+
+/** Milliseconds from the current claim's start (`run_started_at`) to `until` (now by default); 0 when not running. */
+function runningMs(until: Expression<Date | null> = sql<Date>`now()`) {
+  return sql<number>`coalesce(floor(extract(epoch from (${until} - run_started_at)) * 1000), 0)::bigint`;
+}
 
 /** Attempts whose worker stopped sending heartbeats go back to the queue, checkpoint kept. */
 export async function requeueStaleAttempts(db: DbExecutor, staleMs: number): Promise<number[]> {
   const rows = await db
     .updateTable('index_attempts')
-    .set({ status: 'not_started', worker_id: null, time_updated: now() })
+    .set((eb) => ({
+      status: 'not_started',
+      worker_id: null,
+      active_ms: eb('active_ms', '+', runningMs(eb.ref('heartbeat_at'))),
+      run_started_at: null,
+      time_updated: now(),
+    }))
     .where('status', '=', 'in_progress')
     .where('heartbeat_at', '<', secondsAgo(staleMs / 1000))
     .returning('id')
@@ -82,6 +94,9 @@ export function claimAttempt(
       worker_id: workerId,
       heartbeat_at: now(),
       time_started: eb.fn.coalesce('time_started', now()),
+      run_started_at: now(),
+      resume_at: null,
+      waiting_reason: null,
       poll_range_end: eb.fn.coalesce('poll_range_end', now()),
       time_updated: now(),
     }))
@@ -91,6 +106,7 @@ export function claimAttempt(
         .innerJoin('cc_pairs as p', 'p.id', 'a.cc_pair_id')
         .select('a.id')
         .where('a.status', '=', 'not_started')
+        .where((eb) => eb.or([eb('a.resume_at', 'is', null), eb('a.resume_at', '<=', now())]))
         .where('p.status', 'not in', ['paused', 'deleting'])
         .$if(busyPairIds.length > 0, (qb) => qb.where('a.cc_pair_id', 'not in', busyPairIds))
         .orderBy('a.id')
@@ -155,11 +171,83 @@ export async function saveProgress(
 export async function releaseAttempt(db: DbExecutor, attemptId: number, workerId: string): Promise<void> {
   await db
     .updateTable('index_attempts')
-    .set({ status: 'not_started', worker_id: null, time_updated: now() })
+    .set((eb) => ({
+      status: 'not_started',
+      worker_id: null,
+      active_ms: eb('active_ms', '+', runningMs()),
+      run_started_at: null,
+      time_updated: now(),
+    }))
     .where('id', '=', attemptId)
     .where('worker_id', '=', workerId)
     .where('status', '=', 'in_progress')
     .execute();
+}
+
+/**
+ * A rate-limited attempt goes back to the queue with its checkpoint, not claimed before `until`: the
+ * worker is free meanwhile and the scheduler resumes it then. Returns false when it is no longer this worker's.
+ */
+export async function waitAttempt(
+  db: DbExecutor,
+  attemptId: number,
+  workerId: string,
+  until: Date,
+  reason: string,
+): Promise<boolean> {
+  const row = await db
+    .updateTable('index_attempts')
+    .set((eb) => ({
+      status: 'not_started',
+      worker_id: null,
+      resume_at: until,
+      waiting_reason: reason,
+      active_ms: eb('active_ms', '+', runningMs()),
+      run_started_at: null,
+      time_updated: now(),
+    }))
+    .where('id', '=', attemptId)
+    .where('worker_id', '=', workerId)
+    .where('status', '=', 'in_progress')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * A claimed attempt with no checkpoint continues the checkpoint of the pair's previous attempt when
+ * that one failed part-way (rate limit, transient error, a bug fixed since): same poll window, the
+ * documents it indexed counted apart. A from-beginning run the user asked for starts over.
+ * Returns the attempt as it now is.
+ */
+export async function continueFailedAttempt(db: DbExecutor, attempt: AttemptRow): Promise<AttemptRow> {
+  if (attempt.checkpoint !== null || attempt.restart_requested) return attempt;
+  const previous = await db
+    .selectFrom('index_attempts')
+    .selectAll()
+    .where('cc_pair_id', '=', attempt.cc_pair_id)
+    .where('id', '<', attempt.id)
+    .where('status', 'not in', ['not_started', 'in_progress'])
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!previous || previous.status !== 'failed' || previous.checkpoint === null) return attempt;
+  const row = await db
+    .updateTable('index_attempts')
+    .set({
+      checkpoint: JSON.stringify(previous.checkpoint),
+      poll_range_start: previous.poll_range_start,
+      poll_range_end: previous.poll_range_end,
+      docs_total: previous.docs_total,
+      docs_resumed: previous.docs_resumed + previous.docs_done,
+      from_beginning: previous.from_beginning,
+      resumed_from: previous.id,
+      time_updated: now(),
+    })
+    .where('id', '=', attempt.id)
+    .returningAll()
+    .executeTakeFirst();
+  return row ?? attempt;
 }
 
 export async function finishAttempt(
@@ -178,6 +266,8 @@ export async function finishAttempt(
       status: outcome.status,
       error_msg: outcome.error_msg,
       docs_removed: eb('docs_removed', '+', outcome.removed),
+      active_ms: eb('active_ms', '+', runningMs()),
+      run_started_at: null,
       time_updated: now(),
     }))
     .where('id', '=', attemptId)
@@ -248,12 +338,14 @@ export async function markPairFailed(
 export async function lastSuccessfulPollEnd(db: DbExecutor, pairId: number): Promise<Date | null> {
   const row = await db
     .selectFrom('index_attempts')
-    .select('poll_range_end')
+    .select(['status', 'poll_range_start', 'poll_range_end'])
     .where('cc_pair_id', '=', pairId)
     .where('status', 'in', ['success', 'completed_with_errors'])
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
+  // Items that failed on their own are tried again: a run with errors does not move the window on.
+  if (row?.status === 'completed_with_errors') return row.poll_range_start;
   return row?.poll_range_end ?? null;
 }
 

@@ -70,9 +70,16 @@ export function outboundOptionsFrom(config: Config): OutboundOptions {
     maxRedirects: 5,
     retries: config.KAS_OUTBOUND_RETRIES,
     retryBaseMs: 500,
-    maxRetryAfterMs: 60_000,
+    maxRetryAfterMs: MAX_SLEPT_RETRY_AFTER_MS,
   };
 }
+
+/**
+ * The longest `Retry-After` the client sleeps through itself. A longer one (and a 429 that says the
+ * quota is spent, `x-ratelimit-remaining: 0`) is answered to the caller at once: a connector source
+ * turns it into a rate limit, and its attempt waits in the queue with the worker free meanwhile.
+ */
+export const MAX_SLEPT_RETRY_AFTER_MS = 5_000;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
@@ -357,6 +364,9 @@ export function createOutbound(options: OutboundOptions): Outbound {
         if (response && (!RETRY_STATUSES.has(response.status) || attempt >= retries)) return response;
         const asked = response ? retryAfterMs(response.headers.get('retry-after')) : null;
         if (asked !== null && asked > limits.maxRetryAfterMs && response) return response;
+        // A spent quota (GitHub's primary limit sends no Retry-After): more requests before the reset are refused, and
+        // GitHub warns that sending them can get an integration banned.
+        if (response?.headers.get('x-ratelimit-remaining') === '0') return response;
         await response?.body?.cancel();
         const backoff = limits.retryBaseMs * 2 ** attempt;
         await sleep(asked ?? backoff / 2 + Math.random() * (backoff / 2), prepared.signal);

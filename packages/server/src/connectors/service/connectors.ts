@@ -255,7 +255,8 @@ export async function runOnce({
   }
   const chosen = pairs.filter((p) => wanted.includes(p.credential_id));
   const runnable = chosen.filter((p) => p.status !== 'paused' && p.status !== 'deleting');
-  for (const pair of runnable) await connectorsRepository.queueAttempt(ctx.db, pair.id, input.from_beginning);
+  for (const pair of runnable)
+    await connectorsRepository.queueAttempt(ctx.db, pair.id, input.from_beginning, input.from_beginning);
   const skipped = chosen.length - runnable.length;
   return {
     success: runnable.length > 0,

@@ -3,7 +3,7 @@ import { loadScope, policy } from '../../auth/scope.ts';
 import * as documentsRepository from '../../documents/documents.repository.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
-import type { PairRow } from '../connectors.repository.ts';
+import type { AttemptRow, PairRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import type {
   CcPairCreateInput,
@@ -100,6 +100,11 @@ export async function createPair({
   };
 }
 
+/** A queued attempt waiting out a rate limit (it resumes from its checkpoint at `resume_at`). */
+function isWaiting(attempt: AttemptRow): boolean {
+  return attempt.status === 'not_started' && attempt.resume_at !== null;
+}
+
 export async function getPairDetails({
   ctx,
   id,
@@ -114,6 +119,7 @@ export async function getPairDetails({
   if (!connector || !credential) throw pairNotFound(id);
   const latest = await connectorsRepository.latestAttempt(ctx.db, pair.id);
   const running = await connectorsRepository.runningAttempt(ctx.db, pair.id);
+  const watched = running ?? (latest && isWaiting(latest) ? latest : undefined);
   const events = await eventsRepository.pairEventSummary(ctx.db, pair.id);
   return {
     id: pair.id,
@@ -131,7 +137,8 @@ export async function getPairDetails({
     indexing: Boolean(running),
     in_repeated_error_state: pair.in_repeated_error_state,
     deletion_failure_message: pair.deletion_failure,
-    progress: running ? progressOf(running) : null,
+    progress: watched ? progressOf(watched) : null,
+    last_failure: await connectorsRepository.lastFailure(ctx.db, pair.id),
     events: { ...events, last_processed: iso(events.last_processed) },
   };
 }
@@ -213,7 +220,8 @@ export async function indexingStatus({
       last_indexed: iso(pair.last_successful_index_time),
       indexing: Boolean(running),
       in_repeated_error_state: pair.in_repeated_error_state,
-      progress: running ? progressOf(running) : null,
+      progress: running || (latest && isWaiting(latest)) ? progressOf(latest as AttemptRow) : null,
+      last_failure: await connectorsRepository.lastFailure(ctx.db, pair.id),
       events: { ...pairEvents, last_processed: iso(pairEvents.last_processed) },
     });
   }

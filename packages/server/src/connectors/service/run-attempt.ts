@@ -5,7 +5,12 @@ import type { AttemptRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
 import * as indexingRepository from '../indexing.repository.ts';
 import type { IndexingState } from '../indexing-state.ts';
-import { type SourceDocument, SourceError, type SourceFileStore } from '../sources/source.ts';
+import {
+  RateLimitedError,
+  type SourceDocument,
+  SourceError,
+  type SourceFileStore,
+} from '../sources/source.ts';
 import { assertRunTargets } from './secret-origins.ts';
 import { type Deps, openCredential } from './shared.ts';
 import { principalsOf, prunePair, removeVanished, syncExternalGroups, syncPermissions } from './sync.ts';
@@ -105,15 +110,17 @@ export async function runPrune(ctx: Ctx, pairId: number, options: IndexingOption
  */
 export async function runAttempt(
   ctx: Ctx,
-  attempt: AttemptRow,
+  claimed: AttemptRow,
   options: IndexingOptions,
   stop: AbortSignal,
 ): Promise<void> {
   const { workerId } = ctx.indexing;
   const controller = new AbortController();
-  ctx.indexing.running.set(attempt.id, { pairId: attempt.cc_pair_id, controller });
+  // Registered before the first await so the scheduler counts it against the concurrency at once.
+  ctx.indexing.running.set(claimed.id, { pairId: claimed.cc_pair_id, controller });
   const onStop = () => controller.abort();
   stop.addEventListener('abort', onStop, { once: true });
+  let attempt = claimed;
   const beat = setInterval(() => {
     indexingRepository
       .heartbeat(ctx.db, attempt.id, workerId)
@@ -124,6 +131,7 @@ export async function runAttempt(
   }, options.heartbeatMs);
   const log = ctx.logger.child({ cc_pair_id: attempt.cc_pair_id, index_attempt_id: attempt.id });
   try {
+    attempt = await indexingRepository.continueFailedAttempt(ctx.db, claimed);
     const opened = await openPair(ctx, attempt.cc_pair_id);
     if (!opened) return;
     const { pair, connector, source, config, secret } = opened;
@@ -156,9 +164,12 @@ export async function runAttempt(
     if (sync && source.externalGroups) {
       await syncExternalGroups(ctx, pair.id, connector.source, await source.externalGroups(runContext));
     }
-    let done = attempt.docs_done;
+    let done = attempt.docs_resumed + attempt.docs_done;
     let errors = 0;
-    log.info({ source: connector.source, resumed: attempt.checkpoint !== null }, 'index attempt started');
+    log.info(
+      { source: connector.source, resumed: attempt.checkpoint !== null, resumed_from: attempt.resumed_from },
+      'index attempt started',
+    );
     for await (const batch of source.load({
       ...runContext,
       checkpoint: (attempt.checkpoint ?? null) as never,
@@ -195,7 +206,8 @@ export async function runAttempt(
       ];
       for (const doc of batch.documents) seen?.add(doc.id);
       // A page that failed this time is not a deleted page.
-      for (const failure of batch.failures ?? []) if (failure.document_id) seen?.add(failure.document_id);
+      for (const failure of batch.failures ?? [])
+        if (failure.document_id && !failure.gone) seen?.add(failure.document_id);
       const created = results.filter((r) => r.status === 'fulfilled' && !r.value.already_existed).length;
       const indexed = results.filter((r) => r.status === 'fulfilled').length;
       if (failures.length)
@@ -243,6 +255,21 @@ export async function runAttempt(
       return;
     }
     const reason = reasonOf(error);
+    if (error instanceof SourceError && error.kind === 'rate_limited') {
+      // Not a failure: the attempt waits in the queue with its checkpoint and the worker moves on.
+      const until = new Date(
+        error instanceof RateLimitedError
+          ? error.untilMs
+          : Date.now() + (error.retryAfterMs ?? options.backoffBaseMs),
+      );
+      const waiting = await indexingRepository
+        .waitAttempt(ctx.db, attempt.id, workerId, until, reason)
+        .catch(() => false);
+      if (waiting) {
+        log.info({ resume_at: until.toISOString() }, `index attempt rate limited: ${reason}; resumes then`);
+        return;
+      }
+    }
     log.warn({ err: error }, `index attempt failed: ${reason}`);
     const finished = await indexingRepository
       .finishAttempt(ctx.db, attempt.id, workerId, { status: 'failed', error_msg: reason, removed: 0 })

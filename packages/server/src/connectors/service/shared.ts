@@ -119,19 +119,26 @@ export function credentialSnapshot(
   };
 }
 
+/**
+ * Progress of an attempt: the rate counts only the time it ran (a wait for a rate limit, a pause or
+ * the queue excluded), over the documents it indexed itself; the ETA is the rest of the run at that rate.
+ */
 export function progressOf(row: AttemptRow, now = Date.now()): IndexingProgress {
-  const started = row.time_started ? new Date(row.time_started).getTime() : null;
-  const seconds = started ? Math.max(0.001, (now - started) / 1000) : null;
-  const rate = seconds && row.docs_done > 0 ? row.docs_done / seconds : null;
-  const eta =
-    rate && row.docs_total !== null && row.status === 'in_progress'
-      ? Math.max(0, (row.docs_total - row.docs_done) / rate)
-      : null;
+  const current =
+    row.status === 'in_progress' && row.run_started_at ? now - new Date(row.run_started_at).getTime() : 0;
+  const activeMs = Number(row.active_ms) + Math.max(0, current);
+  const rate = activeMs > 0 && row.docs_done > 0 ? row.docs_done / (activeMs / 1000) : null;
+  const done = row.docs_resumed + row.docs_done;
+  const open = row.status === 'in_progress' || row.status === 'not_started';
+  const eta = rate && row.docs_total !== null && open ? Math.max(0, (row.docs_total - done) / rate) : null;
+  const waiting = row.status === 'not_started' && row.resume_at ? row.resume_at : null;
   return {
-    docs_done: row.docs_done,
+    docs_done: done,
     docs_total: row.docs_total,
     docs_per_second: rate === null ? null : Math.round(rate * 100) / 100,
     eta_seconds: eta === null ? null : Math.round(eta),
+    waiting_until: iso(waiting),
+    waiting_reason: waiting ? row.waiting_reason : null,
   };
 }
 
@@ -151,6 +158,7 @@ export function attemptSnapshot(row: AttemptRow): IndexAttempt {
     time_updated: iso(row.time_updated) as string,
     poll_range_start: iso(row.poll_range_start),
     poll_range_end: iso(row.poll_range_end),
+    resumed_from: row.resumed_from,
   };
 }
 

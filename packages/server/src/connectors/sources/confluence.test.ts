@@ -34,6 +34,17 @@ beforeEach(() => {
   wiki.rateLimit.remaining = 0;
 });
 
+/** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
+async function waiting(pairId: number) {
+  for (let i = 0; i < 6; i++) {
+    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
+    if (progress?.waiting_until)
+      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
+    await pass();
+  }
+  return { until: 0, reason: '' };
+}
+
 const pageId = (id: string) => `${wiki.url}/pages/viewpage.action?pageId=${id}`;
 
 function page(
@@ -175,7 +186,7 @@ describe('confluence source', () => {
       await admin().connectors.setPairStatus({ cc_pair_id: id, status: 'paused' });
   });
 
-  it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
+  it('waits out 429 with Retry-After; past the retries the attempt waits until then and resumes', async () => {
     engSpace();
     wiki.rateLimit = { remaining: 1, retryAfter: 1 };
     const ok = await pair({ index_attachments: false });
@@ -186,30 +197,28 @@ describe('confluence source', () => {
     wiki.rateLimit = { remaining: 100, retryAfter: 1 };
     const limited = await pair({ index_attachments: false });
     await pass();
-    expect(await lastAttempt(limited.pairId)).toMatchObject({
-      status: 'failed',
-      error_msg: expect.stringContaining('rate limiting'),
-    });
-    wiki.rateLimit = { remaining: 0, retryAfter: 1 };
-    await admin().connectors.setPairStatus({ cc_pair_id: limited.pairId, status: 'paused' });
+    // Past the retries the attempt waits in the queue (checkpoint kept, worker free) and resumes then.
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'not_started' });
+    const waiting = (await t.admin().connectors.getPair({ cc_pair_id: limited.pairId })).progress;
+    expect(waiting?.waiting_reason).toContain('rate limiting');
+    expect(new Date(waiting?.waiting_until ?? 0).getTime()).toBeGreaterThan(Date.now() - 1000);
+    wiki.rateLimit.remaining = 0;
+    await new Promise((r) => setTimeout(r, 1100));
+    await pass();
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'success' });
   }, 30_000);
 
-  it('a Retry-After longer than a minute is not slept through: the attempt ends rate limited until then', async () => {
+  it('a Retry-After longer than a minute is not slept through: the attempt waits until then', async () => {
     wiki.spaces.set('SLOW', {});
     page('900', 'Slow', 'the sloth page', { space: 'SLOW' });
     wiki.rateLimit = { remaining: 1, retryAfter: 120 };
     try {
       const { pairId } = await pair({ space: 'SLOW' });
       const started = Date.now();
-      await settle(pairId);
+      const { until, reason } = await waiting(pairId);
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect(await lastAttempt(pairId)).toMatchObject({
-        status: 'failed',
-        error_msg: expect.stringContaining('Confluence is rate limiting requests (429)'),
-      });
-      const row = await sql<{ retry_after: Date | null }>`
-        SELECT retry_after FROM cc_pairs WHERE id = ${pairId}`.execute(t.deps.db);
-      expect(new Date(row.rows[0]?.retry_after ?? 0).getTime() - Date.now()).toBeGreaterThan(100_000);
+      expect(reason).toContain('Confluence is rate limiting requests (429)');
+      expect(until - Date.now()).toBeGreaterThan(100_000);
       await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
     } finally {
       wiki.rateLimit = { remaining: 0, retryAfter: 1 };

@@ -46,6 +46,17 @@ beforeEach(() => {
   google.rateLimit.remaining = 0;
 });
 
+/** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
+async function waiting(pairId: number) {
+  for (let i = 0; i < 6; i++) {
+    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
+    if (progress?.waiting_until)
+      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
+    await pass();
+  }
+  return { until: 0, reason: '' };
+}
+
 const docId = (id: string) => `https://drive.google.com/open?id=${id}`;
 const OLD = new Date('2026-01-01T00:00:00Z');
 
@@ -224,7 +235,7 @@ describe('google_drive source', () => {
       await admin().connectors.setPairStatus({ cc_pair_id: id, status: 'paused' });
   });
 
-  it('waits out 429 with Retry-After; past the retries the attempt fails as rate limited', async () => {
+  it('waits out 429 with Retry-After; past the retries the attempt waits until then and resumes', async () => {
     file('f1');
     google.rateLimit = { remaining: 1, retryAfter: 1 };
     const ok = await pair({});
@@ -235,12 +246,15 @@ describe('google_drive source', () => {
     google.rateLimit = { remaining: 100, retryAfter: 1 };
     const limited = await pair({});
     await pass();
-    expect(await lastAttempt(limited.pairId)).toMatchObject({
-      status: 'failed',
-      error_msg: expect.stringContaining('rate limiting'),
-    });
-    // Failing pairs retry in every later pass: keep this one out of the next tests' requests.
-    await admin().connectors.setPairStatus({ cc_pair_id: limited.pairId, status: 'paused' });
+    // Past the retries the attempt waits in the queue (checkpoint kept, worker free) and resumes then.
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'not_started' });
+    const waiting = (await t.admin().connectors.getPair({ cc_pair_id: limited.pairId })).progress;
+    expect(waiting?.waiting_reason).toContain('rate limiting');
+    expect(new Date(waiting?.waiting_until ?? 0).getTime()).toBeGreaterThan(Date.now() - 1000);
+    google.rateLimit.remaining = 0;
+    await new Promise((r) => setTimeout(r, 1100));
+    await pass();
+    expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'success' });
   }, 30_000);
 
   it('polls files modified since the last run; a prune run removes deleted and trashed files', async () => {
@@ -468,16 +482,12 @@ describe('google_drive source', () => {
     file('q1', { parents: ['folderQ'] });
     google.rateLimit = { remaining: 100, retryAfter: 1, quota403: true };
     const { pairId } = await pair({ folder_ids: ['folderQ'] });
-    await settle(pairId);
-    const attempt = await lastAttempt(pairId);
-    expect(attempt).toMatchObject({ status: 'failed', error_msg: expect.stringContaining('quota') });
-    expect(attempt?.error_msg).toContain('userRateLimitExceeded');
-    expect(attempt?.error_msg).not.toContain('refused the credential');
+    const { until, reason } = await waiting(pairId);
+    expect(reason).toContain('is over its request quota (403 userRateLimitExceeded)');
+    expect(reason).not.toContain('refused the credential');
     expect(google.rateLimit.remaining).toBe(99);
     // Resumed no earlier than a minute later (Drive counts its quotas per minute).
-    const row = await sql<{ retry_after: Date | null }>`
-      SELECT retry_after FROM cc_pairs WHERE id = ${pairId}`.execute(t.deps.db);
-    expect(new Date(row.rows[0]?.retry_after ?? 0).getTime() - Date.now()).toBeGreaterThan(50_000);
+    expect(until - Date.now()).toBeGreaterThan(50_000);
     google.rateLimit = { remaining: 0, retryAfter: 1 };
     await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
   });

@@ -86,6 +86,11 @@ export interface SourceDocumentFailure {
   link?: string | null;
   /** Why it failed, safe to show (no secrets, no internals). */
   message: string;
+  /**
+   * The item no longer exists at the source (a broken link, 404/410): reported on the attempt but not
+   * kept as seen, so a full run removes it from the index.
+   */
+  gone?: boolean;
 }
 
 /** A per-item failure thrown inside a source's own per-item code, turned into a `SourceDocumentFailure` with `itemFailure`. */

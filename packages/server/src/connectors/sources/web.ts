@@ -35,6 +35,8 @@ interface Checkpoint {
   /** Older checkpoints listed the URLs themselves. */
   visited?: string[];
   started: boolean;
+  /** Pages read (indexed, failed or skipped) before this checkpoint: with the queue, the run's total. */
+  done?: number;
 }
 
 /** The set of URLs a crawl has queued or fetched, held as 8-byte hashes (no URL strings kept). */
@@ -128,7 +130,12 @@ async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promi
   }
   if (!response.ok) {
     await response.body?.cancel();
-    if (response.status === 404 || response.status === 410) return { kind: 'skip' };
+    // A broken link (or a sitemap entry that is gone): reported on the attempt, and not kept in the index.
+    if (response.status === 404 || response.status === 410)
+      return {
+        kind: 'failure',
+        failure: { document_id: url, link: url, message: `Broken link: HTTP ${response.status}`, gone: true },
+      };
     return { kind: 'failure', failure: { document_id: url, link: url, message: `HTTP ${response.status}` } };
   }
   const finalUrl = normalise(response.url || url, url) ?? url;
@@ -239,12 +246,30 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
     queue = [normalise(base.href, base.href) as string];
   }
   for (const url of queue) visited.add(url);
+  let read = saved?.started ? (saved.done ?? 0) : 0;
   while (queue.length) {
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    while (queue.length && documents.length + failures.length < BATCH_SIZE) {
-      const slice = queue.splice(0, PARALLEL).filter((url) => allowed(new URL(url).pathname));
-      const fetched = await Promise.all(slice.map((url) => fetchPage(args, url)));
+    let limited: SourceError | null = null;
+    while (queue.length && !limited && documents.length + failures.length < BATCH_SIZE) {
+      const taken = queue.splice(0, PARALLEL);
+      const slice = taken.filter((url) => allowed(new URL(url).pathname));
+      read += taken.length;
+      const settled = await Promise.allSettled(slice.map((url) => fetchPage(args, url)));
+      const fetched: Fetched[] = [];
+      const again: string[] = [];
+      settled.forEach((outcome, i) => {
+        if (outcome.status === 'fulfilled') return fetched.push(outcome.value);
+        const error = outcome.reason;
+        if (!(error instanceof SourceError) || error.kind !== 'rate_limited' || args.signal.aborted) throw error;
+        // Rate limited: this page is read again when the attempt resumes; the pages read beside it are kept.
+        limited ??= error;
+        again.push(slice[i] as string);
+      });
+      if (again.length) {
+        queue.unshift(...again);
+        read -= again.length;
+      }
       for (const result of fetched) {
         if (result.kind === 'failure') failures.push(result.failure);
         if (result.kind !== 'page') continue;
@@ -264,10 +289,18 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
       documents,
       failures,
       checkpoint: queue.length
-        ? ({ queue, seen: visited.encode(), started: true } satisfies Checkpoint as unknown as JsonValue)
+        ? ({
+            queue,
+            seen: visited.encode(),
+            started: true,
+            done: read,
+          } satisfies Checkpoint as unknown as JsonValue)
         : null,
-      total: visited.size,
+      // Pages read so far and those queued: a redirect's target or a page robots.txt forbids is not counted twice.
+      total: read + queue.length,
     };
+    // What was read is yielded (and checkpointed) first: the attempt resumes after it when the limit ends.
+    if (limited) throw limited;
   }
 }
 
@@ -277,10 +310,11 @@ async function* load(args: LoadArgs<WebConfig, unknown>): AsyncIterable<SourceBa
  */
 async function* listIds(args: SourceRunContext<WebConfig, unknown>): AsyncIterable<string[]> {
   for await (const batch of load({ ...args, checkpoint: null, window: { start: null, end: new Date() } })) {
-    if (batch.failures?.length) {
+    const unread = batch.failures?.filter((f) => !f.gone) ?? [];
+    if (unread.length) {
       throw new SourceError(
         'transient',
-        `${batch.failures.length} page(s) could not be read; the listing is incomplete`,
+        `${unread.length} page(s) could not be read; the listing is incomplete`,
       );
     }
     yield batch.documents.map((d) => d.id);
