@@ -3,7 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFrom, parseAllowlist } from '../config.ts';
 import { AddressGuard } from './address-guard.ts';
-import { createOutbound, type OutboundOptions, outboundOptionsFrom, retryAfterMs } from './outbound.ts';
+import {
+  createOutbound,
+  MAX_SLEPT_RETRY_AFTER_MS,
+  type OutboundOptions,
+  outboundOptionsFrom,
+  retryAfterMs,
+} from './outbound.ts';
 
 let server: Server;
 let port: number;
@@ -67,6 +73,12 @@ function handler(req: IncomingMessage, res: ServerResponse) {
     case '/always-503':
       res.statusCode = 503;
       return res.end('down');
+    case '/quota-spent':
+      // GitHub's primary rate limit: no Retry-After, only the quota headers.
+      res.statusCode = 429;
+      res.setHeader('x-ratelimit-remaining', '0');
+      res.setHeader('x-ratelimit-reset', String(Math.floor(Date.now() / 1000) + 3600));
+      return res.end('API rate limit exceeded');
     case '/retry-later':
       res.statusCode = 429;
       res.setHeader('retry-after', '3600');
@@ -241,6 +253,18 @@ describe('outbound fetch', () => {
     expect(later.status).toBe(429);
     expect(later.headers.get('retry-after')).toBe('3600');
     expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it('never retries a spent quota (x-ratelimit-remaining: 0): the caller schedules the wait', async () => {
+    const { fetch } = createOutbound({ ...base, allowlist: ['127.0.0.1'] });
+    const spent = await fetch(`http://127.0.0.1:${port}/quota-spent`);
+    expect(spent.status).toBe(429);
+    expect(hits.get('/quota-spent')).toBe(1);
+  });
+
+  it('sleeps through a few seconds of Retry-After at most by default', () => {
+    expect(MAX_SLEPT_RETRY_AFTER_MS).toBeLessThanOrEqual(5000);
+    expect(outboundOptionsFrom(configFrom({})).maxRetryAfterMs).toBe(MAX_SLEPT_RETRY_AFTER_MS);
   });
 
   it('reads Retry-After as seconds or as an HTTP date', () => {

@@ -1,5 +1,6 @@
 import type { IngestedDocument } from '../../documents/documents.schemas.ts';
 import * as documentsService from '../../documents/documents.service.ts';
+import { AppError } from '../../errors.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
 import type { AttemptRow } from '../connectors.repository.ts';
 import * as connectorsRepository from '../connectors.repository.ts';
@@ -197,8 +198,12 @@ export async function runAttempt(
             ? [
                 {
                   document_id: batch.documents[i]?.id ?? null,
-                  document_link: null,
-                  failure_message: 'Could not index the document',
+                  document_link: batch.documents[i]?.sections.find((section) => section.link)?.link ?? null,
+                  // An AppError's detail is written for API consumers (a size limit, an unreadable file).
+                  failure_message:
+                    r.reason instanceof AppError
+                      ? `Could not index the document: ${r.reason.detail}`
+                      : 'Could not index the document',
                 },
               ]
             : [],
