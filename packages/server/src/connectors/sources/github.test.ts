@@ -596,4 +596,46 @@ describe('github source', () => {
     // Asked once for the run, not once per item.
     expect(gh.requests.filter((r) => r.startsWith('/repos/acme/locked/collaborators'))).toHaveLength(1);
   });
+  it('an organisation needing three windows of quota completes in three windows, one resumed attempt, nothing fetched twice', async () => {
+    const prs = Array.from({ length: 30 }, (_, i) =>
+      issue(i + 1, `Change ${i + 1}`, `the windowed wallaby change ${i + 1}`, { is_pull: true }),
+    );
+    gh.repos.push(fakeRepo('big', { issues: prs }));
+    gh.pageSize = 100;
+    // 1 repository + 1 listing page + 3 requests per pull request = 92 requests, 40 per window.
+    gh.quota = { limit: 40, windowMs: 1500, status: 403, used: 0, resetAt: 0, refused: 0 };
+    try {
+      const { pairId } = await githubPair({
+        repositories: 'big',
+        include_issues: false,
+        request_budget_share: 1,
+      });
+      const started = Date.now();
+      for (let i = 0; i < 40; i++) {
+        await pass();
+        const status = (await latestAttempt(pairId))?.status;
+        if (status === 'success' || status === 'completed_with_errors') break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+      expect(await docIds(pairId)).toHaveLength(30);
+      const attempts = await admin().connectors.indexAttempts({
+        cc_pair_id: pairId,
+        page_num: 0,
+        page_size: 10,
+      });
+      expect(attempts.items).toHaveLength(1);
+      // Two waits for the window to reset: more than two windows, less than four.
+      expect(Date.now() - started).toBeGreaterThan(2 * 1500 - 500);
+      expect(Date.now() - started).toBeLessThan(4 * 1500 + 3000);
+      // Nothing fetched twice but the listing page each resumed attempt reads again; nothing refused.
+      expect(new Set(gh.requests).size).toBe(92);
+      const again = gh.requests.filter((r, i) => gh.requests.indexOf(r) !== i);
+      expect(again.every((r) => r.startsWith('/repos/acme/big/pulls?'))).toBe(true);
+      expect(again.length).toBeLessThanOrEqual(2);
+      expect(gh.quota.refused).toBe(0);
+    } finally {
+      gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0, refused: 0 };
+    }
+  }, 30_000);
 });

@@ -155,12 +155,22 @@ class RateLimits {
 
   /** Called before each request: refuses it while the token is limited or the run's budget is spent. */
   beforeRequest(now = Date.now()): void {
+    this.reserve(1, now);
+    this.#spent++;
+  }
+
+  /**
+   * Called before an item that needs about `cost` requests (a pull request: three): when the window
+   * cannot pay for it, the run stops before the item rather than part-way through it (whose requests
+   * the next attempt would send again).
+   */
+  reserve(cost: number, now = Date.now()): void {
     if (this.#reset !== null && now >= this.#reset) {
       this.#spent = 0;
       this.#remaining = null;
       this.#reset = null;
     }
-    if (this.#remaining === 0)
+    if (this.#remaining !== null && this.#remaining < cost)
       throw rateLimitedUntil(
         'GitHub',
         this.#resumeAt(),
@@ -170,13 +180,12 @@ class RateLimits {
     const budget = Math.max(1, Math.floor(this.#share * limit));
     // What the token spent in this window (this run, earlier attempts, other users of the token).
     const used = Math.max(this.#spent, this.#remaining === null ? 0 : limit - this.#remaining);
-    if (used >= budget)
+    if (used + cost > budget)
       throw rateLimitedUntil(
         'GitHub',
         this.#resumeAt() ?? new Date(now + 3_600_000),
         `request budget is spent (${budget} of the token's ${limit} requests per window: request_budget_share)`,
       );
-    this.#spent++;
   }
 
   /** Reads the rate-limit headers of an answer and turns a rate-limit refusal into its error. */
@@ -642,6 +651,8 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
         }
         if (cp.stage === 'issues' && (item as Issue).pull_request) continue;
         try {
+          // A pull request costs three requests (comments, reviews, review comments), an issue one.
+          limitsOf(args).reserve(cp.stage === 'prs' ? 3 : 1);
           const refused = await refusal();
           if (refused) failures.push({ document_id: item.html_url, link: item.html_url, message: refused });
           else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
