@@ -6,7 +6,7 @@ import {
   DOCX_TYPE,
   deflatedRepeat,
   docxWith,
-  manyPagePdf,
+  trivialPagesPdf,
   zip,
 } from '../harness/office-files.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -121,7 +121,7 @@ async function corpus() {
     docxNested: docxWith(
       `${DOCUMENT_OPEN}${'<w:p>'.repeat(50_000)}${'</w:p>'.repeat(50_000)}${DOCUMENT_CLOSE}`,
     ),
-    pdf10k: manyPagePdf(10_000),
+    pdf10k: trivialPagesPdf(10_000),
     hugeLine: 'x'.repeat(11_000_000),
     binary: Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 256)),
   };
@@ -372,7 +372,7 @@ describe('hostile files in connectors', () => {
 
   it('a crawl lists a PDF over the page limit as a per-document error and indexes the rest', async () => {
     site.files.set('/manual.pdf', { type: 'application/pdf', body: files.pdf10k });
-    site.files.set('/flyer.pdf', { type: 'application/pdf', body: manyPagePdf(3) });
+    site.files.set('/flyer.pdf', { type: 'application/pdf', body: trivialPagesPdf(3) });
     site.pages.set(
       '/',
       '<html><head><title>Docs</title></head><body><p>The numbat handbook.</p><a href="/manual.pdf">m</a><a href="/flyer.pdf">f</a></body></html>',

@@ -6,6 +6,14 @@ import type { AddressInfo } from 'node:net';
  * cursor paging through `_links.next`, page attachments and their downloads, a space with its read
  * permissions, pages' read restrictions (with their ancestors'), group members; Basic (email + API token) or Bearer (personal access token) auth;
  * 429 with Retry-After on demand. Served under `/wiki` like Confluence Cloud.
+ *
+ * What Confluence does and the fake does too:
+ * - CQL dates (`lastmodified >= "yyyy-MM-dd HH:mm"`) are read in the site's time zone, not UTC
+ *   (CONFCLOUD-70966, "content search is using the instance's timezone"; `timeZoneOffsetMinutes`);
+ * - a content search expanding `ancestors.restrictions…` answers 404 for the whole page when one
+ *   ancestor is a draft, outdated or trashed (CONFCLOUD-77618 / CONFCLOUD-76424, as Onyx documents
+ *   them; a page's `brokenAncestor`), while `restriction/byOperation/read` of each page still answers;
+ * - attachments list their size in `extensions.fileSize` (Get attachments, REST API v1).
  */
 export interface FakeConfluencePage {
   id: string;
@@ -20,6 +28,8 @@ export interface FakeConfluencePage {
   attachments: { id: string; title: string; mediaType: string; content: Buffer }[];
   /** Read restrictions of the page (users by account, groups by name); absent: none. */
   restrictions?: { users?: { accountId: string; email?: string }[]; groups?: string[] };
+  /** One of its ancestors is a draft or trashed: expanding the ancestors' restrictions 404s (CONFCLOUD-77618). */
+  brokenAncestor?: boolean;
 }
 
 export interface FakeConfluenceSpacePermission {
@@ -45,17 +55,20 @@ export interface FakeConfluence {
   hits: Map<string, number>;
   /** The CQL of every search request. */
   queries: string[];
+  /** The site's time zone, minutes east of UTC (−300 for UTC−5): how CQL dates are read. */
+  timeZoneOffsetMinutes: number;
   close(): Promise<void>;
 }
 
 /** Evaluates the CQL kas sends: `type=page and space="K" [and (id=N or ancestor=N)] [and lastmodified >= "yyyy-MM-dd HH:mm"]`. */
-function matches(page: FakeConfluencePage, cql: string): boolean {
+function matches(page: FakeConfluencePage, cql: string, offsetMinutes: number): boolean {
   const space = /space="([^"]+)"/.exec(cql)?.[1];
   if (space !== undefined && page.space !== space) return false;
   const under = /\(id=(\d+) or ancestor=(\d+)\)/.exec(cql);
   if (under && page.id !== under[1] && !page.ancestors.includes(under[1] as string)) return false;
   const since = /lastmodified >= "(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})"/.exec(cql);
-  if (since && page.modified.getTime() < Date.parse(`${since[1]}T${since[2]}:00Z`)) return false;
+  const localWall = since ? Date.parse(`${since[1]}T${since[2]}:00Z`) : 0;
+  if (since && page.modified.getTime() < localWall - offsetMinutes * 60_000) return false;
   return true;
 }
 
@@ -85,6 +98,7 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
     rateLimit: { remaining: 0, retryAfter: 1 },
     hits: new Map(),
     queries: [],
+    timeZoneOffsetMinutes: 0,
   };
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.statusCode = status;
@@ -124,11 +138,17 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
       const cql = url.searchParams.get('cql') ?? '';
       state.queries.push(cql);
       const found = [...state.pages.values()]
-        .filter((p) => matches(p, cql))
+        .filter((p) => matches(p, cql, state.timeZoneOffsetMinutes))
         .sort((a, b) => Number(a.id) - Number(b.id));
       const params = new URLSearchParams(url.searchParams);
       params.delete('cursor');
       const { slice, next } = paged(found, params);
+      if (expand.some((e) => e.startsWith('ancestors.restrictions')) && slice.some((p) => p.brokenAncestor))
+        return json(res, 404, {
+          statusCode: 404,
+          data: { authorized: true, valid: true, errors: [], successful: false },
+          message: 'No content with id <ContentId{id=999}> can be found',
+        });
       return json(res, 200, {
         results: slice.map((p) => ({
           id: p.id,
@@ -163,6 +183,28 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
         size: slice.length,
         totalSize: found.length,
         _links: { base, context: '/wiki', ...(next ? { next } : {}) },
+      });
+    }
+    const byOperation = /^\/wiki\/rest\/api\/content\/(\d+)\/restriction\/byOperation\/read$/.exec(path);
+    if (byOperation) {
+      const page = state.pages.get(byOperation[1] as string);
+      if (!page)
+        return json(res, 404, {
+          message: 'Cannot find content. Outdated version/old_draft/trashed? Please provide valid ContentId.',
+        });
+      return json(res, 200, { operation: 'read', restrictions: restrictionsJson(page).read.restrictions });
+    }
+    const content = /^\/wiki\/rest\/api\/content\/(\d+)$/.exec(path);
+    if (content) {
+      const page = state.pages.get(content[1] as string);
+      if (!page) return json(res, 404, { message: 'No content found' });
+      return json(res, 200, {
+        id: page.id,
+        type: 'page',
+        title: page.title,
+        ...(expand.includes('ancestors')
+          ? { ancestors: page.ancestors.map((id) => ({ id, type: 'page' })) }
+          : {}),
       });
     }
     const attachments = /^\/wiki\/rest\/api\/content\/(\d+)\/child\/attachment$/.exec(path);

@@ -8,6 +8,19 @@ import type { AddressInfo } from 'node:net';
  * with comments, git trees and
  * blobs; `Link` pagination, bearer tokens (401 "Bad credentials"), 429 with Retry-After, 410 for
  * deleted issues. Served at the root and under `/api/v3` (GitHub Enterprise).
+ *
+ * What GitHub documents and the fake does too:
+ * - the primary rate limit (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api):
+ *   `x-ratelimit-limit/remaining/used/reset/resource` on every answer; once spent, 403 (or 429) with
+ *   `x-ratelimit-remaining: 0` and no `retry-after` until the window resets (`quota`, window shortened
+ *   at will);
+ * - secondary rate limits (same page): 403 or 429 with a message, with or without `retry-after` (`secondary`);
+ * - "Get a tree": 409 "Git Repository is empty." for an empty repository, and `truncated: true` with a
+ *   partial list when a recursive tree is over the limit (100,000 entries; `treeLimit` here); subtrees
+ *   are read by their sha;
+ * - "List repositories for a user" lists public repositories only; "List repositories for the
+ *   authenticated user" (`/user/repos`) lists the token's user's private ones too;
+ * - a repository with issues disabled answers its issue listing with 410 "Issues are disabled for this repo".
  */
 export interface FakeComment {
   id: number;
@@ -38,6 +51,12 @@ export interface FakeRepo {
   files: Map<string, string>;
   /** Logins of the repository's collaborators. */
   collaborators: string[];
+  /** No commit yet: its trees answer 409. */
+  empty?: boolean;
+  /** Issues disabled (`has_issues: false`): the issue listing answers 410. */
+  has_issues?: boolean;
+  /** The token has no push access: listing collaborators answers 403 ("List repository collaborators"). */
+  collaboratorsForbidden?: boolean;
 }
 export interface FakeGitHub {
   url: string;
@@ -49,6 +68,21 @@ export interface FakeGitHub {
   pageSize: number;
   /** The next N requests answer 429 with this Retry-After (seconds). */
   rateLimit: { remaining: number; retryAfter: number };
+  /** The primary limit: `limit` requests per window of `windowMs`; once spent, `status` with `remaining: 0`. */
+  quota: {
+    limit: number;
+    windowMs: number;
+    status: 403 | 429;
+    used: number;
+    resetAt: number;
+    refused?: number;
+  };
+  /** The next `remaining` requests hit a secondary limit (`retryAfter` null: no header, as GitHub may send). */
+  secondary: { remaining: number; retryAfter: number | null; status: 403 | 429 };
+  /** Most entries a recursive tree lists before it is `truncated`. */
+  treeLimit: number;
+  /** The login the token belongs to (`GET /user`). */
+  tokenUser: string;
   /** Requests received: path and query (`/api/v3` removed). */
   requests: string[];
   /** Every answer waits this long (a slow source). */
@@ -76,6 +110,10 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     repos: [] as FakeRepo[],
     pageSize: 100,
     rateLimit: { remaining: 0, retryAfter: 1 },
+    quota: { limit: 5000, windowMs: 3_600_000, status: 403 as 403 | 429, used: 0, resetAt: 0, refused: 0 },
+    secondary: { remaining: 0, retryAfter: null as number | null, status: 403 as 403 | 429 },
+    treeLimit: 100_000,
+    tokenUser: 'octocat',
     requests: [] as string[],
     delayMs: 0,
   };
@@ -146,12 +184,53 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
         message: 'Bad credentials',
         documentation_url: 'https://docs.github.com/rest',
       });
+    const now = Date.now();
+    if (now >= gh.quota.resetAt) {
+      gh.quota.used = 0;
+      gh.quota.resetAt = now + gh.quota.windowMs;
+    }
+    const limited = gh.quota.used >= gh.quota.limit;
+    if (!limited) gh.quota.used++;
+    res.setHeader('x-ratelimit-limit', String(gh.quota.limit));
+    res.setHeader('x-ratelimit-remaining', String(gh.quota.limit - gh.quota.used));
+    res.setHeader('x-ratelimit-used', String(gh.quota.used));
+    res.setHeader('x-ratelimit-reset', String(Math.ceil(gh.quota.resetAt / 1000)));
+    res.setHeader('x-ratelimit-resource', 'core');
+    if (limited) gh.quota.refused = (gh.quota.refused ?? 0) + 1;
+    if (limited)
+      return send(res, gh.quota.status, {
+        message: `API rate limit exceeded for user ID 1. If you reach out to GitHub Support for help, please include the request ID.`,
+        documentation_url:
+          'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit',
+      });
+    if (gh.secondary.remaining > 0) {
+      gh.secondary.remaining--;
+      return send(
+        res,
+        gh.secondary.status,
+        {
+          message:
+            'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+          documentation_url:
+            'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits',
+        },
+        gh.secondary.retryAfter === null ? {} : { 'retry-after': String(gh.secondary.retryAfter) },
+      );
+    }
     let m: RegExpExecArray | null;
+    if (path === '/user') return send(res, 200, { login: gh.tokenUser, type: 'User' });
+    if (path === '/user/repos') {
+      // The token user's own repositories, private ones included (affiliation=owner).
+      const own = gh.ownerType === 'user' && gh.owner === gh.tokenUser ? gh.repos : [];
+      return paged(req, res, own.map(repoJson));
+    }
     m = /^\/(orgs|users)\/([^/]+)\/repos$/.exec(path);
     if (m) {
       const wanted = m[1] === 'orgs' ? 'org' : 'user';
       if (m[2] !== gh.owner || wanted !== gh.ownerType) return send(res, 404, { message: 'Not Found' });
-      return paged(req, res, gh.repos.map(repoJson));
+      // "List repositories for a user": public repositories only.
+      const listed = wanted === 'user' ? gh.repos.filter((r) => !r.private) : gh.repos;
+      return paged(req, res, listed.map(repoJson));
     }
     m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
     const repo = m && m[1] === gh.owner ? gh.repos.find((r) => r.name === m?.[2]) : undefined;
@@ -159,6 +238,12 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     const rest = m[3] ?? '';
     const byUpdate = (a: FakeIssue, b: FakeIssue) => b.updated_at.localeCompare(a.updated_at);
     if (rest === '') return send(res, 200, repoJson(repo));
+    if (rest === '/collaborators' && repo.collaboratorsForbidden)
+      return send(res, 403, {
+        message: 'Must have push access to view repository collaborators.',
+        documentation_url:
+          'https://docs.github.com/rest/collaborators/collaborators#list-repository-collaborators',
+      });
     if (rest === '/collaborators')
       return paged(
         req,
@@ -175,6 +260,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
           .map((i) => issueJson(repo, i)),
       );
     if (rest === '/issues') {
+      if (repo.has_issues === false) return send(res, 410, { message: 'Issues are disabled for this repo' });
       const since = url.searchParams.get('since');
       return paged(
         req,
@@ -231,14 +317,17 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     }
     m = /^\/git\/trees\/([^/]+)$/.exec(rest);
     if (m) {
-      if (m[1] !== repo.default_branch) return send(res, 404, { message: 'Not Found' });
+      if (repo.empty) return send(res, 409, { message: 'Git Repository is empty.' });
+      const ref = decodeURIComponent(m[1] as string);
+      const dir = ref === repo.default_branch ? '' : [...dirsOf(repo)].find((d) => treeSha(d) === ref);
+      if (dir === undefined) return send(res, 404, { message: 'Not Found' });
+      const recursive = url.searchParams.has('recursive');
+      const entries = treeEntries(repo, dir, recursive);
+      const truncated = recursive && entries.length > gh.treeLimit;
       return send(res, 200, {
-        truncated: false,
-        tree: [...repo.files.entries()].map(([p, content]) => ({
-          path: p,
-          type: 'blob',
-          sha: createHash('sha1').update(content).digest('hex'),
-        })),
+        sha: treeSha(dir),
+        truncated,
+        tree: truncated ? entries.slice(0, gh.treeLimit) : entries,
       });
     }
     m = /^\/git\/blobs\/([0-9a-f]+)$/.exec(rest);
@@ -250,6 +339,33 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
       return send(res, 200, { content: Buffer.from(content).toString('base64'), encoding: 'base64' });
     }
     send(res, 404, { message: 'Not Found' });
+  };
+  const treeSha = (dir: string) => createHash('sha1').update(`tree:${dir}`).digest('hex');
+  /** Every directory of the repository's files ('' is the root; others end without a slash). */
+  const dirsOf = (repo: FakeRepo) => {
+    const dirs = new Set<string>(['']);
+    for (const p of repo.files.keys()) {
+      const parts = p.split('/');
+      for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'));
+    }
+    return dirs;
+  };
+  /** A directory's entries, paths relative to it: one level, or (recursive) every file and subdirectory below. */
+  const treeEntries = (repo: FakeRepo, dir: string, recursive: boolean) => {
+    const prefix = dir ? `${dir}/` : '';
+    const entries: { path: string; type: string; sha: string }[] = [];
+    for (const d of dirsOf(repo)) {
+      if (d === '' || d === dir || !d.startsWith(prefix)) continue;
+      const rel = d.slice(prefix.length);
+      if (recursive || !rel.includes('/')) entries.push({ path: rel, type: 'tree', sha: treeSha(d) });
+    }
+    for (const [p, content] of repo.files) {
+      if (!p.startsWith(prefix)) continue;
+      const rel = p.slice(prefix.length);
+      if (recursive || !rel.includes('/'))
+        entries.push({ path: rel, type: 'blob', sha: createHash('sha1').update(content).digest('hex') });
+    }
+    return entries.sort((a, b) => a.path.localeCompare(b.path));
   };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

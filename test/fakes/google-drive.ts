@@ -7,7 +7,19 @@ import { jwtVerify } from 'jose';
  * A local Google: the OAuth token endpoint (service-account JWT grant verified against the key's public
  * half, refresh-token grant), Drive API v3 (files.list with the `q` subset kas sends, corpora/driveId,
  * pageToken paging; drives.list; files.export; alt=media downloads; permissions.list) and the Admin SDK
- * Directory groups and members. 429 with Retry-After on demand.
+ * Directory groups and members. 429 with Retry-After on demand, and the documented refusals:
+ * - quota as 403 `userRateLimitExceeded` without Retry-After ("If you exceed a quota, you'll receive a
+ *   403: User rate limit exceeded … might also generate a 429", developers.google.com/drive/api/guides/limits
+ *   and /handle-errors);
+ * - a Docs Editors export over 10 MB is 403 `exportSizeLimitExceeded` ("The exported content is limited
+ *   to 10MB", developers.google.com/drive/api/reference/rest/v3/files/export);
+ * - one file's download refused with its own 403 reason (`cannotDownloadFile`, handle-errors guide);
+ * - grants carry `allowFileDiscovery` (`false`: "anyone with the link", permissions resource);
+ * - shortcuts (`application/vnd.google-apps.shortcut`) carry `shortcutDetails.targetId` and their target's
+ *   metadata is read with files.get (developers.google.com/drive/api/guides/shortcuts);
+ * - files.list over `corpora=allDrives` may answer `incompleteSearch: true` with results missing ("some
+ *   search results might be missing, since all documents were not searched", files.list reference):
+ *   with `incompleteSearch` set, such a listing leaves out shared-drive files.
  */
 export interface FakeDriveFile {
   id: string;
@@ -25,8 +37,13 @@ export interface FakeDriveFile {
     emailAddress?: string;
     domain?: string;
     role: string;
+    allowFileDiscovery?: boolean;
   }[];
   trashed?: boolean;
+  /** A shortcut's target file id (`mimeType` must be the shortcut type). */
+  shortcutTarget?: string;
+  /** Downloading or exporting this file answers 403 with this reason (e.g. `cannotDownloadFile`). */
+  refused?: string;
 }
 
 export interface FakeGoogle {
@@ -44,7 +61,12 @@ export interface FakeGoogle {
   drives: Map<string, string>;
   groups: Map<string, string[]>;
   pageSize: number;
-  rateLimit: { remaining: number; retryAfter: number };
+  /** The next `remaining` API requests are refused: 429 with Retry-After, or (`quota403`) 403 `userRateLimitExceeded` without it. */
+  rateLimit: { remaining: number; retryAfter: number; quota403?: boolean };
+  /** Largest Docs Editors export (bytes); Google's is 10 MB. */
+  exportLimitBytes: number;
+  /** `corpora=allDrives` listings are incomplete: shared-drive files left out, `incompleteSearch: true`. */
+  incompleteSearch: boolean;
   /** Token grants issued: the user each acted for and the scope. */
   grants: { user: string; scope: string }[];
   requests: string[];
@@ -99,7 +121,9 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
     drives: new Map<string, string>(),
     groups: new Map<string, string[]>(),
     pageSize: 2,
-    rateLimit: { remaining: 0, retryAfter: 1 },
+    rateLimit: { remaining: 0, retryAfter: 1 } as FakeGoogle['rateLimit'],
+    exportLimitBytes: 10 * 1024 * 1024,
+    incompleteSearch: false,
     grants: [] as { user: string; scope: string }[],
     requests: [] as string[],
   };
@@ -108,6 +132,31 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify(body));
   };
+  /** A 403 in Google's error shape, its reason in `errors[0].reason` (the handle-errors guide's examples). */
+  const refuse = (res: ServerResponse, reason: string, message: string, domain = 'global') =>
+    json(res, 403, { error: { code: 403, message, errors: [{ domain, reason, message }] } });
+  const metadata = (f: FakeDriveFile, fields: string) => ({
+    id: f.id,
+    name: f.name,
+    mimeType: f.mimeType,
+    modifiedTime: f.modifiedTime.toISOString(),
+    webViewLink: `https://docs.example/${f.id}/view`,
+    ...(f.driveId ? { driveId: f.driveId } : {}),
+    ...(typeof f.content === 'string' || Buffer.isBuffer(f.content)
+      ? { size: String(f.content.length) }
+      : {}),
+    owners: [{ emailAddress: f.owner, displayName: f.owner.split('@')[0] }],
+    ...(f.shortcutTarget
+      ? {
+          shortcutDetails: {
+            targetId: f.shortcutTarget,
+            targetMimeType: state.files.get(f.shortcutTarget)?.mimeType ?? 'application/octet-stream',
+          },
+        }
+      : {}),
+    // As Google does: permissions in a listing only when asked for, and never for shared drive files.
+    ...(fields.includes('permissions(') && !f.driveId ? { permissions: f.permissions } : {}),
+  });
   let origin = '';
   const serviceAccountEmail = 'indexer@kas-test.iam.gserviceaccount.com';
   const issue = (res: ServerResponse, user: string, scope: string) => {
@@ -163,6 +212,8 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
       });
     if (state.rateLimit.remaining > 0) {
       state.rateLimit.remaining--;
+      if (state.rateLimit.quota403)
+        return refuse(res, 'userRateLimitExceeded', 'User rate limit exceeded.', 'usageLimits');
       res.setHeader('retry-after', String(state.rateLimit.retryAfter));
       return json(res, 429, { error: { code: 429, message: 'Rate Limit Exceeded' } });
     }
@@ -180,27 +231,16 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
       const corpora = url.searchParams.get('corpora') ?? 'user';
       const driveId = url.searchParams.get('driveId');
       const q = url.searchParams.get('q') ?? '';
+      const incomplete = corpora === 'allDrives' && state.incompleteSearch;
       const found = [...state.files.values()]
         .filter((f) => (corpora === 'drive' ? f.driveId === driveId : corpora === 'user' ? !f.driveId : true))
+        .filter((f) => !(incomplete && f.driveId))
         .filter((f) => matchesQuery(f, q, grant.user))
         .sort((a, b) => a.id.localeCompare(b.id));
       const { slice, nextPageToken } = page(found);
       return json(res, 200, {
-        files: slice.map((f) => ({
-          id: f.id,
-          name: f.name,
-          mimeType: f.mimeType,
-          modifiedTime: f.modifiedTime.toISOString(),
-          webViewLink: `https://docs.example/${f.id}/view`,
-          ...(typeof f.content === 'string' || Buffer.isBuffer(f.content)
-            ? { size: String(f.content.length) }
-            : {}),
-          owners: [{ emailAddress: f.owner, displayName: f.owner.split('@')[0] }],
-          // As Google does: permissions in a listing only when asked for, and never for shared drive files.
-          ...((url.searchParams.get('fields') ?? '').includes('permissions(') && !f.driveId
-            ? { permissions: f.permissions }
-            : {}),
-        })),
+        files: slice.map((f) => metadata(f, url.searchParams.get('fields') ?? '')),
+        ...(incomplete ? { incompleteSearch: true } : {}),
         ...(nextPageToken ? { nextPageToken } : {}),
       });
     }
@@ -221,20 +261,23 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
       }
       if (file[2] === '/export') {
         if (!f.mimeType.startsWith('application/vnd.google-apps.'))
-          return json(res, 403, {
-            error: { code: 403, message: 'Export only supports Docs Editors files.' },
-          });
+          return refuse(res, 'fileNotExportable', 'Export only supports Docs Editors files.');
+        if (f.refused)
+          return refuse(res, f.refused, 'The user does not have sufficient permissions for this file.');
+        if (Buffer.byteLength(f.content) > state.exportLimitBytes)
+          return refuse(res, 'exportSizeLimitExceeded', 'This file is too large to be exported.');
         res.setHeader('content-type', url.searchParams.get('mimeType') ?? 'text/plain');
         return res.end(f.content);
       }
       if (url.searchParams.get('alt') === 'media') {
         if (f.mimeType.startsWith('application/vnd.google-apps.'))
-          return json(res, 403, {
-            error: { code: 403, message: 'Only files with binary content can be downloaded.' },
-          });
+          return refuse(res, 'fileNotDownloadable', 'Only files with binary content can be downloaded.');
+        if (f.refused) return refuse(res, f.refused, 'This file cannot be downloaded.');
         res.setHeader('content-type', f.mimeType);
         return res.end(f.content);
       }
+      if (!file[2] && req.method === 'GET')
+        return json(res, 200, metadata(f, url.searchParams.get('fields') ?? ''));
     }
     if (path === '/admin/directory/v1/groups') {
       if (!grant.scope.includes('admin.directory'))

@@ -6,6 +6,13 @@ import type { AddressInfo } from 'node:net';
  * conversations.history, conversations.replies, conversations.members and users.info; cursor
  * pagination (`response_metadata.next_cursor`), bearer tokens (`ok: false, error: invalid_auth`),
  * 429 with Retry-After, `not_in_channel` and `thread_not_found` as Slack answers them.
+ *
+ * Rate limits as Slack documents them (docs.slack.dev/apis/web-api/rate-limits), when `tiers` is set:
+ * each method has its tier's allowance per minute per workspace (Tier 2: 20, Tier 3: 50, Tier 4: 100;
+ * `conversations.list` is Tier 2, `history`/`replies`/`info` Tier 3, `members`/`users.info` Tier 4),
+ * past which it answers 429 with `Retry-After` (seconds until the window frees); `nonMarketplace`
+ * applies the 2025-05-29 limits of commercially distributed non-Marketplace apps to
+ * `conversations.history` and `conversations.replies`: 1 request a minute, `limit` at most 15.
  */
 export interface FakeSlackMessage {
   ts: string;
@@ -38,6 +45,8 @@ export interface FakeSlack {
   /** Largest page the API answers, whatever `limit` asks. */
   pageSize: number;
   rateLimit: { remaining: number; retryAfter: number };
+  /** Per-method tier allowances (scaled by `scale`) per window of `windowMs` (Slack's: a minute); null: none. */
+  tiers: { windowMs: number; scale: number; nonMarketplace?: boolean } | null;
   /** Methods called, with their query. */
   requests: string[];
   close(): Promise<void>;
@@ -50,7 +59,35 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     users: [] as FakeSlackUser[],
     pageSize: 200,
     rateLimit: { remaining: 0, retryAfter: 1 },
+    tiers: null as FakeSlack['tiers'],
     requests: [] as string[],
+  };
+  const TIER: Record<string, number> = {
+    'conversations.list': 20,
+    'conversations.history': 50,
+    'conversations.replies': 50,
+    'conversations.info': 50,
+    'conversations.members': 100,
+    'users.info': 100,
+  };
+  const windows = new Map<string, { start: number; used: number }>();
+  /** Seconds to wait when `method` is over its tier's allowance in the current window, else null. */
+  const overTier = (method: string): number | null => {
+    const tiers = slack.tiers;
+    const base = TIER[method];
+    if (!tiers || base === undefined) return null;
+    const strict =
+      tiers.nonMarketplace && (method === 'conversations.history' || method === 'conversations.replies');
+    const allowance = strict ? 1 : Math.max(1, Math.floor(base * tiers.scale));
+    const now = Date.now();
+    let window = windows.get(method);
+    if (!window || now - window.start >= tiers.windowMs) {
+      window = { start: now, used: 0 };
+      windows.set(method, window);
+    }
+    if (window.used >= allowance) return Math.max(1, Math.ceil((window.start + tiers.windowMs - now) / 1000));
+    window.used++;
+    return null;
   };
   const send = (res: ServerResponse, body: unknown, status = 200, headers: Record<string, string> = {}) => {
     res.statusCode = status;
@@ -58,8 +95,13 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
     res.end(JSON.stringify(body));
   };
-  const page = <T>(params: URLSearchParams, items: T[]) => {
-    const limit = Math.min(slack.pageSize, Number(params.get('limit') ?? 100));
+  const page = <T>(params: URLSearchParams, items: T[], method = '') => {
+    const capped =
+      slack.tiers?.nonMarketplace &&
+      (method === 'conversations.history' || method === 'conversations.replies')
+        ? 15
+        : Number.POSITIVE_INFINITY;
+    const limit = Math.min(slack.pageSize, capped, Number(params.get('limit') ?? 100));
     const offset = params.get('cursor')
       ? Number(Buffer.from(params.get('cursor') as string, 'base64').toString())
       : 0;
@@ -80,6 +122,9 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     }
     if (req.headers.authorization !== `Bearer ${slack.token}`)
       return send(res, { ok: false, error: 'invalid_auth' });
+    const wait = overTier(method);
+    if (wait !== null)
+      return send(res, { ok: false, error: 'ratelimited' }, 429, { 'retry-after': String(wait) });
     const channel = slack.channels.find((c) => c.id === q.get('channel'));
     switch (method) {
       case 'auth.test':
@@ -113,7 +158,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
               ...(latest ? { thread_ts: m.ts, reply_count: replies.length, latest_reply: latest } : {}),
             };
           });
-        const p = page(q, top);
+        const p = page(q, top, method);
         return send(res, { ok: true, messages: p.items, has_more: p.has_more, response_metadata: p.meta });
       }
       case 'conversations.replies': {
@@ -124,8 +169,20 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         const thread = [parent, ...channel.messages.filter((m) => m.thread_ts === ts && m.ts !== ts)]
           .sort((a, b) => Number(a.ts) - Number(b.ts))
           .map((m) => ({ type: 'message', ...m, thread_ts: ts }));
-        const p = page(q, thread);
+        const p = page(q, thread, method);
         return send(res, { ok: true, messages: p.items, has_more: p.has_more, response_metadata: p.meta });
+      }
+      case 'conversations.info': {
+        if (!channel) return send(res, { ok: false, error: 'channel_not_found' });
+        return send(res, {
+          ok: true,
+          channel: {
+            id: channel.id,
+            name: channel.name,
+            is_private: channel.is_private,
+            is_member: channel.is_member,
+          },
+        });
       }
       case 'conversations.members': {
         if (!channel) return send(res, { ok: false, error: 'channel_not_found' });

@@ -45,7 +45,7 @@ function pdfOf(objects: string[]): Buffer {
 }
 
 /** A PDF of `count` trivial pages sharing one content stream (10,000 pages: about 1.4 MB). */
-export function manyPagePdf(count: number): Buffer {
+export function trivialPagesPdf(count: number): Buffer {
   const content = 'BT /F1 12 Tf 72 720 Td (x) Tj ET';
   const kids = Array.from({ length: count }, (_, i) => `${i + 5} 0 R`).join(' ');
   return pdfOf([

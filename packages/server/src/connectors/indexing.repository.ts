@@ -443,6 +443,8 @@ export async function setExternalAccess(
   pairId: number,
   documentIds: string[] | null,
   access: { principals: readonly string[]; is_public: boolean },
+  /** Only the documents whose id starts with this (a container of the source: a repository, a channel). */
+  idPrefix?: string,
 ): Promise<string[]> {
   const principals = [...new Set(access.principals)].sort();
   let query = db
@@ -458,6 +460,8 @@ export async function setExternalAccess(
       ]),
     );
   if (documentIds !== null) query = query.where('d.id', '=', (eb) => eb.fn.any(eb.val(documentIds)));
+  if (idPrefix !== undefined)
+    query = query.where((eb) => eb.fn<boolean>('starts_with', ['d.id', eb.val(idPrefix)]));
   const rows = await query.returning('d.id').execute();
   return rows.map((r) => r.id);
 }

@@ -88,8 +88,8 @@ export async function prunePair(
 
 /**
  * Permission sync of a `sync` pair's documents without re-reading their content: a source-wide access
- * (`pairAccess`) on every document of the pair, or per-document access (`permissions`). Only documents
- * whose access changed are touched; their combined access and the index follow.
+ * (`pairAccess`) on every document of the pair, or per-document or per-container access (`permissions`).
+ * Only documents whose access changed are touched; their combined access and the index follow.
  */
 export async function syncPermissions(
   ctx: Pick<Deps, 'db' | 'search' | 'logger'>,
@@ -107,7 +107,15 @@ export async function syncPermissions(
       for (const entry of batch) {
         const access = principalsOf(sourceName, entry.access);
         changed.push(
-          ...(await indexingRepository.setExternalAccess(ctx.db, pairId, [entry.document_id], access)),
+          ...('document_id' in entry
+            ? await indexingRepository.setExternalAccess(ctx.db, pairId, [entry.document_id], access)
+            : await indexingRepository.setExternalAccess(
+                ctx.db,
+                pairId,
+                null,
+                access,
+                entry.document_id_prefix,
+              )),
         );
       }
       if (run.signal.aborted) break;

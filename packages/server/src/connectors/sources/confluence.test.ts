@@ -16,7 +16,7 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass } = t;
-const { docIds, latestAttempt: lastAttempt, settle, sourcePair } = connectorTestHelpers(t);
+const { docIds, latestAttempt: lastAttempt, settle, sourcePair, person, sees } = connectorTestHelpers(t);
 let wiki: FakeConfluence;
 
 beforeAll(async () => {
@@ -33,6 +33,17 @@ beforeEach(() => {
   wiki.groups.clear();
   wiki.rateLimit.remaining = 0;
 });
+
+/** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
+async function waiting(pairId: number) {
+  for (let i = 0; i < 6; i++) {
+    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
+    if (progress?.waiting_until)
+      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
+    await pass();
+  }
+  return { until: 0, reason: '' };
+}
 
 const pageId = (id: string) => `${wiki.url}/pages/viewpage.action?pageId=${id}`;
 
@@ -170,6 +181,9 @@ describe('confluence source', () => {
       status: 'failed',
       error_msg: 'Confluence space "NOPE" not found',
     });
+    // Failing pairs retry in every later pass: keep them out of the next tests' requests.
+    for (const id of [bad.pairId, missing.pairId])
+      await admin().connectors.setPairStatus({ cc_pair_id: id, status: 'paused' });
   });
 
   it('waits out 429 with Retry-After; past the retries the attempt waits until then and resumes', async () => {
@@ -193,6 +207,23 @@ describe('confluence source', () => {
     await pass();
     expect(await lastAttempt(limited.pairId)).toMatchObject({ status: 'success' });
   }, 30_000);
+
+  it('a Retry-After longer than a minute is not slept through: the attempt waits until then', async () => {
+    wiki.spaces.set('SLOW', {});
+    page('900', 'Slow', 'the sloth page', { space: 'SLOW' });
+    wiki.rateLimit = { remaining: 1, retryAfter: 120 };
+    try {
+      const { pairId } = await pair({ space: 'SLOW' });
+      const started = Date.now();
+      const { until, reason } = await waiting(pairId);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(reason).toContain('Confluence is rate limiting requests (429)');
+      expect(until - Date.now()).toBeGreaterThan(100_000);
+      await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
+    } finally {
+      wiki.rateLimit = { remaining: 0, retryAfter: 1 };
+    }
+  });
 
   it('polls only pages modified since the last run; a prune run removes deleted pages and attachments', async () => {
     // A space of its own: the other tests' pairs own ENG's pages.
@@ -400,5 +431,89 @@ describe('confluence source', () => {
       dana: ['500'],
       erin: [],
     });
+  });
+  it("polls read CQL dates in the site's time zone: an edit on a site at UTC−5 is not missed", async () => {
+    wiki.spaces.set('TZ', {});
+    wiki.timeZoneOffsetMinutes = -300;
+    try {
+      page('700', 'Timetable', 'the old tapir timetable', { space: 'TZ' });
+      const unknown = await pair({ space: 'TZ' });
+      const known = await pair({ space: 'TZ', timezone: 'Etc/GMT+5' });
+      await settle(unknown.pairId);
+      await settle(known.pairId);
+      const edited = wiki.pages.get('700');
+      if (edited) Object.assign(edited, { modified: new Date(), body: '<p>the new tapir timetable</p>' });
+      await admin().connectors.runOnce({ connector_id: unknown.connectorId });
+      await admin().connectors.runOnce({ connector_id: known.connectorId });
+      wiki.queries.length = 0;
+      await settle(unknown.pairId);
+      await settle(known.pairId);
+      // Read as UTC, "lastmodified >= <last run − 5 min>" would mean five hours later on this site.
+      expect(await lastAttempt(unknown.pairId)).toMatchObject({ status: 'success', total_docs_indexed: 1 });
+      expect(await lastAttempt(known.pairId)).toMatchObject({ status: 'success', total_docs_indexed: 1 });
+      // With the zone known, the CQL names the site's wall-clock time (UTC−5).
+      const local = new Date(Date.now() - 5 * 3_600_000).toISOString().slice(0, 10);
+      expect(wiki.queries.some((q) => q.includes(`lastmodified >= "${local} `))).toBe(true);
+    } finally {
+      wiki.timeZoneOffsetMinutes = 0;
+    }
+  });
+
+  it('sync access: the ancestor-restrictions 404 (CONFCLOUD-77618) falls back to restrictions page by page', async () => {
+    wiki.spaces.set('BUG', { groups: ['bug-team'] });
+    wiki.groups.set('bug-team', [
+      { accountId: 'acc-fay', email: 'fay.b@corp.example' },
+      { accountId: 'acc-gil', email: 'gil.b@corp.example' },
+    ]);
+    page('600', 'Parent', 'the restricted gazelle parent', {
+      space: 'BUG',
+      restrictions: { users: [{ accountId: 'acc-fay' }] },
+    });
+    page('601', 'Child', 'the gazelle child under a restricted parent', {
+      space: 'BUG',
+      ancestors: ['600'],
+      brokenAncestor: true,
+    });
+    // Its ancestor 699 is trashed: it restricts nothing.
+    page('602', 'Orphan', 'the gazelle orphan of a trashed page', {
+      space: 'BUG',
+      ancestors: ['699'],
+      brokenAncestor: true,
+    });
+    const fay = await person('fay.b@corp.example');
+    const gil = await person('gil.b@corp.example');
+    const { connectorId, pairId } = await pair({ space: 'BUG' }, undefined, 'sync');
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(pairId)).toEqual([pageId('600'), pageId('601'), pageId('602')]);
+    expect(wiki.hits.get('/wiki/rest/api/content/600/restriction/byOperation/read')).toBeGreaterThan(0);
+    expect(await sees(fay, 'gazelle child restricted parent', pageId('601'))).toBe(true);
+    expect(await sees(gil, 'gazelle child restricted parent', pageId('601'))).toBe(false);
+    expect(await sees(gil, 'gazelle orphan trashed', pageId('602'))).toBe(true);
+    // The permission pass of a poll goes through the same fallback.
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await sees(gil, 'gazelle child restricted parent', pageId('601'))).toBe(false);
+  });
+
+  it('an attachment over attachment_max_bytes (by its listed fileSize) is a per-document error; the run goes on', async () => {
+    wiki.spaces.set('ATT', {});
+    page('800', 'Handbook', 'the zebu handbook', {
+      space: 'ATT',
+      attachments: [
+        { id: 'att80', title: 'huge.txt', mediaType: 'text/plain', content: Buffer.from('x'.repeat(200)) },
+        { id: 'att81', title: 'small.txt', mediaType: 'text/plain', content: Buffer.from('the zebu note') },
+      ],
+    });
+    const { pairId } = await pair({ space: 'ATT', attachment_max_bytes: 100 });
+    wiki.hits.clear();
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
+    expect(await docIds(pairId)).toEqual([`${wiki.url}/download/attachments/800/small.txt`, pageId('800')]);
+    const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 5 });
+    expect(errors.items[0]?.failure_message).toContain('"huge.txt" is larger than 100 bytes');
+    // Not downloaded at all.
+    expect(wiki.hits.get('/wiki/download/attachments/800/huge.txt')).toBeUndefined();
   });
 });

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { kindOf } from '../../files/files.parse.ts';
+import { OutboundError } from '../../outbound/outbound.ts';
 import { getJson, type RestContext, sourceRequest } from './rest.ts';
 import {
   type ExternalAccess,
   type ExternalGroup,
   type JsonValue,
   type LoadArgs,
+  RateLimitedError,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -32,6 +34,31 @@ const ConfluenceConfig = z.object({
     .transform((v) => (v === null || v === undefined || v === '' ? null : String(v)))
     .pipe(z.string().regex(/^\d+$/, 'must be a numeric page id').nullable()),
   index_attachments: z.boolean().default(true),
+  /** Attachments larger than this (by their listed `fileSize`) are skipped with a per-document error. */
+  attachment_max_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(20 * 1024 * 1024),
+  /**
+   * The site's time zone (IANA name, e.g. `America/New_York`): CQL reads dates in it, not in UTC
+   * (CONFCLOUD-70966). Absent: polls ask from 12 hours earlier, which no site's offset can miss.
+   */
+  timezone: z
+    .string()
+    .trim()
+    .refine(
+      (zone) => {
+        try {
+          new Intl.DateTimeFormat('en', { timeZone: zone });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { error: 'must be an IANA time zone, e.g. Europe/Paris' },
+    )
+    .optional(),
 });
 export type ConfluenceConfig = z.infer<typeof ConfluenceConfig>;
 
@@ -68,6 +95,8 @@ interface ContentPage {
   restrictions?: Restrictions;
   /** Root first; their restrictions apply to the page too. */
   ancestors?: { id: string; restrictions?: Restrictions }[];
+  /** Set by `searchPage` when the ancestors' restrictions could not be read (kas's own mark, not the API's). */
+  unreadableAncestors?: boolean;
 }
 interface SearchResult {
   results: ContentPage[];
@@ -115,14 +144,39 @@ const attachmentId = (base: string, att: Attachment) =>
     ? `${base}${att._links.download.replace(/\?.*$/, '')}`
     : `${base}/attachment/${att.id}`;
 
-/** CQL (dates in the form Confluence accepts, minute precision, UTC). */
+/** Westmost offset of any time zone: a UTC time this much earlier is before `since` wherever the site is. */
+const WIDEST_OFFSET_MS = 12 * 3_600_000;
+
+/**
+ * A CQL date (`yyyy-MM-dd HH:mm`, minute precision, rounded down). Confluence reads it in the site's
+ * time zone, not UTC (CONFCLOUD-70966): formatted in `timezone` when known, else in UTC from 12 hours
+ * earlier (a site west of UTC would otherwise miss the edits of its offset's hours).
+ */
+function cqlTime(at: Date, timeZone: string | undefined): string {
+  if (!timeZone) {
+    const d = new Date(at.getTime() - WIDEST_OFFSET_MS).toISOString();
+    return `${d.slice(0, 10)} ${d.slice(11, 16)}`;
+  }
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    })
+      .formatToParts(at)
+      .map((part) => [part.type, part.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}`;
+}
+
 function cqlOf(config: ConfluenceConfig, since: Date | null): string {
   let cql = `type=page and space="${config.space}"`;
   if (config.page_id) cql += ` and (id=${config.page_id} or ancestor=${config.page_id})`;
-  if (since) {
-    const d = since.toISOString();
-    cql += ` and lastmodified >= "${d.slice(0, 10)} ${d.slice(11, 16)}"`;
-  }
+  if (since) cql += ` and lastmodified >= "${cqlTime(since, config.timezone)}"`;
   return cql;
 }
 
@@ -193,6 +247,18 @@ async function* attachmentsOf(args: Args, pageId: string): AsyncIterable<Attachm
   }
 }
 
+const tooLarge = (args: Args, att: Attachment, id: string): SourceDocumentFailure => ({
+  document_id: id,
+  link: id,
+  message: `Attachment "${att.title}" is larger than ${args.config.attachment_max_bytes} bytes`,
+});
+
+/** A download refused by the outbound size cap (the file was listed smaller, or with no size). */
+function overSizeCap(error: unknown): boolean {
+  const cause = error instanceof SourceError ? error.cause : error;
+  return cause instanceof OutboundError && cause.code === 'TOO_LARGE';
+}
+
 async function attachmentDocument(
   args: Args,
   page: ContentPage,
@@ -202,6 +268,8 @@ async function attachmentDocument(
   const type = att.metadata?.mediaType ?? att.extensions?.mediaType ?? '';
   if (!att._links?.download || !kindOf(att.title, type)) return null;
   const id = attachmentId(args.config.wiki_base, att);
+  // The listing gives the size: a large file is not downloaded at all.
+  if ((att.extensions?.fileSize ?? 0) > args.config.attachment_max_bytes) return tooLarge(args, att, id);
   const response = await sourceRequest(
     rest(args),
     SERVICE,
@@ -262,6 +330,8 @@ async function pageDocument(
 
 interface Checkpoint {
   next: string | null;
+  /** Pages of the search page at `next` already done (a run stopped part-way through it). */
+  offset?: number;
 }
 
 async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): AsyncIterable<SourceBatch> {
@@ -272,37 +342,55 @@ async function* load(args: LoadArgs<ConfluenceConfig, ConfluenceCredential>): As
   let url: string | null =
     saved?.next ??
     searchUrl(args.config, args.window.start, `body.storage,version${sync ? `,${RESTRICTIONS_EXPAND}` : ''}`);
+  /** Pages of the first search page already done by an attempt stopped by a rate limit. */
+  let skip = saved?.offset ?? 0;
   while (url) {
-    const result: SearchResult | null = await getJson<SearchResult>(
-      rest(args),
-      SERVICE,
-      url,
-      headersOf(args.credential),
-    );
-    if (!result) throw new SourceError('config', 'The Confluence search API was not found at wiki_base');
+    const result: SearchResult = await searchPage(args, url, resolver);
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    for (const page of result.results) {
-      const access = resolver ? await resolver.of(page) : undefined;
+    for (let i = skip; i < result.results.length; i++) {
+      const page = result.results[i] as ContentPage;
       try {
-        documents.push(await pageDocument(args, page, access));
+        if (page.unreadableAncestors) {
+          const link = pageUrl(args.config.wiki_base, page.id);
+          failures.push({ document_id: link, link, message: UNREADABLE_ANCESTORS });
+          continue;
+        }
+        const access = resolver ? await resolver.of(page) : undefined;
+        try {
+          documents.push(await pageDocument(args, page, access));
+        } catch (error) {
+          if (args.signal.aborted || error instanceof RateLimitedError) throw error;
+          const link = pageUrl(args.config.wiki_base, page.id);
+          failures.push({
+            document_id: link,
+            link,
+            message: `Unreadable page "${page.title}"${unreadableReason(error)}`,
+          });
+        }
+        if (!args.config.index_attachments) continue;
+        for await (const att of attachmentsOf(args, page.id)) {
+          let doc: SourceDocument | SourceDocumentFailure | null;
+          try {
+            doc = await attachmentDocument(args, page, att, access);
+          } catch (error) {
+            if (!overSizeCap(error)) throw error;
+            doc = tooLarge(args, att, attachmentId(args.config.wiki_base, att));
+          }
+          if (!doc) continue;
+          if ('id' in doc) documents.push(doc);
+          else failures.push(doc);
+        }
       } catch (error) {
-        if (args.signal.aborted) throw error;
-        const link = pageUrl(args.config.wiki_base, page.id);
-        failures.push({
-          document_id: link,
-          link,
-          message: `Unreadable page "${page.title}"${unreadableReason(error)}`,
-        });
-      }
-      if (!args.config.index_attachments) continue;
-      for await (const att of attachmentsOf(args, page.id)) {
-        const doc = await attachmentDocument(args, page, att, access);
-        if (!doc) continue;
-        if ('id' in doc) documents.push(doc);
-        else failures.push(doc);
+        if (!(error instanceof RateLimitedError)) throw error;
+        // What was read before the limit is kept: the next attempt reads this search page again from page i.
+        const partial: Checkpoint = { next: url, offset: i };
+        if (documents.length || failures.length)
+          yield { documents, failures, checkpoint: partial as unknown as JsonValue };
+        throw error;
       }
     }
+    skip = 0;
     url = result._links?.next ? resolveNext(args.config.wiki_base, result._links.next) : null;
     const checkpoint: Checkpoint = { next: url };
     yield {
@@ -373,6 +461,60 @@ async function externalGroups(args: Args): Promise<ExternalGroup[]> {
   return out;
 }
 
+/**
+ * Confluence answers a whole search page with 404 when it expands the restrictions of an ancestor that
+ * is a draft, outdated or trashed (CONFCLOUD-77618 / CONFCLOUD-76424; Onyx matches these messages).
+ */
+const ANCESTOR_BUG = /No content with id|Cannot find content/i;
+const UNREADABLE_ANCESTORS =
+  'The ancestors of this page could not be read, so neither could its restrictions';
+
+/** A URL with its `expand` parameter replaced. */
+function withExpand(url: string, expand: string): string {
+  const parsed = new URL(url);
+  if (expand) parsed.searchParams.set('expand', expand);
+  else parsed.searchParams.delete('expand');
+  return parsed.href;
+}
+
+/**
+ * One page of a content search. With `resolver` (`sync`), a page that hits the ancestor-expansion
+ * 404 is asked again without the ancestors' expansion, and each page's ancestors and their read
+ * restrictions are read one by one (`restriction/byOperation/read`); a page whose ancestors cannot
+ * be read is marked `unreadableAncestors`.
+ */
+async function searchPage(args: Args, url: string, resolver: PageAccess | null): Promise<SearchResult> {
+  const response = await sourceRequest(rest(args), SERVICE, url, {
+    headers: { accept: 'application/json', ...headersOf(args.credential) },
+  });
+  if (response.status === 404) {
+    const body = await response.text().catch(() => '');
+    const expand = new URL(url).searchParams.get('expand') ?? '';
+    if (resolver && ANCESTOR_BUG.test(body) && expand.includes('ancestors.')) {
+      const narrowed = expand
+        .split(',')
+        .filter((e) => !e.startsWith('ancestors.'))
+        .join(',');
+      const result = await searchPage(args, withExpand(url, narrowed), null);
+      for (const page of result.results) {
+        const ancestors = await resolver.ancestorsOf(page.id);
+        if (ancestors) page.ancestors = ancestors;
+        else page.unreadableAncestors = true;
+      }
+      // The next page is asked with every expansion again: the bug is rare, the fallback costly.
+      if (result._links?.next)
+        result._links.next = withExpand(resolveNext(args.config.wiki_base, result._links.next), expand);
+      return result;
+    }
+    throw new SourceError('config', 'The Confluence search API was not found at wiki_base');
+  }
+  try {
+    return (await response.json()) as SearchResult;
+  } catch (error) {
+    throw new SourceError('transient', `${SERVICE} sent a response that is not JSON`, { cause: error });
+  }
+}
+
 const RESTRICTIONS_EXPAND = [
   'restrictions.read.restrictions.user',
   'restrictions.read.restrictions.group',
@@ -424,6 +566,40 @@ class PageAccess {
     }
     return found;
   }
+  readonly #ancestorRestrictions = new Map<string, Promise<Restrictions | undefined>>();
+
+  /**
+   * A page's ancestors (root first) with their read restrictions, one request each (cached for the
+   * run); null when the page itself cannot be read. An ancestor that is no current content (a draft or
+   * trashed page, the cause of the expansion bug) restricts nothing.
+   */
+  async ancestorsOf(pageId: string): Promise<{ id: string; restrictions?: Restrictions }[] | null> {
+    const base = this.#args.config.wiki_base;
+    const content = await getJson<{ ancestors?: { id: string }[] }>(
+      rest(this.#args),
+      SERVICE,
+      `${base}/rest/api/content/${encodeURIComponent(pageId)}?expand=ancestors`,
+      headersOf(this.#args.credential),
+    );
+    if (!content) return null;
+    const out: { id: string; restrictions?: Restrictions }[] = [];
+    for (const { id } of content.ancestors ?? []) {
+      let restrictions = this.#ancestorRestrictions.get(id);
+      if (!restrictions) {
+        restrictions = getJson<{ restrictions?: NonNullable<Restrictions['read']>['restrictions'] }>(
+          rest(this.#args),
+          SERVICE,
+          `${base}/rest/api/content/${encodeURIComponent(id)}/restriction/byOperation/read?expand=restrictions.user,restrictions.group`,
+          headersOf(this.#args.credential),
+        ).then((found) => (found ? { read: { restrictions: found.restrictions ?? {} } } : undefined));
+        this.#ancestorRestrictions.set(id, restrictions);
+      }
+      const read = await restrictions;
+      out.push(read ? { id, restrictions: read } : { id });
+    }
+    return out;
+  }
+
   #emailOf(s: Subject): string | undefined {
     const id = idOf(s);
     return s.email ?? (id ? this.#emails.get(id) : undefined);
@@ -478,15 +654,11 @@ async function* permissions(args: Args): AsyncIterable<{ document_id: string; ac
   const resolver = new PageAccess(args);
   let url: string | null = searchUrl(args.config, null, RESTRICTIONS_EXPAND);
   while (url) {
-    const result: SearchResult | null = await getJson<SearchResult>(
-      rest(args),
-      SERVICE,
-      url,
-      headersOf(args.credential),
-    );
-    if (!result) throw new SourceError('config', 'The Confluence search API was not found at wiki_base');
+    const result: SearchResult = await searchPage(args, url, resolver);
     const batch: { document_id: string; access: ExternalAccess }[] = [];
     for (const page of result.results) {
+      // Its ancestors could not be read: its recorded access stays until a run can read them.
+      if (page.unreadableAncestors) continue;
       const access = await resolver.of(page);
       batch.push({ document_id: pageUrl(args.config.wiki_base, page.id), access });
       if (!args.config.index_attachments) continue;

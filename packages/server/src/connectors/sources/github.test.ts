@@ -17,7 +17,7 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass, events } = t;
-const { docIds, textOf, latestAttempt, person, sees, sourcePair } = connectorTestHelpers(t);
+const { docIds, textOf, latestAttempt, person, sees, settle, sourcePair } = connectorTestHelpers(t);
 let gh: FakeGitHub;
 
 beforeAll(async () => {
@@ -47,6 +47,8 @@ beforeEach(() => {
   gh.pageSize = 2;
   gh.ownerType = 'org';
   gh.rateLimit = { remaining: 0, retryAfter: 1 };
+  gh.secondary = { remaining: 0, retryAfter: null, status: 403 };
+  gh.tokenUser = 'octocat';
   gh.requests.length = 0;
   gh.repos = [
     fakeRepo('widgets', {
@@ -89,6 +91,22 @@ async function githubPair(
 }
 
 const web = (path: string) => `${gh.url}/web/acme/${path}`;
+/** Keeps a pair that ended rate limited from running again in later tests' passes. */
+const pause = (pairId: number) => admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
+/**
+ * A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why, as the
+ * pair's status shows them; passes are run until it waits (earlier tests' pairs share the workers).
+ */
+const waiting = async (pairId: number) => {
+  for (let i = 0; i < 6; i++) {
+    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
+    if (progress?.waiting_until)
+      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
+    await pass();
+  }
+  return { until: 0, reason: '' };
+};
+const retryAt = async (pairId: number) => (await waiting(pairId)).until;
 const pairConnector = async (pairId: number) =>
   (await admin().connectors.getPair({ cc_pair_id: pairId })).connector.id;
 
@@ -204,7 +222,7 @@ describe('github source', () => {
     expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', docs_removed_from_index: 1 });
   });
 
-  it('fails with a clear reason on a bad token (401) and waits out 429 with Retry-After', async () => {
+  it('fails with a clear reason on a bad token (401); a 429 with Retry-After ends the attempt rate limited until then, with no request meanwhile', async () => {
     gh.token = 'ghp_other';
     const { pairId } = await githubPair({ repositories: 'widgets' });
     await pass();
@@ -212,16 +230,135 @@ describe('github source', () => {
       status: 'failed',
       error_msg: expect.stringContaining('GitHub refused the credential (401)'),
     });
+    await pause(pairId);
 
     gh.token = 'ghp_good';
     gh.rateLimit = { remaining: 1, retryAfter: 1 };
     const other = await githubPair({ repositories: 'widgets', include_issues: false });
-    const started = Date.now();
+    gh.requests.length = 0;
+    expect((await waiting(other.pairId)).reason).toContain(
+      'GitHub is rate limiting requests (429: a secondary rate limit, retry-after)',
+    );
+    expect(await latestAttempt(other.pairId)).toMatchObject({ status: 'not_started' });
+    // The client sent nothing more once refused (the outbound client's own retries are off for GitHub).
+    expect(gh.requests).toHaveLength(1);
+    expect((await retryAt(other.pairId)) - Date.now()).toBeGreaterThan(500);
     await pass();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(gh.requests).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pass();
     expect(await latestAttempt(other.pairId)).toMatchObject({ status: 'success' });
     expect(await docIds(other.pairId)).toHaveLength(2);
   }, 20_000);
+
+  it('primary limit: a 403 with x-ratelimit-remaining 0 is a rate limit until x-ratelimit-reset, never a permission error', async () => {
+    const resetAt = Date.now() + 1500;
+    gh.quota = { limit: 50, windowMs: 1500, status: 403, used: 50, resetAt };
+    try {
+      const { pairId } = await githubPair({ repositories: 'widgets', include_issues: false });
+      const { reason } = await waiting(pairId);
+      expect(reason).toContain('GitHub is rate limiting requests (403: the rate limit is exhausted');
+      expect(reason).not.toContain('permission');
+      expect(gh.requests).toHaveLength(1);
+      // Resumes no earlier than x-ratelimit-reset (whole seconds) and sends nothing before.
+      expect(await retryAt(pairId)).toBeGreaterThanOrEqual(Math.ceil(resetAt / 1000) * 1000);
+      await pass();
+      expect(gh.requests).toHaveLength(1);
+      const wait = (await retryAt(pairId)) - Date.now() + 50;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      await pass();
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    } finally {
+      gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0 };
+    }
+  }, 20_000);
+
+  it('secondary limit: a 403 naming it without retry-after waits at least a minute, and is no permission error', async () => {
+    gh.secondary = { remaining: 1, retryAfter: null, status: 403 };
+    const { pairId } = await githubPair({ repositories: 'widgets' });
+    const { reason } = await waiting(pairId);
+    expect(reason).toContain('GitHub is rate limiting requests (403: a secondary rate limit)');
+    expect(reason).not.toContain('permission');
+    expect((await retryAt(pairId)) - Date.now()).toBeGreaterThan(55_000);
+    expect(gh.requests).toHaveLength(1);
+    await pause(pairId);
+  });
+
+  it('a run spends at most request_budget_share of the window, then stops until the window resets', async () => {
+    gh.quota = { limit: 10, windowMs: 2000, status: 403, used: 0, resetAt: 0 };
+    try {
+      const { pairId } = await githubPair({ repositories: 'widgets', request_budget_share: 0.5 });
+      expect((await waiting(pairId)).reason).toContain(
+        "request budget is spent (5 of the token's 10 requests per window",
+      );
+      // Five requests sent, none refused by GitHub.
+      expect(gh.requests).toHaveLength(5);
+      expect(gh.quota.used).toBe(5);
+      await pause(pairId);
+      // Others spent 4 of a fresh window: after one request the token is at the share, the run stops.
+      gh.quota = { limit: 10, windowMs: 60_000, status: 403, used: 4, resetAt: Date.now() + 60_000 };
+      gh.requests.length = 0;
+      const other = await githubPair({ repositories: 'widgets', request_budget_share: 0.5 });
+      expect((await waiting(other.pairId)).reason).toContain('request budget is spent');
+      expect(gh.requests).toHaveLength(1);
+      await pause(other.pairId);
+    } finally {
+      gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0 };
+    }
+  });
+
+  it('an empty repository (409 on its tree) has no files and does not stop the run', async () => {
+    gh.repos.push(fakeRepo('blank', { empty: true }));
+    const { pairId } = await githubPair({
+      repositories: ['blank', 'widgets'],
+      include_markdown: true,
+      include_prs: false,
+      include_issues: false,
+    });
+    await pass();
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(pairId)).toEqual([web('widgets/blob/main/README.md')]);
+  });
+
+  it('a truncated tree is walked subtree by subtree; the tree is read once per run, not per batch of files', async () => {
+    const files = new Map<string, string>();
+    for (let i = 0; i < 60; i++) files.set(`docs/part${i % 3}/page${i}.md`, `page ${i} of the manual`);
+    files.set('README.md', 'the deep readme');
+    gh.repos.push(fakeRepo('manual', { files }));
+    gh.treeLimit = 10;
+    try {
+      const { pairId } = await githubPair({
+        repositories: 'manual',
+        include_markdown: true,
+        include_prs: false,
+        include_issues: false,
+      });
+      await pass();
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 61 });
+      expect(await docIds(pairId)).toContain(web('manual/blob/main/docs/part2/page59.md'));
+      const trees = gh.requests.filter((r) => r.includes('/git/trees/'));
+      // Each of the root, docs/ and the three parts: recursive (truncated), then one level.
+      expect(trees).toHaveLength(10);
+    } finally {
+      gh.treeLimit = 100_000;
+    }
+  });
+
+  it("a user owner's private repositories are listed through /user/repos when the token is that user's", async () => {
+    gh.ownerType = 'user';
+    gh.tokenUser = 'acme';
+    const own = await githubPair({ include_prs: false });
+    await pass();
+    expect(await docIds(own.pairId)).toContain(web('secret-sauce/issues/1'));
+    expect(gh.requests).toContain('/user/repos?affiliation=owner&per_page=100');
+    // Another user's owner: its public repositories only ("List repositories for a user").
+    gh.tokenUser = 'octocat';
+    const other = await githubPair({ include_prs: false });
+    await pass();
+    expect(await docIds(other.pairId)).not.toContain(web('secret-sauce/issues/1'));
+    expect(await docIds(other.pairId)).toContain(web('widgets/issues/1'));
+    gh.tokenUser = 'octocat';
+  });
 
   it('names every bad or missing key of the config and the credential (400)', async () => {
     await expect(
@@ -348,6 +485,39 @@ describe('github source', () => {
     await pass();
     expect(await sees(collaborator, 'kookaburra recipe', recipe)).toBe(false);
   });
+
+  it('sync access is refreshed by every poll, though no item changed: collaborators, and a repository made private', async () => {
+    const den = fakeRepo('den', {
+      private: true,
+      issues: [issue(1, 'Plans', 'the hidden meerkat plans')],
+      collaborators: ['ann-gh'],
+    });
+    const square = fakeRepo('square', { issues: [issue(2, 'Notice', 'the public meerkat notice')] });
+    gh.repos.push(den, square);
+    const ann = await person('ann.gh@corp.test', { source: 'github', external_id: 'ann-gh' });
+    const ben = await person('ben.gh@corp.test', { source: 'github', external_id: 'ben-gh' });
+    const { connectorId, pairId } = await githubPair({ repositories: 'den,square' }, {}, 'poll', 'sync');
+    await settle(pairId);
+    const plans = web('den/issues/1');
+    const notice = web('square/issues/2');
+    expect(await sees(ann, 'hidden meerkat plans', plans)).toBe(true);
+    expect(await sees(ben, 'hidden meerkat plans', plans)).toBe(false);
+    expect(await sees(ben, 'public meerkat notice', notice)).toBe(true);
+    // Ann is removed, Ben added; the public repository is made private (Ann its only collaborator).
+    den.collaborators = ['ben-gh'];
+    square.private = true;
+    square.collaborators = ['ann-gh'];
+    gh.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await sees(ann, 'hidden meerkat plans', plans)).toBe(false);
+    expect(await sees(ben, 'hidden meerkat plans', plans)).toBe(true);
+    expect(await sees(ben, 'public meerkat notice', notice)).toBe(false);
+    expect(await sees(ann, 'public meerkat notice', notice)).toBe(true);
+    // Per repository, not per item, once per run: each private repository's collaborators.
+    expect(gh.requests.filter((r) => r.includes('/collaborators'))).toHaveLength(2);
+  });
   it('a prune run (prune_freq) lists the ids the repositories still have and removes the deleted items', async () => {
     const tidy = fakeRepo('tidy', {
       issues: [
@@ -383,4 +553,89 @@ describe('github source', () => {
     await pass();
     expect(await docIds(pairId)).toHaveLength(3);
   });
+
+  it('a repository with issues disabled (410) is pruned by its pull requests, and the prune does not fail', async () => {
+    const quiet = fakeRepo('quiet', {
+      issues: [
+        issue(1, 'Only PR', 'a pull request', { is_pull: true }),
+        issue(2, 'Gone PR', 'x', { is_pull: true }),
+      ],
+    });
+    gh.repos.push(quiet);
+    const { connectorId, pairId } = await githubPair({ repositories: 'quiet' });
+    await admin().connectors.update({ connector_id: connectorId, prune_freq: 300 });
+    quiet.has_issues = false;
+    await pass();
+    expect(await docIds(pairId)).toEqual([web('quiet/pull/1'), web('quiet/pull/2')]);
+    (quiet.issues[1] as FakeIssue).deleted = true;
+    await sql`UPDATE cc_pairs SET last_pruned = now() - interval '1 hour' WHERE id = ${pairId}`.execute(
+      t.deps.db,
+    );
+    await pass();
+    expect(await docIds(pairId)).toEqual([web('quiet/pull/1')]);
+  });
+  it('sync: a private repository whose collaborators the token may not list (403) gives per-document errors; the others are indexed', async () => {
+    gh.repos.push(
+      fakeRepo('locked', {
+        private: true,
+        collaboratorsForbidden: true,
+        issues: [issue(1, 'Locked', 'the locked marmot issue'), issue(2, 'PR', 'x', { is_pull: true })],
+      }),
+    );
+    const { pairId } = await githubPair({ repositories: ['locked', 'widgets'] }, {}, 'poll', 'sync');
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
+    expect(await docIds(pairId)).toHaveLength(5);
+    expect((await docIds(pairId)).some((id) => id.includes('/locked/'))).toBe(false);
+    const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 10 });
+    expect(errors.items.map((e) => e.document_id).sort()).toEqual([
+      web('locked/issues/1'),
+      web('locked/pull/2'),
+    ]);
+    expect(errors.items[0]?.failure_message).toContain('collaborators of acme/locked (403)');
+    // Asked once for the run, not once per item.
+    expect(gh.requests.filter((r) => r.startsWith('/repos/acme/locked/collaborators'))).toHaveLength(1);
+  });
+  it('an organisation needing three windows of quota completes in three windows, one resumed attempt, nothing fetched twice', async () => {
+    const prs = Array.from({ length: 30 }, (_, i) =>
+      issue(i + 1, `Change ${i + 1}`, `the windowed wallaby change ${i + 1}`, { is_pull: true }),
+    );
+    gh.repos.push(fakeRepo('big', { issues: prs }));
+    gh.pageSize = 100;
+    // 1 repository + 1 listing page + 3 requests per pull request = 92 requests, 40 per window.
+    gh.quota = { limit: 40, windowMs: 1500, status: 403, used: 0, resetAt: 0, refused: 0 };
+    try {
+      const { pairId } = await githubPair({
+        repositories: 'big',
+        include_issues: false,
+        request_budget_share: 1,
+      });
+      const started = Date.now();
+      for (let i = 0; i < 40; i++) {
+        await pass();
+        const status = (await latestAttempt(pairId))?.status;
+        if (status === 'success' || status === 'completed_with_errors') break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+      expect(await docIds(pairId)).toHaveLength(30);
+      const attempts = await admin().connectors.indexAttempts({
+        cc_pair_id: pairId,
+        page_num: 0,
+        page_size: 10,
+      });
+      expect(attempts.items).toHaveLength(1);
+      // Two waits for the window to reset: more than two windows, less than four.
+      expect(Date.now() - started).toBeGreaterThan(2 * 1500 - 500);
+      expect(Date.now() - started).toBeLessThan(4 * 1500 + 3000);
+      // Nothing fetched twice but the listing page each resumed attempt reads again; nothing refused.
+      expect(new Set(gh.requests).size).toBe(92);
+      const again = gh.requests.filter((r, i) => gh.requests.indexOf(r) !== i);
+      expect(again.every((r) => r.startsWith('/repos/acme/big/pulls?'))).toBe(true);
+      expect(again.length).toBeLessThanOrEqual(2);
+      expect(gh.quota.refused).toBe(0);
+    } finally {
+      gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0, refused: 0 };
+    }
+  }, 30_000);
 });

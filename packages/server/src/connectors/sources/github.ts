@@ -1,14 +1,19 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { retryAfterMs } from '../../outbound/outbound.ts';
 import { getJson, nextLink } from './http.ts';
+import { rateLimitedUntil } from './limits.ts';
 import {
   type EventVerdict,
   type ExternalAccess,
   type JsonValue,
   type LoadArgs,
+  type PermissionEntry,
+  RateLimitedError,
   type Source,
   type SourceBatch,
   type SourceDocument,
+  type SourceDocumentFailure,
   SourceError,
   type SourceEvent,
   type SourceRunContext,
@@ -28,6 +33,12 @@ const GitHubConfig = z.object({
   include_prs: z.boolean().default(true),
   include_issues: z.boolean().default(true),
   include_markdown: z.boolean().default(false),
+  /**
+   * Largest share of the token's rate-limit window (5,000 requests an hour for a personal token) one run
+   * spends; past it the run stops and resumes when the window resets, leaving the rest to other users
+   * of the token.
+   */
+  request_budget_share: z.number().gt(0).max(1).default(0.8),
 });
 export type GitHubConfig = z.infer<typeof GitHubConfig>;
 
@@ -101,6 +112,8 @@ type Args = SourceRunContext<GitHubConfig, GitHubCredential>;
 
 const PER_PAGE = 100;
 const FILES_PER_BATCH = 50;
+/** Pull requests or issues per batch: about three requests each for a pull request. */
+const ITEMS_PER_BATCH = 20;
 
 function api(args: Args, path: string): string {
   return `${args.config.base_url.replace(/\/+$/, '')}${path}`;
@@ -114,15 +127,175 @@ function headers(args: Args): Record<string, string> {
   };
 }
 
-/** GitHub answers an exhausted rate limit with 403 and `x-ratelimit-remaining: 0`. */
-const rateLimited = (response: Response) =>
-  response.status === 403 && response.headers.get('x-ratelimit-remaining') === '0';
+/** A secondary limit that names no `retry-after`: "wait for at least one minute before retrying" (GitHub's rate-limit page). */
+const SECONDARY_WAIT_MS = 60_000;
+/** Quota of a personal access token when GitHub has not told its own yet. */
+const DEFAULT_HOURLY_LIMIT = 5000;
+const TRANSIENT_RETRIES = 2;
 
-async function get<T>(args: Args, url: string) {
-  const result = await getJson<T>(args, url, { headers: headers(args), service: 'GitHub', rateLimited });
-  if (result && rateLimited(result.response))
-    throw new SourceError('rate_limited', 'GitHub rate limit exhausted');
-  return result;
+/**
+ * GitHub's rate limits for one run (docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api):
+ * the `x-ratelimit-*` headers of every answer are read; once `remaining` is 0 no request is sent before
+ * `x-ratelimit-reset`; a run sends no request once the token has spent `request_budget_share` of the
+ * window (by this run's count or by GitHub's, whichever is more), leaving the rest to the token's other
+ * users; 403/429 refusals are told apart (primary limit, secondary limit, missing permission).
+ */
+class RateLimits {
+  readonly #share: number;
+  #limit: number | null = null;
+  #remaining: number | null = null;
+  /** Epoch ms at which the current window resets. */
+  #reset: number | null = null;
+  /** Requests this run sent in the current window. */
+  #spent = 0;
+
+  constructor(share: number) {
+    this.#share = share;
+  }
+
+  /** Called before each request: refuses it while the token is limited or the run's budget is spent. */
+  beforeRequest(now = Date.now()): void {
+    this.reserve(1, now);
+    this.#spent++;
+  }
+
+  /**
+   * Called before an item that needs about `cost` requests (a pull request: three): when the window
+   * cannot pay for it, the run stops before the item rather than part-way through it (whose requests
+   * the next attempt would send again).
+   */
+  reserve(cost: number, now = Date.now()): void {
+    if (this.#reset !== null && now >= this.#reset) {
+      this.#spent = 0;
+      this.#remaining = null;
+      this.#reset = null;
+    }
+    if (this.#remaining !== null && this.#remaining < cost)
+      throw rateLimitedUntil(
+        'GitHub',
+        this.#resumeAt(),
+        'is rate limiting requests (its rate limit is exhausted until x-ratelimit-reset)',
+      );
+    const limit = this.#limit ?? DEFAULT_HOURLY_LIMIT;
+    const budget = Math.max(1, Math.floor(this.#share * limit));
+    // What the token spent in this window (this run, earlier attempts, other users of the token).
+    const used = Math.max(this.#spent, this.#remaining === null ? 0 : limit - this.#remaining);
+    if (used + cost > budget)
+      throw rateLimitedUntil(
+        'GitHub',
+        this.#resumeAt() ?? new Date(now + 3_600_000),
+        `request budget is spent (${budget} of the token's ${limit} requests per window: request_budget_share)`,
+      );
+  }
+
+  /** Reads the rate-limit headers of an answer and turns a rate-limit refusal into its error. */
+  async inspect(response: Response): Promise<SourceError | null> {
+    const h = response.headers;
+    const limit = Number(h.get('x-ratelimit-limit'));
+    const remaining = h.get('x-ratelimit-remaining');
+    const reset = Number(h.get('x-ratelimit-reset')) * 1000;
+    if (limit > 0) this.#limit = limit;
+    if (remaining !== null && /^\d+$/.test(remaining)) this.#remaining = Number(remaining);
+    if (reset > 0) {
+      // A later reset is a new window: what this run spent counts from there.
+      if (this.#reset !== null && reset > this.#reset) this.#spent = 1;
+      this.#reset = reset;
+    }
+    if (response.status !== 403 && response.status !== 429) return null;
+    if (remaining === '0')
+      return rateLimitedUntil(
+        'GitHub',
+        this.#resumeAt(),
+        `is rate limiting requests (${response.status}: the rate limit is exhausted until x-ratelimit-reset)`,
+      );
+    const retryAfter = retryAfterMs(h.get('retry-after'));
+    if (retryAfter !== null)
+      return rateLimitedUntil(
+        'GitHub',
+        new Date(Date.now() + retryAfter),
+        `is rate limiting requests (${response.status}: a secondary rate limit, retry-after)`,
+      );
+    const message = response.status === 403 ? await response.text().catch(() => '') : '';
+    if (response.status === 429 || /rate limit|abuse/i.test(message))
+      return rateLimitedUntil(
+        'GitHub',
+        new Date(Date.now() + SECONDARY_WAIT_MS),
+        `is rate limiting requests (${response.status}: a secondary rate limit)`,
+      );
+    return new Forbidden();
+  }
+
+  #resumeAt(): Date | null {
+    return this.#reset === null ? null : new Date(this.#reset + 1000);
+  }
+}
+/**
+ * Per-run state (rate limits, collaborators, trees) is keyed by the run's configuration object: one
+ * per attempt or event delivery, shared by an attempt's `load` and its permission pass.
+ */
+const rateLimitsOf = new WeakMap<object, RateLimits>();
+
+/** A 403 that is no rate limit: the token may not do this (the whole run, unless the caller knows better). */
+class Forbidden extends SourceError {
+  constructor() {
+    super('auth', 'GitHub denied access (403): the token lacks a permission');
+  }
+}
+
+/**
+ * The collaborators of a private repository cannot be read ("Must have push access to view
+ * repository collaborators": a read-only token). Its items cannot be given their audience, so they
+ * become per-document errors; the other repositories are indexed.
+ */
+class CollaboratorsRefused extends SourceError {
+  constructor(message: string) {
+    super('auth', message);
+  }
+}
+
+function limitsOf(args: Args): RateLimits {
+  let limits = rateLimitsOf.get(args.config);
+  if (!limits) {
+    limits = new RateLimits(args.config.request_budget_share);
+    rateLimitsOf.set(args.config, limits);
+  }
+  return limits;
+}
+
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/**
+ * A GET through GitHub's rate-limit rules. The outbound client does not retry here (it would resend
+ * while rate limited, which GitHub warns can get an integration banned); network errors and 5xx are
+ * retried here, twice, with backoff.
+ */
+async function get<T>(args: Args, url: string, nullStatuses: readonly number[] = []) {
+  const limits = limitsOf(args);
+  for (let attempt = 0; ; attempt++) {
+    limits.beforeRequest();
+    try {
+      return await getJson<T>(args, url, {
+        headers: headers(args),
+        service: 'GitHub',
+        inspect: (response) => limits.inspect(response),
+        nullStatuses,
+        outbound: { retries: 0 },
+      });
+    } catch (error) {
+      const retry = error instanceof SourceError && error.kind === 'transient' && attempt < TRANSIENT_RETRIES;
+      if (!retry || args.signal.aborted) throw error;
+      await pause(500 * 2 ** attempt, args.signal);
+    }
+  }
 }
 
 const repoOf = (r: Repo): Repo => ({
@@ -147,7 +320,12 @@ async function listRepos(args: Args): Promise<Repo[]> {
   let url: string | null = api(args, `/orgs/${owner}/repos?type=all&per_page=${PER_PAGE}`);
   let first = await get<Repo[]>(args, url);
   if (!first) {
-    url = api(args, `/users/${owner}/repos?type=owner&per_page=${PER_PAGE}`);
+    // "List repositories for a user" lists public ones only; the token's own user lists its private
+    // ones too through "List repositories for the authenticated user" (`type` and `affiliation`
+    // cannot be combined there).
+    url = (await isTokenUser(args))
+      ? api(args, `/user/repos?affiliation=owner&per_page=${PER_PAGE}`)
+      : api(args, `/users/${owner}/repos?type=owner&per_page=${PER_PAGE}`);
     first = await get<Repo[]>(args, url);
   }
   if (!first) throw new SourceError('not_found', `GitHub user or organisation ${repo_owner} not found`);
@@ -162,6 +340,17 @@ async function listRepos(args: Args): Promise<Repo[]> {
   return repos;
 }
 
+/** Whether the owner is the token's own user (`GET /user`; an app token, which has no user, is refused). */
+async function isTokenUser(args: Args): Promise<boolean> {
+  try {
+    const me = await get<User>(args, api(args, '/user'));
+    return me?.data.login?.toLowerCase() === args.config.repo_owner.toLowerCase();
+  } catch (error) {
+    if (error instanceof SourceError && error.kind === 'auth') return false;
+    throw error;
+  }
+}
+
 /**
  * Who may see a repository's documents (`sync` access only): everyone for public repositories, else
  * the repository's collaborators by login (matched against linked `github` identities). Read once per
@@ -170,21 +359,31 @@ async function listRepos(args: Args): Promise<Repo[]> {
 async function accessOf(args: Args, repo: Repo): Promise<ExternalAccess | undefined> {
   if (args.accessType !== 'sync') return undefined;
   if (!repo.private) return { is_public: true, user_emails: [], external_group_ids: [] };
-  const cache = collaborators.get(args) ?? new Map<string, Promise<string[]>>();
-  collaborators.set(args, cache);
+  const cache = collaborators.get(args.config) ?? new Map<string, Promise<string[]>>();
+  collaborators.set(args.config, cache);
   let logins = cache.get(repo.full_name);
   if (!logins) {
     logins = (async () => {
       const found: string[] = [];
       let url: string | null = api(args, `/repos/${repoPath(repo)}/collaborators?per_page=${PER_PAGE}`);
       while (url) {
-        const page: { data: User[]; response: Response } | null = await get<User[]>(args, url);
+        let page: { data: User[]; response: Response } | null;
+        try {
+          page = await get<User[]>(args, url);
+        } catch (error) {
+          if (!(error instanceof Forbidden)) throw error;
+          throw new CollaboratorsRefused(
+            `GitHub refused to list the collaborators of ${repo.full_name} (403): a sync pair's token needs push access to its private repositories`,
+          );
+        }
         if (!page) break;
         for (const user of page.data) found.push(user.login.toLowerCase());
         url = nextLink(page.response.headers.get('link'));
       }
       return found;
     })();
+    // A failure is kept for the run (each item reports it without asking again), and handled by callers.
+    logins.catch(() => {});
     cache.set(repo.full_name, logins);
   }
   return { is_public: false, user_emails: [], external_group_ids: [], user_ids: await logins };
@@ -310,16 +509,60 @@ function firstUrl(args: Args, repo: Repo, stage: Stage, since: Date | null): str
   return api(args, `${base}/git/trees/${encodeURIComponent(repo.default_branch)}?recursive=1`);
 }
 
+interface TreeEntry {
+  path: string;
+  type: string;
+  sha: string;
+}
+interface Tree {
+  tree: TreeEntry[];
+  truncated?: boolean;
+}
+
+/**
+ * Every blob under a tree (a branch name or a tree sha), paths prefixed. "Get a tree": a recursive
+ * answer over 100,000 entries or 7 MB comes `truncated`; then the tree is read one level and each
+ * subtree the same way. 409 is GitHub's answer for an empty repository: it has no files.
+ */
+async function blobsUnder(args: Args, repo: Repo, ref: string, prefix: string): Promise<TreeEntry[]> {
+  const base = `/repos/${repoPath(repo)}/git/trees/${encodeURIComponent(ref)}`;
+  const full = await get<Tree>(args, api(args, `${base}?recursive=1`), [409]);
+  if (!full) return [];
+  const withPrefix = (e: TreeEntry) => ({ ...e, path: `${prefix}${e.path}` });
+  if (!full.data.truncated) return full.data.tree.filter((e) => e.type === 'blob').map(withPrefix);
+  const level = await get<Tree>(args, api(args, base), [409]);
+  const blobs: TreeEntry[] = [];
+  for (const entry of level?.data.tree ?? []) {
+    if (entry.type === 'blob') blobs.push(withPrefix(entry));
+    else if (entry.type === 'tree')
+      blobs.push(...(await blobsUnder(args, repo, entry.sha, `${prefix}${entry.path}/`)));
+  }
+  return blobs;
+}
+
+/** The Markdown files of a repository's default branch, read once per run. */
+function markdownFiles(args: Args, repo: Repo): Promise<TreeEntry[]> {
+  const cache = trees.get(args.config) ?? new Map<string, Promise<TreeEntry[]>>();
+  trees.set(args.config, cache);
+  let files = cache.get(repo.full_name);
+  if (!files) {
+    files = blobsUnder(args, repo, repo.default_branch, '').then((blobs) =>
+      blobs.filter((e) => /\.(md|markdown)$/i.test(e.path)),
+    );
+    // A failed read is not kept: the next batch (or attempt) asks again.
+    files.catch(() => cache.delete(repo.full_name));
+    cache.set(repo.full_name, files);
+  }
+  return files;
+}
+const trees = new WeakMap<object, Map<string, Promise<TreeEntry[]>>>();
+
 async function markdownBatch(
   args: Args,
   repo: Repo,
   offset: number,
 ): Promise<{ documents: SourceDocument[]; done: boolean }> {
-  const tree = await get<{ tree: { path: string; type: string; sha: string }[] }>(
-    args,
-    firstUrl(args, repo, 'files', null),
-  );
-  const files = (tree?.data.tree ?? []).filter((e) => e.type === 'blob' && /\.(md|markdown)$/i.test(e.path));
+  const files = await markdownFiles(args, repo);
   const documents: SourceDocument[] = [];
   for (const file of files.slice(offset, offset + FILES_PER_BATCH)) {
     const blob = await get<{ content: string; encoding: string }>(
@@ -359,30 +602,80 @@ async function* load(args: LoadArgs<GitHubConfig, GitHubCredential>): AsyncItera
     return null;
   };
   if (!repos.length) return;
+  /** The listing page being worked through (read once however many batches it makes). */
+  let listed = null as { url: string; page: { data: (Issue | Pull)[]; response: Response } | null } | null;
   while (true) {
     const repo = repos[cp.index] as Repo;
     let documents: SourceDocument[] = [];
+    const failures: SourceDocumentFailure[] = [];
     let following: Checkpoint | null;
-    if (cp.stage === 'files') {
+    /** Why the repository's items cannot be indexed (its collaborators unreadable); asked only when an item is. */
+    const refusal = () =>
+      accessOf(args, repo).then(
+        () => null,
+        (error) => {
+          if (error instanceof CollaboratorsRefused) return error.message;
+          throw error;
+        },
+      );
+    const refused = cp.stage === 'files' ? await refusal() : null;
+    if (cp.stage === 'files' && refused) {
+      const files = await markdownFiles(args, repo);
+      for (const file of files.slice(cp.offset, cp.offset + FILES_PER_BATCH)) {
+        const link = `${repo.html_url}/blob/${repo.default_branch}/${file.path}`;
+        failures.push({ document_id: link, link, message: refused });
+      }
+      following =
+        cp.offset + FILES_PER_BATCH >= files.length
+          ? advance()
+          : { ...cp, offset: cp.offset + FILES_PER_BATCH };
+    } else if (cp.stage === 'files') {
       const batch = await markdownBatch(args, repo, cp.offset);
       documents = batch.documents;
       following = batch.done ? advance() : { ...cp, offset: cp.offset + FILES_PER_BATCH };
     } else {
-      const page = await get<(Issue | Pull)[]>(args, cp.next ?? firstUrl(args, repo, cp.stage, since));
+      const url = cp.next ?? firstUrl(args, repo, cp.stage, since);
+      if (listed?.url !== url) listed = { url, page: await get<(Issue | Pull)[]>(args, url) };
+      const { page } = listed;
+      const items = page?.data ?? [];
       let reachedOlder = false;
-      for (const item of page?.data ?? []) {
+      let at = cp.offset;
+      // A batch is a part of a page (each item costs requests of its own): a run stopped by a rate
+      // limit resumes after the last item indexed, not at the start of the page.
+      let limited: unknown = null;
+      for (; at < items.length && at < cp.offset + ITEMS_PER_BATCH; at++) {
+        const item = items[at] as Issue | Pull;
         if (since && new Date(item.updated_at) < since) {
           reachedOlder = true;
           break;
         }
-        if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
-        else if (!(item as Issue).pull_request)
-          documents.push(await issueDocument(args, repo, item as Issue));
+        if (cp.stage === 'issues' && (item as Issue).pull_request) continue;
+        try {
+          // A pull request costs three requests (comments, reviews, review comments), an issue one.
+          limitsOf(args).reserve(cp.stage === 'prs' ? 3 : 1);
+          const refused = await refusal();
+          if (refused) failures.push({ document_id: item.html_url, link: item.html_url, message: refused });
+          else if (cp.stage === 'prs') documents.push(await pullDocument(args, repo, item as Pull));
+          else documents.push(await issueDocument(args, repo, item as Issue));
+        } catch (error) {
+          if (!(error instanceof RateLimitedError)) throw error;
+          limited = error;
+          break;
+        }
       }
-      const next = page && !reachedOlder ? nextLink(page.response.headers.get('link')) : null;
-      following = next ? { ...cp, next } : advance();
+      if (limited) {
+        // What was read before the limit is kept: the next attempt starts at the item that hit it.
+        if (documents.length || failures.length)
+          yield { documents, failures, checkpoint: { ...cp, next: url, offset: at } as unknown as JsonValue };
+        throw limited;
+      }
+      if (!reachedOlder && at < items.length) following = { ...cp, next: url, offset: at };
+      else {
+        const next = page && !reachedOlder ? nextLink(page.response.headers.get('link')) : null;
+        following = next ? { ...cp, next, offset: 0 } : advance();
+      }
     }
-    yield { documents, checkpoint: following as unknown as JsonValue };
+    yield { documents, failures, checkpoint: following as unknown as JsonValue };
     if (!following) return;
     cp = following;
   }
@@ -451,6 +744,17 @@ async function fetchRefs(
   return { documents, deleted };
 }
 
+/** The ids of a repository's pull requests (when its issue listing, which includes them, is disabled). */
+async function* pullIds(args: Args, repo: Repo): AsyncIterable<string[]> {
+  let url: string | null = api(args, `/repos/${repoPath(repo)}/pulls?state=all&per_page=${PER_PAGE}`);
+  while (url) {
+    const page: { data: Pull[]; response: Response } | null = await get<Pull[]>(args, url);
+    if (!page) return;
+    yield page.data.map((pr) => pr.html_url);
+    url = nextLink(page.response.headers.get('link'));
+  }
+}
+
 /** Every document id the repositories still have (for `prune_freq`): one pass over the issue listing (which includes pull requests) and the trees. */
 async function* listIds(args: Args): AsyncIterable<string[]> {
   const { include_prs, include_issues, include_markdown } = args.config;
@@ -460,27 +764,48 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
         args,
         `/repos/${repoPath(repo)}/issues?state=all&sort=created&direction=asc&per_page=${PER_PAGE}`,
       );
+      let first = true;
       while (url) {
         const page: { data: Issue[]; response: Response } | null = await get<Issue[]>(args, url);
+        if (!page && first) {
+          // Issues disabled (410 "Issues are disabled for this repo", or 404): the repository has no
+          // issues, and its pull requests are listed on their own.
+          if (include_prs) yield* pullIds(args, repo);
+          break;
+        }
         if (!page)
           throw new SourceError('not_found', `GitHub repository ${repo.full_name} could not be listed`);
+        first = false;
         yield page.data
           .filter((item) => (item.pull_request ? include_prs : include_issues))
           .map((item) => item.html_url);
         url = nextLink(page.response.headers.get('link'));
       }
     }
-    if (include_markdown) {
-      const tree = await get<{ tree: { path: string; type: string }[] }>(
-        args,
-        firstUrl(args, repo, 'files', null),
+    if (include_markdown)
+      yield (await markdownFiles(args, repo)).map(
+        (e) => `${repo.html_url}/blob/${repo.default_branch}/${e.path}`,
       );
-      if (!tree)
-        throw new SourceError('not_found', `GitHub repository ${repo.full_name} has no readable tree`);
-      yield tree.data.tree
-        .filter((e) => e.type === 'blob' && /\.(md|markdown)$/i.test(e.path))
-        .map((e) => `${repo.html_url}/blob/${repo.default_branch}/${e.path}`);
+  }
+}
+
+/**
+ * Current access of every repository's documents (`sync` pairs, on every run): a repository made
+ * private or public, or a collaborator added or removed, changes no item, so polls would not see it.
+ * Read per repository (its visibility, and its collaborators when private), applied to every document
+ * under it. Collaborators the token may not list give the repository's documents to no one.
+ */
+async function* permissions(args: Args): AsyncIterable<PermissionEntry[]> {
+  for (const repo of await listRepos(args)) {
+    let access: ExternalAccess;
+    try {
+      access = (await accessOf(args, repo)) ?? { is_public: false, user_emails: [], external_group_ids: [] };
+    } catch (error) {
+      if (!(error instanceof CollaboratorsRefused)) throw error;
+      args.logger.warn(error.message);
+      access = { is_public: false, user_emails: [], external_group_ids: [], user_ids: [] };
     }
+    yield [{ document_id_prefix: `${repo.html_url}/`, access }];
   }
 }
 
@@ -495,5 +820,6 @@ export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   secretTargets: (config) => [{ key: 'connector_specific_config.base_url', url: config.base_url }],
   load,
   listIds,
+  permissions,
   events: { verify, fetch: fetchRefs },
 };

@@ -20,7 +20,15 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass } = t;
-const { docIds, textOf, latestAttempt: lastAttempt, settle, sourcePair } = connectorTestHelpers(t);
+const {
+  docIds,
+  textOf,
+  latestAttempt: lastAttempt,
+  settle,
+  sourcePair,
+  person,
+  sees,
+} = connectorTestHelpers(t);
 let google: FakeGoogle;
 
 beforeAll(async () => {
@@ -37,6 +45,17 @@ beforeEach(() => {
   google.groups.clear();
   google.rateLimit.remaining = 0;
 });
+
+/** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
+async function waiting(pairId: number) {
+  for (let i = 0; i < 6; i++) {
+    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
+    if (progress?.waiting_until)
+      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
+    await pass();
+  }
+  return { until: 0, reason: '' };
+}
 
 const docId = (id: string) => `https://drive.google.com/open?id=${id}`;
 const OLD = new Date('2026-01-01T00:00:00Z');
@@ -212,6 +231,8 @@ describe('google_drive source', () => {
       status: 'failed',
       error_msg: expect.stringContaining('Google refused the credential (401 unauthorized_client)'),
     });
+    for (const id of [revoked.pairId, notDelegated.pairId])
+      await admin().connectors.setPairStatus({ cc_pair_id: id, status: 'paused' });
   });
 
   it('waits out 429 with Retry-After; past the retries the attempt waits until then and resumes', async () => {
@@ -392,5 +413,120 @@ describe('google_drive source', () => {
     });
     expect(await seen(jim.token)).toEqual([docId('danyone'), docId('dgrant')].sort());
     expect(await seen(ivy.token)).toEqual([docId('danyone')]);
+  });
+  it('a link-only domain share (allowFileDiscovery: false) grants nothing; a discoverable one grants the domain', async () => {
+    const ivy = await person('ivy2@personal.example', {
+      source: 'google_drive',
+      external_id: 'ivy2@corp.example',
+    });
+    file('llink', {
+      owner: 'zoe@corp.example',
+      parents: ['folderL'],
+      content: 'the linkonly okapi memo',
+      permissions: [
+        { type: 'user', emailAddress: 'zoe@corp.example', role: 'owner' },
+        { type: 'domain', domain: 'corp.example', role: 'reader', allowFileDiscovery: false },
+      ],
+    });
+    file('lfind', {
+      owner: 'zoe@corp.example',
+      parents: ['folderL'],
+      content: 'the findable okapi memo',
+      permissions: [
+        { type: 'user', emailAddress: 'zoe@corp.example', role: 'owner' },
+        { type: 'domain', domain: 'corp.example', role: 'reader', allowFileDiscovery: true },
+      ],
+    });
+    const { connectorId, pairId } = await pair({ folder_ids: ['folderL'] }, undefined, 'sync');
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await sees(ivy, 'linkonly okapi memo', docId('llink'))).toBe(false);
+    expect(await sees(ivy, 'findable okapi memo', docId('lfind'))).toBe(true);
+    // Made discoverable at the source: the permission pass of the next run grants the domain.
+    const link = google.files.get('llink');
+    if (!link) throw new Error('missing');
+    link.permissions = link.permissions.map((p) =>
+      p.type === 'domain' ? { ...p, allowFileDiscovery: true } : p,
+    );
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await sees(ivy, 'linkonly okapi memo', docId('llink'))).toBe(true);
+  });
+
+  it('one file Drive refuses (export over 10 MB, cannotDownloadFile) is a per-document error; the others are indexed', async () => {
+    google.exportLimitBytes = 64;
+    try {
+      file('pbig', {
+        parents: ['folderP'],
+        name: 'Huge doc',
+        mimeType: 'application/vnd.google-apps.document',
+        content: `the enormous ${'x'.repeat(100)} doc`,
+      });
+      file('pflagged', { parents: ['folderP'], name: 'flagged.txt', refused: 'cannotDownloadFile' });
+      file('pgood', { parents: ['folderP'], content: 'the perfectly fine quokka file' });
+      const { pairId } = await pair({ folder_ids: ['folderP'] });
+      await settle(pairId);
+      expect(await lastAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
+      expect(await docIds(pairId)).toEqual([docId('pgood')]);
+      const errors = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 5 });
+      const messages = errors.items.map((e) => e.failure_message).join(' | ');
+      expect(messages).toContain('exportSizeLimitExceeded');
+      expect(messages).toContain('cannotDownloadFile');
+      expect(errors.items.map((e) => e.document_id).sort()).toEqual([docId('pbig'), docId('pflagged')]);
+    } finally {
+      google.exportLimitBytes = 10 * 1024 * 1024;
+    }
+  });
+
+  it('403 userRateLimitExceeded is a rate limit, not a credential problem', async () => {
+    file('q1', { parents: ['folderQ'] });
+    google.rateLimit = { remaining: 100, retryAfter: 1, quota403: true };
+    const { pairId } = await pair({ folder_ids: ['folderQ'] });
+    const { until, reason } = await waiting(pairId);
+    expect(reason).toContain('is over its request quota (403 userRateLimitExceeded)');
+    expect(reason).not.toContain('refused the credential');
+    expect(google.rateLimit.remaining).toBe(99);
+    // Resumed no earlier than a minute later (Drive counts its quotas per minute).
+    expect(until - Date.now()).toBeGreaterThan(50_000);
+    google.rateLimit = { remaining: 0, retryAfter: 1 };
+    await admin().connectors.setPairStatus({ cc_pair_id: pairId, status: 'paused' });
+  });
+
+  it('a shortcut is followed to its target, indexed once under the target id', async () => {
+    file('starget', { parents: ['elsewhere'], content: 'the shortcut target wombat' });
+    file('sshort', {
+      parents: ['folderS'],
+      name: 'Shortcut to target',
+      mimeType: 'application/vnd.google-apps.shortcut',
+      content: '',
+      shortcutTarget: 'starget',
+    });
+    const { pairId } = await pair({ folder_ids: ['folderS'] });
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(await docIds(pairId)).toEqual([docId('starget')]);
+    expect(await textOf(docId('starget'))).toContain('shortcut target wombat');
+  });
+  it('incompleteSearch over allDrives: the folder is listed again in its own shared drive, nothing missed', async () => {
+    google.incompleteSearch = true;
+    try {
+      const folder = 'application/vnd.google-apps.folder';
+      file('ifolder', {
+        name: 'Team folder',
+        mimeType: folder,
+        parents: ['drive7'],
+        driveId: 'drive7',
+        content: '',
+      });
+      file('isub', { name: 'Sub', mimeType: folder, parents: ['ifolder'], driveId: 'drive7', content: '' });
+      file('ione', { parents: ['ifolder'], driveId: 'drive7', content: 'the first ibis note' });
+      file('itwo', { parents: ['isub'], driveId: 'drive7', content: 'the second ibis note' });
+      const { pairId } = await pair({ folder_ids: ['ifolder'] });
+      await settle(pairId);
+      expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+      expect(await docIds(pairId)).toEqual([docId('ione'), docId('itwo')]);
+    } finally {
+      google.incompleteSearch = false;
+    }
   });
 });

@@ -2,13 +2,15 @@ import { importPKCS8, SignJWT } from 'jose';
 import { z } from 'zod';
 import { kindOf } from '../../files/files.parse.ts';
 import { domainGroupId } from '../../identity/principals.ts';
-import { OutboundError } from '../../outbound/outbound.ts';
-import { getJson, type RestContext, sourceRequest } from './rest.ts';
+import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
+import { rateLimitedUntil } from './limits.ts';
+import { type RestContext, sourceRequest } from './rest.ts';
 import {
   type ExternalAccess,
   type ExternalGroup,
   type JsonValue,
   type LoadArgs,
+  RateLimitedError,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -24,6 +26,7 @@ const DEFAULT_TOKEN_URI = 'https://oauth2.googleapis.com/token';
 const DRIVE_SCOPE = 'https://www.googleapis.com/auth/drive.readonly';
 const GROUPS_SCOPE = 'https://www.googleapis.com/auth/admin.directory.group.readonly';
 const FOLDER = 'application/vnd.google-apps.folder';
+const SHORTCUT = 'application/vnd.google-apps.shortcut';
 /** Google's own formats, exported as text (Sheets as CSV of the first sheet, as the API does). */
 const EXPORTS: Record<string, string> = {
   'application/vnd.google-apps.document': 'text/plain',
@@ -111,12 +114,43 @@ interface DriveFile {
   size?: string;
   owners?: { emailAddress?: string; displayName?: string }[];
   permissions?: DrivePermission[];
+  shortcutDetails?: { targetId?: string; targetMimeType?: string };
 }
 interface DrivePermission {
   type: 'user' | 'group' | 'domain' | 'anyone';
   emailAddress?: string;
   domain?: string;
   role?: string;
+  /** `false` for "anyone (at the domain) with the link": the file is not discoverable by search. */
+  allowFileDiscovery?: boolean;
+}
+
+/**
+ * Reasons of a Drive 403 that are quota, not permission ("Resolve a 403 error: User rate limit
+ * exceeded", developers.google.com/drive/api/guides/handle-errors): back off and retry.
+ */
+const QUOTA_REASONS = new Set(['userRateLimitExceeded', 'rateLimitExceeded', 'dailyLimitExceeded']);
+const QUOTA_WAIT_MS = 60_000;
+/**
+ * Reasons of a Drive 403 that concern one file: it is skipped with a per-document error and the run
+ * goes on ("Docs exports are limited to 10 MB": `exportSizeLimitExceeded`, files.export reference).
+ */
+const ITEM_REASONS = new Set([
+  'exportSizeLimitExceeded',
+  'cannotExportFile',
+  'cannotDownloadFile',
+  'cannotDownloadAbusiveFile',
+  'fileNotDownloadable',
+  'insufficientFilePermissions',
+]);
+
+/** One file Drive refused to serve (a reason of `ITEM_REASONS`). */
+class FileRefused extends Error {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super(message);
+    this.reason = reason;
+  }
 }
 
 /** An access token for the run, fetched (and refreshed before it expires) from the token endpoint. */
@@ -212,7 +246,47 @@ function rest(args: Args): RestContext {
   return { fetch: args.fetch, signal: args.signal };
 }
 
-const FILE_FIELDS = 'id,name,mimeType,modifiedTime,webViewLink,size,owners(emailAddress,displayName)';
+/**
+ * A Drive request: a 403 is told apart by its reason (quota → rate limited, one file → `FileRefused`,
+ * otherwise the credential lacks access); 404 is returned to the caller.
+ */
+async function driveRequest(args: Args, url: string, headers: Record<string, string>): Promise<Response> {
+  const response = await sourceRequest(rest(args), SERVICE, url, { headers }, [403]);
+  if (response.status !== 403) return response;
+  const body = (await response.json().catch(() => ({}))) as {
+    error?: { message?: string; errors?: { reason?: string; message?: string }[] };
+  };
+  const reason = body.error?.errors?.find((e) => e.reason)?.reason ?? '';
+  if (QUOTA_REASONS.has(reason)) {
+    // Drive's quotas are counted per minute ("Usage limits"): without a Retry-After, a minute.
+    const wait = retryAfterMs(response.headers.get('retry-after')) ?? QUOTA_WAIT_MS;
+    throw rateLimitedUntil(SERVICE, new Date(Date.now() + wait), `is over its request quota (403 ${reason})`);
+  }
+  if (ITEM_REASONS.has(reason))
+    throw new FileRefused(reason, `Google Drive refused the file (403 ${reason})`);
+  throw new SourceError(
+    'auth',
+    `${SERVICE} refused the credential (403${reason ? ` ${reason}` : ''}): check the credential's keys and its access`,
+  );
+}
+
+/** A Drive JSON GET; `null` for 404. */
+async function driveJson<T>(args: Args, url: string, headers: Record<string, string>): Promise<T | null> {
+  const response = await driveRequest(args, url, { accept: 'application/json', ...headers });
+  if (response.status === 404) {
+    await response.body?.cancel().catch(() => {});
+    return null;
+  }
+  try {
+    return (await response.json()) as T;
+  } catch (error) {
+    throw new SourceError('transient', `${SERVICE} sent a response that is not JSON`, { cause: error });
+  }
+}
+
+const FILE_FIELDS =
+  'id,name,mimeType,modifiedTime,webViewLink,size,owners(emailAddress,displayName),shortcutDetails(targetId,targetMimeType)';
+const PERMISSION_FIELDS = 'permissions(type,emailAddress,domain,role,allowFileDiscovery)';
 
 /** One listing of files: a flat query (My Drive, a shared drive) or one folder's children. */
 interface Listing {
@@ -221,6 +295,34 @@ interface Listing {
   driveId?: string;
   /** A folder's children: subfolders become listings of their own; the poll window is applied here. */
   folder?: boolean;
+}
+
+/** A folder's children listing, in the same corpus as its parent's. */
+const childListing = (parent: Listing, folderId: string): Listing => ({
+  q: `'${folderId}' in parents and trashed = false`,
+  corpora: parent.corpora,
+  ...(parent.driveId ? { driveId: parent.driveId } : {}),
+  folder: true,
+});
+
+/**
+ * files.list over `allDrives` may answer `incompleteSearch: true`: "some search results might be
+ * missing, since all documents were not searched" (files.list reference); Google's advice is to
+ * search one corpus. The folder's own corpus is read (its shared drive, or the user's) and the
+ * listing narrowed to it; null when it is already narrow.
+ */
+async function narrowed(args: Args, tokens: TokenSource, listing: Listing): Promise<Listing | null> {
+  const folderId = /^'([\w-]+)' in parents/.exec(listing.q)?.[1];
+  if (listing.corpora !== 'allDrives' || !folderId) return null;
+  const params = new URLSearchParams({ supportsAllDrives: 'true', fields: 'id,driveId' });
+  const folder = await driveJson<{ driveId?: string }>(
+    args,
+    `${args.config.base_url}/drive/v3/files/${encodeURIComponent(folderId)}?${params}`,
+    await tokens.header(),
+  );
+  return folder?.driveId
+    ? { ...listing, corpora: 'drive', driveId: folder.driveId }
+    : { ...listing, corpora: 'user' };
 }
 
 const driveTime = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, '');
@@ -237,7 +339,7 @@ function listUrl(
     pageSize: String(PAGE_SIZE),
     supportsAllDrives: 'true',
     includeItemsFromAllDrives: String(listing.corpora !== 'user'),
-    fields: `nextPageToken,files(${fields})`,
+    fields: `nextPageToken,incompleteSearch,files(${fields})`,
   });
   if (listing.driveId) params.set('driveId', listing.driveId);
   if (pageToken) params.set('pageToken', pageToken);
@@ -272,9 +374,8 @@ async function initialListings(args: Args, tokens: TokenSource, since: Date | nu
           pageSize: '100',
           ...(pageToken ? { pageToken } : {}),
         });
-        const page: { drives?: { id: string }[]; nextPageToken?: string } | null = await getJson(
-          rest(args),
-          SERVICE,
+        const page: { drives?: { id: string }[]; nextPageToken?: string } | null = await driveJson(
+          args,
           `${config.base_url}/drive/v3/drives?${params}`,
           await tokens.header(),
         );
@@ -289,7 +390,7 @@ async function initialListings(args: Args, tokens: TokenSource, since: Date | nu
   return listings;
 }
 
-const documentIdOf = (file: DriveFile) => `https://drive.google.com/open?id=${file.id}`;
+const documentIdOf = (file: Pick<DriveFile, 'id'>) => `https://drive.google.com/open?id=${file.id}`;
 
 function accessOf(permissions: DrivePermission[]): ExternalAccess {
   const emails = new Set<string>();
@@ -299,7 +400,11 @@ function accessOf(permissions: DrivePermission[]): ExternalAccess {
     if (p.type === 'anyone') isPublic = true;
     else if (p.type === 'user' && p.emailAddress) emails.add(p.emailAddress.toLowerCase());
     else if (p.type === 'group' && p.emailAddress) groups.add(p.emailAddress.toLowerCase());
-    else if (p.type === 'domain' && p.domain) groups.add(domainGroupId(p.domain));
+    // A link-only domain share ("anyone at corp.example with the link", `allowFileDiscovery: false`)
+    // lets people open the file if they have its link; it does not make it findable, so it grants
+    // nothing here (as Onyx). An `anyone` link share is public, as Onyx treats it.
+    else if (p.type === 'domain' && p.domain && p.allowFileDiscovery !== false)
+      groups.add(domainGroupId(p.domain));
   }
   return { is_public: isPublic, user_emails: [...emails], external_group_ids: [...groups] };
 }
@@ -310,12 +415,11 @@ async function permissionsOf(args: Args, tokens: TokenSource, file: DriveFile): 
   do {
     const params: URLSearchParams = new URLSearchParams({
       supportsAllDrives: 'true',
-      fields: 'nextPageToken,permissions(type,emailAddress,domain,role)',
+      fields: `nextPageToken,${PERMISSION_FIELDS}`,
       ...(pageToken ? { pageToken } : {}),
     });
-    const page: { permissions?: DrivePermission[]; nextPageToken?: string } | null = await getJson(
-      rest(args),
-      SERVICE,
+    const page: { permissions?: DrivePermission[]; nextPageToken?: string } | null = await driveJson(
+      args,
       `${args.config.base_url}/drive/v3/files/${encodeURIComponent(file.id)}/permissions?${params}`,
       await tokens.header(),
     );
@@ -348,7 +452,13 @@ async function textOf(
   const url = exportAs
     ? `${base}/export?${new URLSearchParams({ mimeType: exportAs })}`
     : `${base}?alt=media&supportsAllDrives=true`;
-  const response = await sourceRequest(rest(args), SERVICE, url, { headers: await tokens.header() });
+  let response: Response;
+  try {
+    response = await driveRequest(args, url, await tokens.header());
+  } catch (error) {
+    if (error instanceof FileRefused) return failure(`"${file.name}": ${error.message}`);
+    throw error;
+  }
   if (response.status === 404) {
     await response.body?.cancel().catch(() => {});
     return null;
@@ -364,9 +474,36 @@ async function textOf(
   return text.trim() || exportAs ? text : failure(`Unreadable file "${file.name}"`);
 }
 
+/**
+ * The file a shortcut points to (Drive API "Create a shortcut to a file": `shortcutDetails.targetId`),
+ * indexed under the target's own id so that it and the shortcut are one document; null for a
+ * shortcut to a folder or to a file that is gone or unreadable.
+ */
+async function shortcutTarget(
+  args: Args,
+  tokens: TokenSource,
+  shortcut: DriveFile,
+): Promise<DriveFile | null> {
+  const target = shortcut.shortcutDetails?.targetId;
+  if (!target || shortcut.shortcutDetails?.targetMimeType === FOLDER) return null;
+  const params = new URLSearchParams({ supportsAllDrives: 'true', fields: FILE_FIELDS });
+  try {
+    return await driveJson<DriveFile>(
+      args,
+      `${args.config.base_url}/drive/v3/files/${encodeURIComponent(target)}?${params}`,
+      await tokens.header(),
+    );
+  } catch (error) {
+    if (error instanceof FileRefused) return null;
+    throw error;
+  }
+}
+
 interface Checkpoint {
   listings: Listing[];
   pageToken: string | null;
+  /** Files of the page at `pageToken` already done (a run stopped part-way through the page). */
+  offset?: number;
 }
 
 async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): AsyncIterable<SourceBatch> {
@@ -375,40 +512,55 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
   const saved = args.checkpoint as unknown as Checkpoint | null;
   const listings = saved ? [...saved.listings] : await initialListings(args, tokens, since);
   let pageToken = saved?.pageToken ?? null;
+  /** Files of the first page already done by an attempt stopped by a rate limit. */
+  let skip = saved?.offset ?? 0;
   const sync = args.accessType === 'sync';
   while (listings.length) {
     const listing = listings[0] as Listing;
-    const page = await getJson<{ files?: DriveFile[]; nextPageToken?: string }>(
-      rest(args),
-      SERVICE,
+    const page = await driveJson<{ files?: DriveFile[]; nextPageToken?: string; incompleteSearch?: boolean }>(
+      args,
       listUrl(args.config, listing, pageToken, FILE_FIELDS),
       await tokens.header(),
     );
+    const narrower = page?.incompleteSearch ? await narrowed(args, tokens, listing) : null;
+    if (narrower) {
+      // Listed again from its start in the narrower corpus (pages already read are read again).
+      listings[0] = narrower;
+      pageToken = null;
+      skip = 0;
+      continue;
+    }
     if (!page && listing.folder)
       throw new SourceError('config', `Google Drive folder not found (${listing.q.split("'")[1]})`);
     if (!page && listing.driveId)
       throw new SourceError('config', `Shared drive ${listing.driveId} not found`);
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
-    for (const file of page?.files ?? []) {
-      if (file.mimeType === FOLDER) {
-        if (listing.folder)
-          listings.push({
-            q: `'${file.id}' in parents and trashed = false`,
-            corpora: 'allDrives',
-            folder: true,
-          });
-        continue;
+    /** One listed file: indexed, recorded as failed, or skipped. */
+    const one = async (listed: DriveFile): Promise<void> => {
+      if (listed.mimeType === FOLDER) {
+        if (listing.folder) listings.push(childListing(listing, listed.id));
+        return;
       }
-      if (listing.folder && since && file.modifiedTime && new Date(file.modifiedTime) <= since) continue;
+      if (listing.folder && since && listed.modifiedTime && new Date(listed.modifiedTime) <= since) return;
+      const file = listed.mimeType === SHORTCUT ? await shortcutTarget(args, tokens, listed) : listed;
+      if (!file) return;
       const text = await textOf(args, tokens, file);
-      if (text === null) continue;
+      if (text === null) return;
       if (typeof text !== 'string') {
         failures.push(text);
-        continue;
+        return;
       }
       const id = documentIdOf(file);
       const owner = file.owners?.[0];
+      let access: ExternalAccess | undefined;
+      try {
+        access = sync ? await permissionsOf(args, tokens, file) : undefined;
+      } catch (error) {
+        if (!(error instanceof FileRefused)) throw error;
+        failures.push({ document_id: id, link: file.webViewLink ?? null, message: error.message });
+        return;
+      }
       documents.push({
         id,
         semantic_identifier: file.name,
@@ -423,9 +575,23 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
               ],
             }
           : {}),
-        ...(sync ? { external_access: await permissionsOf(args, tokens, file) } : {}),
+        ...(access ? { external_access: access } : {}),
       });
+    };
+    const files = page?.files ?? [];
+    for (let i = skip; i < files.length; i++) {
+      try {
+        await one(files[i] as DriveFile);
+      } catch (error) {
+        if (!(error instanceof RateLimitedError)) throw error;
+        // What was read before the limit is kept: the next attempt reads this page again from file i.
+        const partial: Checkpoint = { listings, pageToken, offset: i };
+        if (documents.length || failures.length)
+          yield { documents, failures, checkpoint: partial as unknown as JsonValue };
+        throw error;
+      }
     }
+    skip = 0;
     pageToken = page?.nextPageToken ?? null;
     if (!pageToken) listings.shift();
     const checkpoint: Checkpoint = { listings, pageToken };
@@ -438,45 +604,60 @@ async function* listFiles(args: Args, fields: string): AsyncIterable<DriveFile[]
   const tokens = new TokenSource(args);
   const listings = await initialListings(args, tokens, null);
   while (listings.length) {
-    const listing = listings.shift() as Listing;
+    let listing = listings.shift() as Listing;
     let pageToken: string | null = null;
-    do {
-      const page: { files?: DriveFile[]; nextPageToken?: string } | null = await getJson(
-        rest(args),
-        SERVICE,
-        listUrl(args.config, listing, pageToken, fields),
-        await tokens.header(),
-      );
+    for (;;) {
+      const page: { files?: DriveFile[]; nextPageToken?: string; incompleteSearch?: boolean } | null =
+        await driveJson(args, listUrl(args.config, listing, pageToken, fields), await tokens.header());
       if (!page) throw new SourceError('config', 'A configured folder or shared drive was not found');
+      // An incomplete listing would make a prune remove what it missed: list the narrower corpus.
+      const narrower = page.incompleteSearch ? await narrowed(args, tokens, listing) : null;
+      if (narrower) {
+        listing = narrower;
+        pageToken = null;
+        continue;
+      }
       const files: DriveFile[] = [];
       for (const file of page.files ?? []) {
         if (file.mimeType !== FOLDER) files.push(file);
-        else if (listing.folder)
-          listings.push({
-            q: `'${file.id}' in parents and trashed = false`,
-            corpora: 'allDrives',
-            folder: true,
-          });
+        else if (listing.folder) listings.push(childListing(listing, file.id));
       }
       yield files;
       pageToken = page.nextPageToken ?? null;
-    } while (pageToken);
+      if (!pageToken) break;
+    }
   }
 }
 
 async function* listIds(args: Args): AsyncIterable<string[]> {
-  for await (const files of listFiles(args, 'id,mimeType')) yield files.map(documentIdOf);
+  for await (const files of listFiles(args, 'id,mimeType,shortcutDetails(targetId)'))
+    yield files.map((f) =>
+      documentIdOf(
+        f.mimeType === SHORTCUT && f.shortcutDetails?.targetId ? { id: f.shortcutDetails.targetId } : f,
+      ),
+    );
 }
 
 /** Current permissions of every file (a sharing change does not change a file's modifiedTime, so polls miss it). */
 async function* permissions(args: Args): AsyncIterable<{ document_id: string; access: ExternalAccess }[]> {
   const tokens = new TokenSource(args);
-  for await (const files of listFiles(args, 'id,mimeType,permissions(type,emailAddress,domain,role)')) {
+  for await (const files of listFiles(args, `id,mimeType,shortcutDetails(targetId),${PERMISSION_FIELDS}`)) {
     const batch: { document_id: string; access: ExternalAccess }[] = [];
-    for (const file of files) {
-      // Files of shared drives come without permissions in a listing: ask for them.
-      const access = file.permissions ? accessOf(file.permissions) : await permissionsOf(args, tokens, file);
-      batch.push({ document_id: documentIdOf(file), access });
+    for (const listed of files) {
+      // A shortcut's own grants are not its target's: the target's are read.
+      const target = listed.mimeType === SHORTCUT ? listed.shortcutDetails?.targetId : undefined;
+      const file = target ? { ...listed, id: target, permissions: undefined } : listed;
+      try {
+        // Files of shared drives come without permissions in a listing: ask for them.
+        const access = file.permissions
+          ? accessOf(file.permissions)
+          : await permissionsOf(args, tokens, file);
+        batch.push({ document_id: documentIdOf(file), access });
+      } catch (error) {
+        // Unreadable grants leave the document's recorded access as it is; the next run tries again.
+        if (!(error instanceof FileRefused)) throw error;
+        args.logger.warn(`Google Drive: the permissions of ${file.id} could not be read (${error.reason})`);
+      }
     }
     yield batch;
   }
@@ -499,9 +680,8 @@ async function externalGroups(args: Args): Promise<ExternalGroup[]> {
         maxResults: '200',
         ...(pageToken ? { pageToken } : {}),
       });
-      const page: { groups?: { email: string }[]; nextPageToken?: string } | null = await getJson(
-        rest(args),
-        SERVICE,
+      const page: { groups?: { email: string }[]; nextPageToken?: string } | null = await driveJson(
+        args,
         `${base}/groups?${params}`,
         await tokens.header(),
       );
@@ -513,9 +693,8 @@ async function externalGroups(args: Args): Promise<ExternalGroup[]> {
             maxResults: '200',
             ...(memberToken ? { pageToken: memberToken } : {}),
           });
-          const list: { members?: { email?: string }[]; nextPageToken?: string } | null = await getJson(
-            rest(args),
-            SERVICE,
+          const list: { members?: { email?: string }[]; nextPageToken?: string } | null = await driveJson(
+            args,
             `${base}/groups/${encodeURIComponent(group.email)}/members?${mp}`,
             await tokens.header(),
           );

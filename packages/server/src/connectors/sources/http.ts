@@ -1,4 +1,5 @@
-import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
+import { OutboundError, type OutboundLimits, retryAfterMs } from '../../outbound/outbound.ts';
+import { rateLimitedUntil } from './limits.ts';
 import { SourceError, type SourceRunContext } from './source.ts';
 
 /** The `next` URL of a `Link` header (RFC 8288), as GitHub and others paginate. */
@@ -13,7 +14,8 @@ export function nextLink(header: string | null): string | null {
 
 /**
  * A JSON GET against a source's API through the outbound guard. 401 → `auth`, 429 (after the guard's own
- * retries) → `rate_limited` with its `Retry-After`, 404 → null; other failures → `transient`.
+ * retries) → `rate_limited` with its `Retry-After`, 404 and 410 (and `nullStatuses`) → null; other
+ * failures → `transient`.
  */
 export async function getJson<T>(
   args: Pick<SourceRunContext<unknown, unknown>, 'fetch' | 'signal'>,
@@ -23,11 +25,24 @@ export async function getJson<T>(
     service: string;
     /** Extra refusal check (e.g. GitHub's 403 with an exhausted rate limit). */
     rateLimited?: (response: Response) => boolean;
+    /**
+     * Sees every response first (a source's own rate-limit headers and refusals): an error it returns
+     * is thrown, the body left unread.
+     */
+    inspect?: (response: Response) => Promise<SourceError | null>;
+    /** Statuses answered with null besides 404 and 410 (GitHub's 409 for an empty repository's tree). */
+    nullStatuses?: readonly number[];
+    /** Limits of the outbound client for these requests (a source that retries by its own rules sets `retries: 0`). */
+    outbound?: Partial<OutboundLimits>;
   },
 ): Promise<{ data: T; response: Response } | null> {
   let response: Response;
   try {
-    response = await args.fetch(url, { headers: options.headers, signal: args.signal });
+    response = await args.fetch(url, {
+      headers: options.headers,
+      signal: args.signal,
+      ...(options.outbound ? { outbound: options.outbound } : {}),
+    });
   } catch (error) {
     if (args.signal.aborted) throw error;
     if (error instanceof OutboundError && error.code === 'BLOCKED_ADDRESS')
@@ -37,14 +52,18 @@ export async function getJson<T>(
       `${options.service} could not be reached: ${(error as Error).message}`,
     );
   }
+  const refused = await options.inspect?.(response);
+  if (refused) {
+    await response.body?.cancel().catch(() => {});
+    throw refused;
+  }
   if (response.status === 429 || options.rateLimited?.(response)) {
     await response.body?.cancel();
-    throw new SourceError(
-      'rate_limited',
-      `${options.service} is rate limiting requests (${response.status})`,
-      {
-        retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
-      },
+    const wait = retryAfterMs(response.headers.get('retry-after'));
+    throw rateLimitedUntil(
+      options.service,
+      wait === null ? null : new Date(Date.now() + wait),
+      `is rate limiting requests (${response.status})`,
     );
   }
   if (response.status === 401) {
@@ -55,7 +74,7 @@ export async function getJson<T>(
     await response.body?.cancel();
     throw new SourceError('auth', `${options.service} denied access (403): the token lacks a permission`);
   }
-  if (response.status === 404 || response.status === 410) {
+  if (response.status === 404 || response.status === 410 || options.nullStatuses?.includes(response.status)) {
     await response.body?.cancel();
     return null;
   }

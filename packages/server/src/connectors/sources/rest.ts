@@ -1,4 +1,5 @@
 import { OutboundError, type OutboundFetch, retryAfterMs } from '../../outbound/outbound.ts';
+import { rateLimitedUntil } from './limits.ts';
 import { SourceError } from './source.ts';
 
 /** What a source's API calls need: the guarded fetch and the run's abort signal. */
@@ -10,13 +11,15 @@ export interface RestContext {
 /**
  * One request to a source's REST API through the outbound client (which already retries 429/5xx,
  * honouring `Retry-After`). Failures that end the run become `SourceError`s with a message safe to
- * show on the attempt; `404` is returned to the caller, who knows what was missing.
+ * show on the attempt; `404` (and the statuses in `returned`) are returned to the caller, who knows
+ * what was missing or refused (a 403 may be a quota or one unreadable item, not the credential).
  */
 export async function sourceRequest(
   ctx: RestContext,
   service: string,
   url: string,
   init: RequestInit = {},
+  returned: readonly number[] = [],
 ): Promise<Response> {
   let response: Response;
   try {
@@ -34,7 +37,7 @@ export async function sourceRequest(
     }
     throw new SourceError('transient', `${service} could not be reached`, { cause: error });
   }
-  if (response.ok || response.status === 404) return response;
+  if (response.ok || response.status === 404 || returned.includes(response.status)) return response;
   await response.body?.cancel().catch(() => {});
   if (response.status === 401 || response.status === 403) {
     throw new SourceError(
@@ -43,9 +46,12 @@ export async function sourceRequest(
     );
   }
   if (response.status === 429 || response.status === 503) {
-    throw new SourceError('rate_limited', `${service} is rate limiting requests (${response.status})`, {
-      retryAfterMs: retryAfterMs(response.headers.get('retry-after')),
-    });
+    const wait = retryAfterMs(response.headers.get('retry-after'));
+    throw rateLimitedUntil(
+      service,
+      wait === null ? null : new Date(Date.now() + wait),
+      `is rate limiting requests (${response.status})`,
+    );
   }
   throw new SourceError('transient', `${service} answered ${response.status}`);
 }

@@ -12,7 +12,7 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass, events } = t;
-const { docIds, textOf, latestAttempt, person, sees, sourcePair } = connectorTestHelpers(t);
+const { docIds, textOf, latestAttempt, person, sees, settle, sourcePair } = connectorTestHelpers(t);
 let slack: FakeSlack;
 
 beforeAll(async () => {
@@ -183,7 +183,10 @@ describe('slack source', () => {
         { ts: ancient, user: 'U1', text: 'the ancient tortoise thread' },
       ],
     });
-    const { connectorId, pairId } = await slackPair({ channels: ['old-threads'] });
+    const { connectorId, pairId } = await slackPair({
+      channels: ['old-threads'],
+      thread_lookback_every_hours: 0,
+    });
     const narrow = await slackPair({ channels: ['old-threads'], thread_lookback_days: 0 });
     await pass();
     expect(await docIds(pairId)).toEqual([`C5__${ancient}`, `C5__${parent}`, `C5__${quiet}`].sort());
@@ -211,6 +214,107 @@ describe('slack source', () => {
     expect(narrowAttempt).toMatchObject({ status: 'success' });
     expect(narrowAttempt?.total_docs_indexed).toBe(0);
   });
+
+  it('the lookback is read once per thread_lookback_every_hours: polls in between read the current period only', async () => {
+    const ago = (days: number) => (Date.now() / 1000 - days * 86_400).toFixed(6);
+    const parent = ago(10);
+    slack.channels.push({
+      id: 'C6',
+      name: 'periodic',
+      is_private: false,
+      is_member: true,
+      members: ['U1'],
+      messages: [
+        { ts: parent, user: 'U1', text: 'who feeds the okapi?' },
+        ...Array.from({ length: 9 }, (_, i) => ({ ts: ago(9 - i), user: 'U1', text: `okapi day ${i}` })),
+      ],
+    });
+    // Daily (the default): a poll within the day does not re-read ten days of history.
+    const daily = await slackPair({ channels: ['periodic'] });
+    // Every second: each poll starts a new period, so it reads the lookback.
+    const often = await slackPair({ channels: ['periodic'], thread_lookback_every_hours: 1 / 3600 });
+    await pass();
+    slack.channels
+      .find((c) => c.id === 'C6')
+      ?.messages.push({ ts: now(), user: 'U2', text: 'the zookeeper feeds the okapi', thread_ts: parent });
+    slack.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: daily.connectorId });
+    await pass();
+    const midnight = Math.floor(Date.now() / 86_400_000) * 86_400;
+    const history = slack.requests.filter((r) => r.startsWith('conversations.history?channel=C6'));
+    expect(history).toHaveLength(1);
+    expect(Number(new URLSearchParams(history[0]?.split('?')[1]).get('oldest'))).toBe(midnight);
+    expect(await textOf(`C6__${parent}`)).not.toContain('zookeeper');
+    slack.requests.length = 0;
+    await admin().connectors.runOnce({ connector_id: often.connectorId });
+    await pass();
+    // Ten days of history in pages of two, and the thread with the new reply re-read.
+    expect(slack.requests.filter((r) => r.startsWith('conversations.history?channel=C6')).length).toBe(5);
+    expect(await textOf(`C6__${parent}`)).toContain('zookeeper');
+  });
+
+  it('a message event reads its channel with conversations.info, not the whole channel list', async () => {
+    const secret = 'signing-secret-2';
+    const { connectorId } = await slackPair(
+      { channels: ['general'] },
+      { slack_signing_secret: secret },
+      'event',
+    );
+    await pass();
+    const reply = { ts: now(), user: 'U3', text: 'the tapir report is late', thread_ts: '1767225600.000100' };
+    slack.channels[0]?.messages.push(reply);
+    const body = JSON.stringify({
+      type: 'event_callback',
+      event_id: 'Ev0TAPIR',
+      event: { type: 'message', channel: 'C1', ...reply },
+    });
+    const ts = Math.floor(Date.now() / 1000);
+    slack.requests.length = 0;
+    await t.caller().connectorSources.event({
+      connector_id: connectorId,
+      headers: {
+        'x-slack-request-timestamp': String(ts),
+        'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}`,
+      },
+      raw_body: body,
+    });
+    expect(await events()).toBe(1);
+    expect(await textOf('C1__1767225600.000100')).toContain('the tapir report is late');
+    expect(slack.requests.filter((r) => r.startsWith('conversations.list'))).toEqual([]);
+    expect(slack.requests.filter((r) => r.startsWith('conversations.info'))).toEqual([
+      'conversations.info?channel=C1',
+    ]);
+  });
+
+  it("within Slack's tiers: a 429 with Retry-After is waited out; the non-Marketplace limits (1 a minute, 15 per page) are met", async () => {
+    slack.pageSize = 200;
+    const messages = Array.from({ length: 40 }, (_, i) => ({
+      ts: `17672${String(30000 + i).padStart(5, '0')}.000100`,
+      user: 'U1',
+      text: `tiered iguana message ${i}`,
+    }));
+    slack.channels.push({
+      id: 'C7',
+      name: 'tiered',
+      is_private: false,
+      is_member: true,
+      members: ['U1'],
+      messages,
+    });
+    // Windows of a second: the non-Marketplace limit allows one history call a second here.
+    slack.tiers = { windowMs: 1000, scale: 1, nonMarketplace: true };
+    try {
+      const { pairId } = await slackPair({ channels: ['tiered'] });
+      await pass();
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+      expect(await docIds(pairId)).toHaveLength(40);
+      // 40 messages in pages of at most 15: three history pages, each after the previous window.
+      const history = slack.requests.filter((r) => r.startsWith('conversations.history?channel=C7'));
+      expect(history.length).toBeGreaterThanOrEqual(3);
+    } finally {
+      slack.tiers = null;
+    }
+  }, 20_000);
 
   it('rejects an invalid regular expression and a credential without a token (400 naming the keys)', async () => {
     await expect(
@@ -346,6 +450,52 @@ describe('slack source', () => {
     expect(await sees(bob, 'surprise merger', party)).toBe(false);
     // Public channels are open to everyone.
     expect(await sees(bob, 'lunch noon', 'C1__1767225900.000400')).toBe(true);
+  });
+
+  it('sync access is refreshed by every poll, though no message changed: a member leaves, a channel turns private', async () => {
+    slack.channels.push(
+      {
+        id: 'C8',
+        name: 'war-room',
+        is_private: true,
+        is_member: true,
+        members: ['U1', 'U3'],
+        messages: [{ ts: '1767225670.000900', user: 'U1', text: 'the secret heron strategy' }],
+      },
+      {
+        id: 'C9',
+        name: 'town-hall',
+        is_private: false,
+        is_member: true,
+        members: ['U1', 'U2', 'U3'],
+        messages: [{ ts: '1767225680.001000', user: 'U2', text: 'the open heron announcement' }],
+      },
+    );
+    const alice = await person('alice.r@acme.test', { source: 'slack', external_id: 'U1' });
+    const carol = await person('carol.r@acme.test', { source: 'slack', external_id: 'U3' });
+    const bob = await person('bob.r@acme.test', { source: 'slack', external_id: 'U2' });
+    const { connectorId, pairId } = await slackPair(
+      { channels: ['war-room', 'town-hall'] },
+      {},
+      'poll',
+      'sync',
+    );
+    await settle(pairId);
+    const strategy = 'C8__1767225670.000900';
+    const announcement = 'C9__1767225680.001000';
+    expect(await sees(carol, 'secret heron strategy', strategy)).toBe(true);
+    expect(await sees(bob, 'open heron announcement', announcement)).toBe(true);
+    // Carol leaves the war room; the town hall becomes private without Bob.
+    const [warRoom, townHall] = [slack.channels.at(-2), slack.channels.at(-1)];
+    if (warRoom) warRoom.members = ['U1'];
+    if (townHall) Object.assign(townHall, { is_private: true, members: ['U1', 'U3'] });
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await sees(carol, 'secret heron strategy', strategy)).toBe(false);
+    expect(await sees(alice, 'secret heron strategy', strategy)).toBe(true);
+    expect(await sees(bob, 'open heron announcement', announcement)).toBe(false);
+    expect(await sees(carol, 'open heron announcement', announcement)).toBe(true);
   });
   it('a prune run (prune_freq) removes threads deleted from the channels', async () => {
     const { connectorId, pairId } = await slackPair({ channels: ['general'] });

@@ -2,11 +2,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { retryAfterMs } from '../../outbound/outbound.ts';
 import { getJson } from './http.ts';
+import { rateLimitedUntil } from './limits.ts';
 import {
   type EventVerdict,
   type ExternalAccess,
   type JsonValue,
   type LoadArgs,
+  type PermissionEntry,
   type Source,
   type SourceBatch,
   type SourceDocument,
@@ -22,7 +24,7 @@ const SlackConfig = z
     base_url: z
       .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
       .default('https://slack.com/api'),
-    /** Channel names (without `#`), or regular expressions when `channel_regex_enabled`; absent: every channel the bot is in. */
+    /** Channel names (without `#`), or regular expressions when `channel_regex_enabled`; absent: every public channel and the private ones the bot is in. */
     channels: z.array(z.string().trim().min(1)).optional(),
     channel_regex_enabled: z.boolean().default(false),
     /**
@@ -30,6 +32,16 @@ const SlackConfig = z
      * replies to older threads); 0: only messages posted since the last run.
      */
     thread_lookback_days: z.number().min(0).max(365).default(30),
+    /**
+     * How often a poll looks back `thread_lookback_days` for new replies to older threads: the first
+     * poll after each multiple of this many hours (UTC) does; the polls in between read only the
+     * current period's history. 0: every poll (each then re-reads the whole lookback of every channel).
+     */
+    thread_lookback_every_hours: z
+      .number()
+      .min(0)
+      .max(24 * 365)
+      .default(24),
   })
   .superRefine((config, issue) => {
     if (!config.channel_regex_enabled) return;
@@ -117,10 +129,14 @@ async function call<T extends Answer>(
   if (!data.ok) {
     const error = data.error ?? 'unknown_error';
     if (AUTH_ERRORS.has(error)) throw new SourceError('auth', `Slack refused the bot token (${error})`);
-    if (error === 'ratelimited')
-      throw new SourceError('rate_limited', 'Slack is rate limiting requests', {
-        retryAfterMs: retryAfterMs(result.response.headers.get('retry-after')),
-      });
+    if (error === 'ratelimited') {
+      const wait = retryAfterMs(result.response.headers.get('retry-after'));
+      throw rateLimitedUntil(
+        'Slack',
+        wait === null ? null : new Date(Date.now() + wait),
+        'is rate limiting requests',
+      );
+    }
     if (error === 'missing_scope') throw new SourceError('auth', `The Slack app lacks a scope for ${method}`);
     return data;
   }
@@ -144,6 +160,25 @@ class Users {
     const user = await this.get(id);
     return user?.profile?.display_name || user?.profile?.real_name || user?.real_name || user?.name || id;
   }
+}
+
+/** Whether the configuration selects a channel (by name, or by a pattern when `channel_regex_enabled`). */
+function wanted(config: SlackConfig, name: string): boolean {
+  if (!config.channels?.length) return true;
+  if (config.channel_regex_enabled) return config.channels.some((p) => new RegExp(`^(?:${p})$`).test(name));
+  return config.channels.some((w) => w.replace(/^#/, '') === name);
+}
+
+/** One channel by id (`conversations.info`, Tier 3), null when gone, archived or not selected. */
+async function channelById(args: Args, id: string): Promise<Channel | null> {
+  const answer = await call<Answer & { channel?: Channel & { is_archived?: boolean } }>(
+    args,
+    'conversations.info',
+    { channel: id },
+  );
+  const c = answer.ok ? answer.channel : undefined;
+  if (!c || c.is_archived || !wanted(args.config, c.name)) return null;
+  return { id: c.id, name: c.name, is_private: !!c.is_private };
 }
 
 async function listChannels(args: Args): Promise<Channel[]> {
@@ -297,6 +332,31 @@ async function workspaceUrl(args: Args): Promise<string> {
   return answer.url ?? 'https://slack.com/';
 }
 
+/**
+ * The history a poll reads (`oldest`, seconds) and since when a reply makes an older thread worth
+ * re-reading. Re-reading the whole lookback of every channel on every poll costs tens of pages per
+ * channel (Tier 3: about 50 a minute); so the lookback is read by the first poll of each period of
+ * `thread_lookback_every_hours`, catching the replies of the whole previous period, and the polls in
+ * between read only the current period (threads started in it get their new replies at once).
+ */
+function pollRange(
+  config: SlackConfig,
+  window: { start: Date | null; end: Date },
+): { oldest: string | null; repliedSince: number | null } {
+  if (!window.start) return { oldest: null, repliedSince: null };
+  const since = window.start.getTime();
+  const end = window.end.getTime();
+  const every = config.thread_lookback_every_hours * 3_600_000;
+  const lookbackFrom = end - config.thread_lookback_days * 86_400_000;
+  if (every <= 0) return { oldest: (Math.min(since, lookbackFrom) / 1000).toFixed(6), repliedSince: null };
+  const period = Math.floor(end / every) * every;
+  if (since < period) {
+    const from = Math.min(since, lookbackFrom);
+    return { oldest: (from / 1000).toFixed(6), repliedSince: Math.min(since, period - every) / 1000 };
+  }
+  return { oldest: (Math.min(since, Math.max(period, lookbackFrom)) / 1000).toFixed(6), repliedSince: null };
+}
+
 async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterable<SourceBatch> {
   const saved = args.checkpoint as unknown as Checkpoint | null;
   const workspace = saved?.workspace ?? (await workspaceUrl(args));
@@ -307,9 +367,7 @@ async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterabl
   // A poll reads messages posted since the last run, and the parents of the lookback period whose
   // newest reply is since the last run (Slack lists threads by their first message only).
   const since = args.window.start ? args.window.start.getTime() / 1000 : null;
-  const lookbackMs = args.config.thread_lookback_days * 86_400_000;
-  const oldest =
-    since === null ? null : Math.min(since, (args.window.end.getTime() - lookbackMs) / 1000).toFixed(6);
+  const { oldest, repliedSince } = pollRange(args.config, args.window);
   while (cp.index < channels.length) {
     const channel = channels[cp.index] as Channel;
     const documents: SourceDocument[] = [];
@@ -339,7 +397,11 @@ async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterabl
       // Replies come with their thread; only thread starters and plain messages start a document.
       if (message.thread_ts && message.thread_ts !== message.ts) continue;
       // Older than the last run: only a thread with a newer reply changed.
-      if (since !== null && Number(message.ts) <= since && !(Number(message.latest_reply ?? 0) > since))
+      if (
+        since !== null &&
+        Number(message.ts) <= since &&
+        !(Number(message.latest_reply ?? 0) > (repliedSince ?? since))
+      )
         continue;
       const thread = (message.reply_count ?? 0) > 0 ? await replies(args, channel.id, message.ts) : [message];
       if (!thread) continue;
@@ -411,11 +473,13 @@ async function fetchRefs(
   const deleted: string[] = [];
   if (!refs.length) return { documents, deleted };
   const workspace = await workspaceUrl(args);
-  const channels = await listChannels(args);
   const users = new Users(args);
   const access = new Map<string, ExternalAccess>();
+  // Each delivery names its channel: read that one (Tier 3), not the whole channel list (Tier 2).
+  const channels = new Map<string, Promise<Channel | null>>();
   for (const ref of refs as { channel: string; thread_ts: string }[]) {
-    const channel = channels.find((c) => c.id === ref.channel);
+    if (!channels.has(ref.channel)) channels.set(ref.channel, channelById(args, ref.channel));
+    const channel = await channels.get(ref.channel);
     if (!channel) continue;
     const thread = await replies(args, channel.id, ref.thread_ts);
     const doc = thread && (await threadDocument(args, workspace, channel, thread, users, access));
@@ -452,6 +516,20 @@ async function* listIds(args: Args): AsyncIterable<string[]> {
   }
 }
 
+/**
+ * Current access of every channel's threads (`sync` pairs, on every run): someone leaving a private
+ * channel, or a channel made private, changes no message, so polls would not see it. Read per channel
+ * (public, or its members) and applied to every thread of it.
+ */
+async function* permissions(args: Args): AsyncIterable<PermissionEntry[]> {
+  const users = new Users(args);
+  const cache = new Map<string, ExternalAccess>();
+  for (const channel of await listChannels(args)) {
+    const access = await channelAccess(args, channel, users, cache);
+    if (access) yield [{ document_id_prefix: `${channel.id}__`, access }];
+  }
+}
+
 /** Slack: one document per thread (or lone message) of the chosen channels, user names resolved. */
 export const slackSource: Source<SlackConfig, SlackCredential> = {
   name: 'slack',
@@ -463,5 +541,6 @@ export const slackSource: Source<SlackConfig, SlackCredential> = {
   secretTargets: (config) => [{ key: 'connector_specific_config.base_url', url: config.base_url }],
   load: (args) => load(args as LoadArgs<SlackConfig, SlackCredential>),
   listIds,
+  permissions,
   events: { verify, fetch: fetchRefs },
 };

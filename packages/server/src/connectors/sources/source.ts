@@ -41,6 +41,11 @@ export interface ExternalAccess {
   user_ids?: string[];
 }
 
+/** The access of one document, or of every document whose id starts with a container's prefix. */
+export type PermissionEntry =
+  | { document_id: string; access: ExternalAccess }
+  | { document_id_prefix: string; access: ExternalAccess };
+
 /** A group at the source with its members, recorded for `sync` pairs so that group grants reach users. */
 export interface ExternalGroup {
   group_id: string;
@@ -193,10 +198,12 @@ export interface Source<Config = unknown, Credential = unknown> {
   load(args: LoadArgs<Config, Credential>): AsyncIterable<SourceBatch>;
   /** Every document id the source still has (for pruning). Absent: ids seen by a full `load` are used. */
   listIds?(args: SourceRunContext<Config, Credential>): AsyncIterable<string[]>;
-  /** Current permissions per document id (permission sync for `sync` access); absent when the source has none. */
-  permissions?(
-    args: SourceRunContext<Config, Credential>,
-  ): AsyncIterable<{ document_id: string; access: ExternalAccess }[]>;
+  /**
+   * Current permissions (permission sync for `sync` access, on every run): per document id, or per
+   * container (`document_id_prefix`: every document of the pair whose id starts with it, such as a
+   * repository's or a channel's, read without listing them). Absent when the source has none.
+   */
+  permissions?(args: SourceRunContext<Config, Credential>): AsyncIterable<PermissionEntry[]>;
   /** Access that holds for every document of the pair (a Confluence space's permissions): applied to all of them on each run. */
   pairAccess?(args: SourceRunContext<Config, Credential>): Promise<ExternalAccess>;
   /** The source's groups and their members (permission sync of `sync` pairs); absent when access lists only users. */
