@@ -158,12 +158,18 @@ export interface AuthFailureLimiter {
 export function createAuthFailureLimiter(options: {
   limit: number;
   pool?: pg.Pool;
+  /** The store's key prefix: `authfail` (failed authentications, the default) or another count's own. */
+  keyPrefix?: string;
   /** Announces a block to the other processes (Postgres). */
   announce?: (address: string, until: number) => Promise<void>;
 }): AuthFailureLimiter {
   const { limit } = options;
   if (limit === 0) return { assertAllowed: async () => {}, record: async () => {}, noteBlocked: () => {} };
-  const store = createStore({ points: limit, pool: options.pool, keyPrefix: 'authfail' });
+  const store = createStore({
+    points: limit,
+    pool: options.pool,
+    keyPrefix: options.keyPrefix ?? 'authfail',
+  });
   const blocked = new Map<string, number>();
   const refuse = (msBeforeNext: number): AppError => {
     const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
