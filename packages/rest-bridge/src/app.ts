@@ -125,7 +125,12 @@ export function createHttpApp(deps: AppDeps): express.Express {
       router: appRouter,
       createContext,
       logger: deps.logger,
-      maxUploadBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+      upload: {
+        maxFileBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+        maxRequestBytes: deps.config.KAS_MAX_UPLOAD_REQUEST_MB * 1024 * 1024,
+        maxFields: deps.config.KAS_MAX_UPLOAD_FIELDS,
+        maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
+      },
     }).handler,
   );
   api.use((req, res) => {

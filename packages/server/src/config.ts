@@ -86,6 +86,12 @@ const ConfigSchema = z.object({
     ),
   /** Largest file accepted by an upload, in MB (413 beyond). */
   KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
+  /** Largest multipart upload request, all files and fields together, in MB (413 beyond). */
+  KAS_MAX_UPLOAD_REQUEST_MB: z.coerce.number().positive().max(4096).default(100),
+  /** Most text fields in a multipart upload (413 beyond). */
+  KAS_MAX_UPLOAD_FIELDS: z.coerce.number().int().min(0).max(1000).default(10),
+  /** Largest text field in a multipart upload, in KB (413 beyond). */
+  KAS_MAX_UPLOAD_FIELD_KB: z.coerce.number().positive().max(10_240).default(64),
   /** Hosts and CIDRs that outbound requests may reach although private, loopback or link-local (comma-separated). */
   KAS_OUTBOUND_ALLOWLIST: z
     .string()

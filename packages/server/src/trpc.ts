@@ -87,19 +87,30 @@ async function countRequest(ctx: Context, actor: Actor): Promise<void> {
  * narrows the context to the caller (trpc examples/next-sse-chat `isAuthed`).
  */
 const authed = t.middleware(async ({ ctx, meta, next }) => {
-  const minimum = meta?.minRole ?? 'admin';
+  const actor = await authorize(ctx, meta?.minRole);
+  await countRequest(ctx, actor);
+  return next({ ctx: { actor } });
+});
+
+/**
+ * Authenticates the request's caller and checks the role `minimum` (unset: admin), as `authed` does
+ * (which also counts the request). The REST bridge calls it before reading a multipart body, so a caller
+ * without a valid credential or the role never has a byte of it read; the actor found is kept on the
+ * context, and the procedure's own `authed` reuses it.
+ */
+export async function authorize(ctx: Context, minimum: Role | undefined): Promise<Actor> {
+  const required = minimum ?? 'admin';
   const actor = await authenticateCaller(ctx);
-  if (!roleAtLeast(actor.role, minimum)) {
+  if (!roleAtLeast(actor.role, required)) {
     throw new AppError(
       'INSUFFICIENT_PERMISSIONS',
       actor.role === 'limited'
         ? 'Access denied: a limited user may only chat and read agents'
-        : `This action requires the ${minimum} role; the caller has the ${actor.role} role`,
+        : `This action requires the ${required} role; the caller has the ${actor.role} role`,
     );
   }
-  await countRequest(ctx, actor);
-  return next({ ctx: { actor } });
-});
+  return actor;
+}
 
 /** Authenticates when a credential is sent and runs without one: only for publicly shared reads. */
 export const optionalAuthProcedure = publicProcedure
