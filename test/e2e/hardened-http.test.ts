@@ -4,15 +4,20 @@ import { startTestServer, type TestServer } from '../harness/server.ts';
 const ALLOWED = 'https://app.example.com';
 let plain: TestServer;
 let hardened: TestServer;
+let proxied: TestServer;
 beforeAll(async () => {
   plain = await startTestServer();
   hardened = await startTestServer({
     env: { KAS_MAX_BODY_MB: '1', KAS_CORS_ORIGINS: ALLOWED, KAS_AUTH_FAILURES_PER_MINUTE: '5' },
   });
+  proxied = await startTestServer({
+    env: { KAS_AUTH_FAILURES_PER_MINUTE: '5', KAS_TRUST_PROXY: 'loopback' },
+  });
 });
 afterAll(async () => {
   await plain?.close();
   await hardened?.close();
+  await proxied?.close();
 });
 
 describe('hardened HTTP', () => {
@@ -60,7 +65,7 @@ describe('hardened HTTP', () => {
     expect(await res.json()).toEqual({ error_code: 'PAYLOAD_TOO_LARGE', detail: expect.any(String) });
   });
 
-  it('refuses an address after too many failed authentications, even with a valid key, until the window ends', async () => {
+  it('refuses bad credentials from an address after too many failed authentications, never a valid key', async () => {
     for (let i = 0; i < 5; i++) {
       const res = await hardened.request('GET', '/api/me', { key: `svck-${'x'.repeat(42)}${i}` });
       expect(res.status).toBe(401);
@@ -69,8 +74,26 @@ describe('hardened HTTP', () => {
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await blocked.json()).error_code).toBe('RATE_LIMITED');
-    expect((await hardened.request('GET', '/api/me', { key: hardened.adminKey })).status).toBe(429);
-    // Another server (another address's budget) is unaffected.
-    expect((await plain.request('GET', '/api/me', { key: plain.adminKey })).status).toBe(200);
+    expect((await hardened.request('GET', '/api/me')).status).toBe(429);
+    // The same address with a valid key is served: one client's bad keys do not lock out the others.
+    expect((await hardened.request('GET', '/api/me', { key: hardened.adminKey })).status).toBe(200);
+    // X-Forwarded-For is ignored by default (KAS_TRUST_PROXY false): a forged one does not escape the block.
+    const forged = await hardened.request('GET', '/api/me', {
+      key: `svck-${'z'.repeat(43)}`,
+      headers: { 'x-forwarded-for': '198.51.100.9' },
+    });
+    expect(forged.status).toBe(429);
+  });
+
+  it('behind a trusted proxy (KAS_TRUST_PROXY) counts failures per forwarded client, not per proxy', async () => {
+    const from = (client: string, key: string) =>
+      proxied.request('GET', '/api/me', { key, headers: { 'x-forwarded-for': client } });
+    for (let i = 0; i < 5; i++)
+      expect((await from('198.51.100.1', `svck-${'x'.repeat(42)}${i}`)).status).toBe(401);
+    expect((await from('198.51.100.1', `svck-${'y'.repeat(43)}`)).status).toBe(429);
+    // Another client behind the same proxy is not locked out, with a bad key or a good one.
+    expect((await from('198.51.100.2', `svck-${'y'.repeat(43)}`)).status).toBe(401);
+    expect((await from('198.51.100.2', proxied.adminKey)).status).toBe(200);
+    expect((await from('198.51.100.1', proxied.adminKey)).status).toBe(200);
   });
 });

@@ -16,7 +16,8 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
   });
   return createInnerContext(deps, {
     authorization: req.headers.authorization,
-    clientAddress: req.socket.remoteAddress,
+    // The client as `trust proxy` (KAS_TRUST_PROXY) resolves it: the socket's address unless a trusted proxy forwarded it.
+    clientAddress: req.ip ?? req.socket.remoteAddress,
     setHeader: (name, value) => {
       if (!res.headersSent) res.setHeader(name, value);
     },
@@ -28,6 +29,7 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
 export function createHttpApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', deps.config.KAS_TRUST_PROXY);
   // API answers are not cached by validators: hashing every body for an ETag costs more than it saves.
   app.set('etag', false);
   // Security headers on every answer; the CSP lets /api/docs load only its own scripts and styles.
@@ -123,7 +125,12 @@ export function createHttpApp(deps: AppDeps): express.Express {
       router: appRouter,
       createContext,
       logger: deps.logger,
-      maxUploadBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+      upload: {
+        maxFileBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+        maxRequestBytes: deps.config.KAS_MAX_UPLOAD_REQUEST_MB * 1024 * 1024,
+        maxFields: deps.config.KAS_MAX_UPLOAD_FIELDS,
+        maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
+      },
     }).handler,
   );
   api.use((req, res) => {

@@ -72,7 +72,7 @@ beforeAll(async () => {
           signal: new AbortController().signal,
         }),
       logger: { error: () => {} } as unknown as Logger,
-      maxUploadBytes: 1024,
+      upload: { maxFileBytes: 1024, maxRequestBytes: 4096, maxFields: 4, maxFieldBytes: 1024 },
     }).handler,
   );
   app.use((_req, res) => {

@@ -1,4 +1,4 @@
-import { AppError, type Context, type KasMeta, type Logger } from '@kas/server';
+import { AppError, authorize, type Context, type KasMeta, type Logger } from '@kas/server';
 import type { AnyTRPCProcedure, AnyTRPCRouter } from '@trpc/server';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import multer from 'multer';
@@ -67,29 +67,95 @@ function coerceParams(
   return out;
 }
 
-/** Reads a multipart form's files into `req.files`, answering 413/422 itself when the form is refused. */
+/** The limits of one multipart upload. */
+export interface MultipartLimits {
+  /** Largest file. */
+  maxFileBytes: number;
+  /** Largest request body, all parts together. */
+  maxRequestBytes: number;
+  /** Most text fields, and the largest one. */
+  maxFields: number;
+  maxFieldBytes: number;
+}
+
+const MB = 1024 * 1024;
+
+/** Answers a refusal and closes the connection, so a body not read is never read. */
+function refuseUnread(req: Request, res: Response, error: unknown, logger: Logger): void {
+  res.setHeader('connection', 'close');
+  sendError(res, error, logger);
+  req.unpipe();
+}
+
+/**
+ * Reads a multipart form's files into `req.files`, answering 413/422 itself when the form is refused.
+ * The caller is authenticated and authorised (the procedure's `minRole`, the same `authorize` its own
+ * middleware runs) before a byte of the body is read: a refused caller gets its 401/403/429 and the
+ * connection is closed unread. Then the body is capped as a whole (Content-Length up front, the bytes
+ * as they arrive otherwise), per file, and in the count and size of text fields.
+ */
 function multipartReader(
   spec: NonNullable<KasMeta['multipart']>,
-  maxFileBytes: number,
+  minRole: KasMeta['minRole'],
+  limits: MultipartLimits,
+  createContext: (req: Request, res: Response) => Context,
   logger: Logger,
 ): RequestHandler {
   const reader = multer({
     storage: multer.memoryStorage(),
-    limits: { fileSize: maxFileBytes, files: spec.maxFiles },
+    limits: {
+      fileSize: limits.maxFileBytes,
+      files: spec.maxFiles,
+      fields: limits.maxFields,
+      fieldSize: limits.maxFieldBytes,
+      parts: spec.maxFiles + limits.maxFields,
+    },
   }).array(spec.field, spec.maxFiles);
-  return (req, res, next) => {
+  const tooLarge = (what: string) => new AppError('PAYLOAD_TOO_LARGE', what);
+  const requestCap = `An upload is at most ${Math.round(limits.maxRequestBytes / MB)} MB in all (KAS_MAX_UPLOAD_REQUEST_MB)`;
+  return async (req, res, next) => {
+    const ctx = createContext(req, res);
+    try {
+      ctx.actor = await authorize(ctx, minRole);
+    } catch (error) {
+      return refuseUnread(req, res, error, logger);
+    }
+    (req as Request & { kasContext?: Context }).kasContext = ctx;
     if (!req.is('multipart/form-data')) return next();
+    const declared = Number(req.headers['content-length']);
+    if (declared > limits.maxRequestBytes) return refuseUnread(req, res, tooLarge(requestCap), logger);
+    let received = 0;
+    let overRequestCap = false;
+    req.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limits.maxRequestBytes && !overRequestCap) {
+        overRequestCap = true;
+        req.unpipe();
+        req.pause();
+        refuseUnread(req, res, tooLarge(requestCap), logger);
+      }
+    });
     reader(req, res, (error?: unknown) => {
+      if (overRequestCap || res.headersSent) return;
       if (!error) return next();
       const code = (error as { code?: string }).code;
       const refusal =
         code === 'LIMIT_FILE_SIZE' || code === 'LIMIT_FILE_COUNT'
-          ? new AppError(
-              'PAYLOAD_TOO_LARGE',
-              `At most ${spec.maxFiles} files of ${Math.round(maxFileBytes / 1024 / 1024)} MB each`,
+          ? tooLarge(
+              `At most ${spec.maxFiles} files of ${Math.round(limits.maxFileBytes / MB)} MB each (KAS_MAX_UPLOAD_MB)`,
             )
-          : new AppError('VALIDATION_ERROR', `Malformed multipart upload (use the field "${spec.field}")`);
+          : code === 'LIMIT_FIELD_COUNT' || code === 'LIMIT_PART_COUNT'
+            ? tooLarge(`At most ${limits.maxFields} text fields in an upload`)
+            : code === 'LIMIT_FIELD_VALUE' || code === 'LIMIT_FIELD_KEY'
+              ? tooLarge(`A text field of an upload is at most ${Math.round(limits.maxFieldBytes / 1024)} KB`)
+              : new AppError(
+                  'VALIDATION_ERROR',
+                  `Malformed multipart upload (use the field "${spec.field}")`,
+                );
+      // The rest of the body is discarded as it arrives (still within the request cap above), so a
+      // client that sends it whole reads the answer.
       sendError(res, refusal, logger);
+      req.resume();
     });
   };
 }
@@ -159,8 +225,8 @@ export function createRestAdapter(options: {
   router: AnyTRPCRouter;
   createContext(req: Request, res: Response): Context;
   logger: Logger;
-  /** Largest uploaded file a multipart procedure accepts. */
-  maxUploadBytes: number;
+  /** What a multipart procedure accepts. */
+  upload: MultipartLimits;
 }): { handler: express.Router; routes: RestRoute[] } {
   const handler = express.Router();
   const routes: RestRoute[] = [];
@@ -186,7 +252,7 @@ export function createRestAdapter(options: {
     routes.push({ method: openapi.method, path: openapi.path, procedurePath });
 
     const before: RequestHandler[] = meta?.multipart
-      ? [multipartReader(meta.multipart, options.maxUploadBytes, options.logger)]
+      ? [multipartReader(meta.multipart, meta.minRole, options.upload, options.createContext, options.logger)]
       : [];
     const serve: RequestHandler = async (req, res) => {
       try {
@@ -204,7 +270,7 @@ export function createRestAdapter(options: {
         }
         const result = await callProcedure(procedure, {
           path: procedurePath,
-          ctx: options.createContext(req, res),
+          ctx: (req as Request & { kasContext?: Context }).kasContext ?? options.createContext(req, res),
           input,
         });
         if (meta?.noContent) {

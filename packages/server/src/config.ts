@@ -69,10 +69,36 @@ const ConfigSchema = z.object({
   KAS_MAX_BODY_MB: z.coerce.number().positive().max(1024).default(20),
   /** Browser origins allowed to call the API (comma-separated); unset: CORS off. */
   KAS_CORS_ORIGINS: optionalString,
-  /** Failed authentications per client address per minute before its requests are refused (429); 0 disables. */
+  /** Failed authentications per client address per minute before its refusals become 429; 0 disables. */
   KAS_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(30),
+  /** Refused webhook deliveries per client address per minute before its refused deliveries become 429; 0 disables. */
+  KAS_WEBHOOK_FAILURES_PER_MINUTE: z.coerce.number().int().min(0).default(60),
+  /**
+   * Which proxies' `X-Forwarded-For` names the client (express `trust proxy`): `false` (the default: the
+   * socket's address), `true` (any), a hop count, or comma-separated addresses, CIDRs and the names
+   * `loopback`, `linklocal`, `uniquelocal`.
+   */
+  KAS_TRUST_PROXY: z
+    .string()
+    .trim()
+    .default('false')
+    .transform((value): boolean | number | string =>
+      value === 'true'
+        ? true
+        : value === 'false' || value === ''
+          ? false
+          : /^\d+$/.test(value)
+            ? Number(value)
+            : value,
+    ),
   /** Largest file accepted by an upload, in MB (413 beyond). */
   KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
+  /** Largest multipart upload request, all files and fields together, in MB (413 beyond). */
+  KAS_MAX_UPLOAD_REQUEST_MB: z.coerce.number().positive().max(4096).default(100),
+  /** Most text fields in a multipart upload (413 beyond). */
+  KAS_MAX_UPLOAD_FIELDS: z.coerce.number().int().min(0).max(1000).default(10),
+  /** Largest text field in a multipart upload, in KB (413 beyond). */
+  KAS_MAX_UPLOAD_FIELD_KB: z.coerce.number().positive().max(10_240).default(64),
   /** Hosts and CIDRs that outbound requests may reach although private, loopback or link-local (comma-separated). */
   KAS_OUTBOUND_ALLOWLIST: z
     .string()

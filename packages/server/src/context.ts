@@ -38,6 +38,8 @@ export interface AppDeps {
   snapshot: (() => Promise<Uint8Array>) | null;
   /** Failed authentications per client address (keys cannot be guessed at speed). */
   authFailures: AuthFailureLimiter;
+  /** Refused webhook deliveries per client address, counted apart from authentications (`webhookProcedure`). */
+  webhookFailures: AuthFailureLimiter;
   /** The one HTTP client for the outside world (address guard, caps, retries); a drop-in `fetch`. */
   outbound: Outbound;
   /** Connector sources by name (`web`, `file`, `github`, …). */

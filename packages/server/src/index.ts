@@ -32,7 +32,7 @@ export {
 } from './memory.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export { createRuntime, type Runtime } from './runtime.ts';
-export { type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
+export { authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
 export * as usersService from './users/users.service.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
 export { startWorker } from './worker/worker.ts';

@@ -141,14 +141,16 @@ export function createRateLimiter(options: { limit: number; pool?: pg.Pool }): R
   };
 }
 
-/** Failed authentications per client address: past the limit, the address is refused until the window ends. */
+/**
+ * Failed attempts per client address: past the limit, the address's failed attempts are answered 429
+ * until the window ends (the callers ask only once an attempt failed, so a valid one is never refused).
+ */
 export interface AuthFailureLimiter {
   /**
-   * Throws 429 RATE_LIMITED while `address` has failed too often. With `cached` (the credential is
-   * answered from the auth cache) on Postgres, only the blocks this process knows of are checked: its
-   * own, and those other processes announce on `kas_auth_block` (auth/pg-auth-cache.ts).
+   * Throws 429 RATE_LIMITED while `address` has failed too often: the blocks this process knows of (its
+   * own, and those other processes announce on `kas_auth_block`, auth/pg-auth-cache.ts), then the store.
    */
-  assertAllowed(address: string | undefined, options?: { cached?: boolean }): Promise<void>;
+  assertAllowed(address: string | undefined): Promise<void>;
   /** Counts one failed authentication from `address`. */
   record(address: string | undefined): Promise<void>;
   /** Another process announced that `address` is blocked until `until` (epoch ms). */
@@ -158,12 +160,18 @@ export interface AuthFailureLimiter {
 export function createAuthFailureLimiter(options: {
   limit: number;
   pool?: pg.Pool;
+  /** The store's key prefix: `authfail` (failed authentications, the default) or another count's own. */
+  keyPrefix?: string;
   /** Announces a block to the other processes (Postgres). */
   announce?: (address: string, until: number) => Promise<void>;
 }): AuthFailureLimiter {
   const { limit } = options;
   if (limit === 0) return { assertAllowed: async () => {}, record: async () => {}, noteBlocked: () => {} };
-  const store = createStore({ points: limit, pool: options.pool, keyPrefix: 'authfail' });
+  const store = createStore({
+    points: limit,
+    pool: options.pool,
+    keyPrefix: options.keyPrefix ?? 'authfail',
+  });
   const blocked = new Map<string, number>();
   const refuse = (msBeforeNext: number): AppError => {
     const retryAfter = String(Math.max(1, Math.ceil(msBeforeNext / 1000)));
@@ -178,14 +186,13 @@ export function createAuthFailureLimiter(options: {
     if (until > (blocked.get(address) ?? 0)) blocked.set(address, until);
   };
   return {
-    async assertAllowed(address, check) {
+    async assertAllowed(address) {
       if (!address) return;
       const until = blocked.get(address);
       if (until !== undefined) {
         if (until > Date.now()) throw refuse(until - Date.now());
         blocked.delete(address);
       }
-      if (check?.cached && options.pool) return;
       const state = await store.get(address);
       if (!state || state.consumedPoints < limit) return;
       throw refuse(state.msBeforeNext);

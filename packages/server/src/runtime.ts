@@ -52,6 +52,11 @@ export async function createRuntime(
         ? { announce: (address: string, until: number) => authSync.publishBlock(database.db, address, until) }
         : {}),
     });
+    const webhookFailures = createAuthFailureLimiter({
+      limit: config.KAS_WEBHOOK_FAILURES_PER_MINUTE,
+      pool: database.pool,
+      keyPrefix: 'webhookfail',
+    });
     // On a shared Postgres the cache is served only while its listener is healthy (auth/pg-auth-cache.ts).
     authCache =
       database.kind === 'postgres' && config.DATABASE_URL
@@ -83,6 +88,7 @@ export async function createRuntime(
       ),
       snapshot: database.snapshot ?? null,
       authFailures,
+      webhookFailures,
       outbound,
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),

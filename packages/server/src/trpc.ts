@@ -57,21 +57,21 @@ export const middleware = t.middleware;
 export const publicProcedure = t.procedure;
 
 /**
- * The caller behind the request's credential. An address that failed too often is refused first, and
- * each failed attempt counts against it, so keys and tokens cannot be guessed at speed.
+ * The caller behind the request's credential. Each failed attempt counts against the client's address,
+ * and an address that failed too often has its refusals answered 429 until the window ends, so keys and
+ * tokens cannot be guessed at speed. A valid credential is never refused by that limit: behind a shared
+ * address (a proxy, a NAT) one client's bad keys do not lock the others out.
  */
 async function authenticateCaller(ctx: Context): Promise<Actor> {
   if (ctx.actor) return ctx.actor;
   const { deps, req } = ctx;
   try {
-    return await authenticate({
-      ctx: deps,
-      authorization: req.authorization,
-      admit: (cached) => deps.authFailures.assertAllowed(req.clientAddress, { cached }),
-    });
+    return await authenticate({ ctx: deps, authorization: req.authorization });
   } catch (error) {
-    if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED' && req.authorization)
-      await deps.authFailures.record(req.clientAddress);
+    if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED') {
+      await deps.authFailures.assertAllowed(req.clientAddress);
+      if (req.authorization) await deps.authFailures.record(req.clientAddress);
+    }
     throw error;
   }
 }
@@ -87,19 +87,30 @@ async function countRequest(ctx: Context, actor: Actor): Promise<void> {
  * narrows the context to the caller (trpc examples/next-sse-chat `isAuthed`).
  */
 const authed = t.middleware(async ({ ctx, meta, next }) => {
-  const minimum = meta?.minRole ?? 'admin';
+  const actor = await authorize(ctx, meta?.minRole);
+  await countRequest(ctx, actor);
+  return next({ ctx: { actor } });
+});
+
+/**
+ * Authenticates the request's caller and checks the role `minimum` (unset: admin), as `authed` does
+ * (which also counts the request). The REST bridge calls it before reading a multipart body, so a caller
+ * without a valid credential or the role never has a byte of it read; the actor found is kept on the
+ * context, and the procedure's own `authed` reuses it.
+ */
+export async function authorize(ctx: Context, minimum: Role | undefined): Promise<Actor> {
+  const required = minimum ?? 'admin';
   const actor = await authenticateCaller(ctx);
-  if (!roleAtLeast(actor.role, minimum)) {
+  if (!roleAtLeast(actor.role, required)) {
     throw new AppError(
       'INSUFFICIENT_PERMISSIONS',
       actor.role === 'limited'
         ? 'Access denied: a limited user may only chat and read agents'
-        : `This action requires the ${minimum} role; the caller has the ${actor.role} role`,
+        : `This action requires the ${required} role; the caller has the ${actor.role} role`,
     );
   }
-  await countRequest(ctx, actor);
-  return next({ ctx: { actor } });
-});
+  return actor;
+}
 
 /** Authenticates when a credential is sent and runs without one: only for publicly shared reads. */
 export const optionalAuthProcedure = publicProcedure
@@ -112,18 +123,22 @@ export const optionalAuthProcedure = publicProcedure
   });
 
 /**
- * A webhook: authenticated by its signature, which the procedure checks, not by a credential. Throttled
- * like credentials are in `authed`: an address that failed too often is refused first, and each delivery
- * the procedure refuses counts against its address, whether as unauthenticated (401) or as the answer
- * for an absent object (404) that hides which check failed, so ids cannot be probed at speed either.
+ * A webhook: authenticated by its signature, which the procedure checks, not by a credential. Each
+ * delivery the procedure refuses counts against its address, whether as unauthenticated (401) or as the
+ * answer for an absent object (404) that hides which check failed, and past the limit an address's
+ * refusals are answered 429, so secrets and ids cannot be probed at speed. Counted apart from failed
+ * authentications (`deps.webhookFailures`): forged deliveries from GitHub's or Slack's shared addresses
+ * never lock out API keys, and a correctly signed delivery is never refused by the count.
  */
 export const webhookProcedure = publicProcedure.use(async ({ ctx, next }) => {
   const { deps, req } = ctx;
-  await deps.authFailures.assertAllowed(req.clientAddress);
   const result = await next();
   if (!result.ok) {
     const { status } = toErrorResponse(result.error);
-    if (status === 401 || status === 404) await deps.authFailures.record(req.clientAddress);
+    if (status === 401 || status === 404) {
+      await deps.webhookFailures.assertAllowed(req.clientAddress);
+      await deps.webhookFailures.record(req.clientAddress);
+    }
   }
   return result;
 });

@@ -86,26 +86,18 @@ async function loadPersonalToken(db: Db, hash: string): Promise<CachedActor | un
 export async function authenticate({
   ctx,
   authorization,
-  admit,
 }: {
   ctx: AuthenticateDeps;
   authorization: string | undefined;
-  /**
-   * Called before the credential is checked: `cached` says whether it is answered from the cache (the
-   * failed-authentication limiter then needs no database statement).
-   */
-  admit?: (cached: boolean) => Promise<void> | void;
 }): Promise<Actor> {
   const credential = parseAuthorizationHeader(authorization);
   const kind = credential === undefined ? undefined : credentialKind(credential);
-  if (admit && (!credential || kind === 'oidc')) await admit(false);
   if (!credential) throw unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>');
   if (kind === 'oidc') return authenticateOidc({ ctx, token: credential });
   const isToken = kind === 'personal_token';
   const hash = hashCredential(credential);
   const now = Date.now();
   const cached = ctx.authCache?.get(hash);
-  if (admit) await admit(cached !== undefined);
   const what = isToken ? 'personal access token' : 'API key';
   if (cached) return checkUsable(cached, what, now);
   const generation = ctx.authCache?.generation ?? 0;

@@ -74,6 +74,12 @@ async function eventPair() {
   return { connectorId, pairId };
 }
 
+let sent = 0;
+
+/**
+ * A signed delivery of an edit to issue `number`: each a distinct event (its body differs, as GitHub's
+ * do), except that the same `delivery` id is the same event redelivered (the same body).
+ */
 function deliver(
   connectorId: number,
   number: number,
@@ -82,9 +88,19 @@ function deliver(
 ) {
   const body = JSON.stringify({
     action: 'edited',
-    issue: { number },
+    issue: { number, updated_at: delivery ?? `edit ${++sent}` },
     repository: { full_name: 'acme/gadgets' },
   });
+  return send(connectorId, body, delivery, from);
+}
+
+/** Posts `body` signed with the pair's secret (or `from.secret`), under the unsigned `delivery` header. */
+function send(
+  connectorId: number,
+  body: string,
+  delivery?: string,
+  from?: { clientAddress: string; secret?: string },
+) {
   return t.caller(undefined, from && { clientAddress: from.clientAddress }).connectorSources.event({
     connector_id: connectorId,
     headers: {
@@ -265,6 +281,22 @@ describe('queued connector events', () => {
     expect(await eventRows(pairId)).toHaveLength(2);
   });
 
+  it('a signed body replayed under new X-GitHub-Delivery ids (the header is unsigned) is acknowledged, queued once', async () => {
+    const { connectorId, pairId } = await eventPair();
+    const body = JSON.stringify({
+      action: 'edited',
+      issue: { number: 1 },
+      repository: { full_name: 'acme/gadgets' },
+    });
+    expect(await send(connectorId, body, 'first')).toEqual({ success: true, queued: 1 });
+    for (const replay of ['replay-1', 'replay-2', undefined])
+      expect(await send(connectorId, body, replay)).toEqual({ success: true, queued: 0 });
+    expect(await events()).toBe(1);
+    // Still after it was processed, from the database (what another process would read too).
+    expect(await send(connectorId, body, 'replay-3')).toEqual({ success: true, queued: 0 });
+    expect(await eventRows(pairId)).toHaveLength(1);
+  });
+
   it('tells a caller without the secret nothing about the connector: every refusal is the absent one', async () => {
     const { connectorId } = await eventPair();
     const { id: pollId } = await admin().connectors.create({
@@ -302,18 +334,26 @@ describe('queued connector events', () => {
 });
 
 describe('webhook throttling', () => {
-  it('refused deliveries (a guessed secret, an absent connector) count against their address; past the limit even a signed one is refused (429), other addresses are not', async () => {
+  it('refused deliveries (a guessed secret, an absent connector) count against their address under their own limit: past it refusals are 429, signed deliveries and API keys from that address still pass', async () => {
     const { connectorId } = await eventPair();
     const attacker = { clientAddress: '203.0.113.7', secret: 'guessed-secret' };
-    const limit = t.config.KAS_AUTH_FAILURES_PER_MINUTE;
+    const limit = t.config.KAS_WEBHOOK_FAILURES_PER_MINUTE;
     for (let i = 0; i < limit; i++)
       expect(await errorOf(deliver(i % 2 ? connectorId : 999_999, 1, undefined, attacker))).toMatchObject({
         status: 404,
         error_code: 'CONNECTOR_NOT_FOUND',
       });
-    expect(
-      await errorOf(deliver(connectorId, 1, undefined, { clientAddress: attacker.clientAddress })),
-    ).toMatchObject({ status: 429, error_code: 'RATE_LIMITED' });
+    expect(await errorOf(deliver(connectorId, 1, undefined, attacker))).toMatchObject({
+      status: 429,
+      error_code: 'RATE_LIMITED',
+    });
+    // GitHub's shared address is not locked out by forged deliveries: a signed one is queued.
+    expect(await deliver(connectorId, 1, undefined, { clientAddress: attacker.clientAddress })).toEqual({
+      success: true,
+      queued: 1,
+    });
+    // Nor are API keys from that address: webhook refusals are not failed authentications.
+    expect(await errorOf(t.caller('svck-not-a-key', attacker).apiKeys.me({}))).toMatchObject({ status: 401 });
     expect(await deliver(connectorId, 1, undefined, { clientAddress: '203.0.113.8' })).toEqual({
       success: true,
       queued: 1,

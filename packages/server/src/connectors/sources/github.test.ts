@@ -405,7 +405,8 @@ describe('github source', () => {
       issue: { number: 3 },
       repository: { full_name: 'acme/widgets' },
     });
-    const sign = (s: string) => `sha256=${createHmac('sha256', s).update(body).digest('hex')}`;
+    const sign = (s: string, signed = body) =>
+      `sha256=${createHmac('sha256', s).update(signed).digest('hex')}`;
     const anonymous = t.caller();
     await expect(
       anonymous.connectorSources.event({
@@ -427,10 +428,12 @@ describe('github source', () => {
     expect(gh.requests.filter((p) => p.startsWith('/repos/acme/widgets/issues?'))).toEqual([]);
 
     third.deleted = true;
+    // Another event (its body differs): the same body again would be a replay, acknowledged but not queued.
+    const deleted = body.replace('"edited"', '"deleted"');
     const gone = await anonymous.connectorSources.event({
       connector_id: connectorId,
-      headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret) },
-      raw_body: body,
+      headers: { 'x-github-event': 'issues', 'x-hub-signature-256': sign(secret, deleted) },
+      raw_body: deleted,
     });
     expect(gone).toEqual({ success: true, queued: 1 });
     expect(await events()).toBe(1);

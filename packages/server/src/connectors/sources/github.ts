@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { retryAfterMs } from '../../outbound/outbound.ts';
 import { getJson, nextLink } from './http.ts';
@@ -708,8 +708,11 @@ function verify(event: SourceEvent<GitHubCredential>): EventVerdict {
     refs.push({ kind: 'pull', repo, number: payload.pull_request.number });
   else if (repo && typeof payload.issue?.number === 'number')
     refs.push({ kind: payload.issue.pull_request ? 'pull' : 'issue', repo, number: payload.issue.number });
-  const deliveryId = event.headers['x-github-delivery'];
-  return { ok: true, refs: refs as unknown as JsonValue[], ...(deliveryId ? { deliveryId } : {}) };
+  // The delivery's identity is its signed body: `X-GitHub-Delivery` is not signed, so a replay under a
+  // new one would be queued again. GitHub's own redelivery sends the same body, and distinct events
+  // differ in their body (ids, timestamps).
+  const deliveryId = `sha256:${createHash('sha256').update(event.rawBody).digest('hex')}`;
+  return { ok: true, refs: refs as unknown as JsonValue[], deliveryId };
 }
 
 async function fetchRefs(
