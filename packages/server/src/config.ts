@@ -145,7 +145,7 @@ const ConfigSchema = z.object({
   KAS_WORKER_THREADS: z.coerce.number().int().min(0).max(64).default(0),
   /** Heap of one parsing thread (MB): a file that needs more to read is refused (413). */
   KAS_WORKER_MEMORY_MB: z.coerce.number().int().min(64).max(16_384).default(512),
-  /** Longest time reading one file or chunking one document may take, queue included (ms); 413 beyond. */
+  /** Longest time reading one file or chunking one document may run in a worker thread (ms; 413 beyond); a task waits at most as long for a free thread (503 beyond). */
   KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   /** Most chunks of one document (~512 tokens, ~2 KB of English each); a larger one is refused (413), a connector's listed as a per-document error. */
   KAS_MAX_DOCUMENT_CHUNKS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),

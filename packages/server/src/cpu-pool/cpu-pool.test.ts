@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { minimalPdf } from '../../../../test/harness/office-files.ts';
+import { minimalPdf, trivialPagesPdf } from '../../../../test/harness/office-files.ts';
 import { AppError } from '../errors.ts';
+import { DEFAULT_EXTRACT_LIMITS } from '../files/files.parse.ts';
 import { createCpuPool } from './cpu-pool.ts';
 
 const pool = createCpuPool({ threads: 1, memoryMb: 256, timeoutMs: 60_000 });
@@ -25,20 +26,22 @@ describe('cpu pool', () => {
     expect((error as AppError).detail).toContain('a.bin');
   });
 
-  it('refuses a task over its time limit with a 413 naming the limit, and keeps working after', async () => {
-    const hasty = createCpuPool({ threads: 1, memoryMb: 256, timeoutMs: 5 });
-    try {
-      // Thousands of pages: far more than 100 ms of work.
-      const pages = Array.from({ length: 4000 }, (_, i) => `page ${i}`);
-      const error = await hasty
-        .run(
-          'extractText',
-          { name: 'big.pdf', contentType: 'application/pdf', data: new Uint8Array(minimalPdf(pages)) },
-          { subject: '"big.pdf"' },
-        )
+  it('refuses a task that runs over its time limit with a 413 naming it, one that waited as long for a thread with a 503, and keeps working', async () => {
+    const hasty = createCpuPool({ threads: 1, memoryMb: 256, timeoutMs: 400 });
+    // 10,000 pages read with no page limit: many seconds of work.
+    const data = new Uint8Array(trivialPagesPdf(10_000));
+    const limits = { ...DEFAULT_EXTRACT_LIMITS, maxPdfPages: 1_000_000 };
+    const read = (name: string) =>
+      hasty
+        .run('extractText', { name, contentType: 'application/pdf', data, limits }, { subject: `"${name}"` })
         .catch((e: unknown) => e);
-      expect(error).toMatchObject({ error_code: 'PAYLOAD_TOO_LARGE' });
-      expect((error as AppError).detail).toMatch(/"big\.pdf".*KAS_WORKER_TIMEOUT_MS/);
+    try {
+      // One thread: the second waits while the first runs, and its wait ends first.
+      const [first, second] = await Promise.all([read('big.pdf'), read('next.pdf')]);
+      expect(first).toMatchObject({ error_code: 'PAYLOAD_TOO_LARGE' });
+      expect((first as AppError).detail).toMatch(/"big\.pdf".*KAS_WORKER_TIMEOUT_MS/);
+      expect(second).toMatchObject({ error_code: 'SERVICE_UNAVAILABLE' });
+      expect((second as AppError).detail).toMatch(/busy.*"next\.pdf"/);
     } finally {
       await hasty.close();
     }

@@ -2,14 +2,14 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { AppError } from '../errors.ts';
 import type { TaskInput, TaskName, TaskOutput } from './tasks.ts';
-import type { TaskResult } from './worker-entry.ts';
+import { TASK_STARTED, type TaskResult } from './worker-entry.ts';
 
 export interface CpuPoolOptions {
   /** Worker threads; 0 picks one fewer than the machine's cores (at least one). */
   threads: number;
   /** Heap of one worker thread (MB); a task that needs more is refused, the thread is replaced. */
   memoryMb: number;
-  /** Longest time one task may take, waiting in the queue included (ms). */
+  /** Longest time one task may run (ms); a task waits at most as long again for a free thread. */
   timeoutMs: number;
 }
 
@@ -48,23 +48,45 @@ export function createCpuPool(options: CpuPoolOptions): CpuPool {
     // Linux: the main thread (health, search, chat) wins the CPU when both want it.
     niceIncrement: 10,
   });
+  // A task's time limit starts when a thread takes it up (the worker says so), not while it waits its
+  // turn: under load a document may queue behind others without being refused for their work.
+  const started = new Map<number, () => void>();
+  pool.on('message', (message: unknown) => {
+    const id = (message as { [TASK_STARTED]?: unknown } | null)?.[TASK_STARTED];
+    if (typeof id === 'number') started.get(id)?.();
+  });
+  let lastId = 0;
   return {
     async run(task, input, runOptions = {}) {
-      const signals = [
-        AbortSignal.timeout(options.timeoutMs),
-        ...(runOptions.signal ? [runOptions.signal] : []),
-      ];
-      const signal = AbortSignal.any(signals);
+      const id = ++lastId;
+      const limit = new AbortController();
+      let timer: NodeJS.Timeout | undefined;
+      let running = false;
+      started.set(id, () => {
+        running = true;
+        timer = setTimeout(() => limit.abort(), options.timeoutMs);
+      });
+      // Waiting for a thread is bounded too: a server this busy says so rather than queueing forever.
+      const queued = setTimeout(() => {
+        if (!running) limit.abort();
+      }, options.timeoutMs);
+      const signal = AbortSignal.any([limit.signal, ...(runOptions.signal ? [runOptions.signal] : [])]);
       const subject = runOptions.subject ?? 'the input';
       let result: TaskResult;
       try {
         result = (await pool.run(
-          { task, input },
+          { task, input, id },
           { signal, ...(runOptions.transfer ? { transferList: runOptions.transfer } : {}) },
         )) as TaskResult;
       } catch (error) {
         if (runOptions.signal?.aborted) throw error;
-        if (signal.aborted)
+        if (limit.signal.aborted && !running)
+          throw new AppError(
+            'SERVICE_UNAVAILABLE',
+            `The server is busy: reading ${subject} waited more than ${Math.round(options.timeoutMs / 1000)} s for a free worker thread; try again later`,
+            { cause: error },
+          );
+        if (limit.signal.aborted)
           throw new AppError(
             'PAYLOAD_TOO_LARGE',
             `Reading ${subject} took longer than the limit of ${Math.round(options.timeoutMs / 1000)} s (KAS_WORKER_TIMEOUT_MS)`,
@@ -77,6 +99,10 @@ export function createCpuPool(options: CpuPoolOptions): CpuPool {
             { cause: error },
           );
         throw error;
+      } finally {
+        clearTimeout(timer);
+        clearTimeout(queued);
+        started.delete(id);
       }
       if (!result.ok) throw new AppError(result.error_code, result.detail);
       return result.value as TaskOutput<typeof task>;
