@@ -25,9 +25,21 @@ describe('configuration', () => {
     ['DATABASE_URL', 'mysql://x'],
     ['KAS_HARD_DELETE_CHATS', 'yes'],
     ['KAS_LLM_BASE_URL', 'not a url'],
+    ['KAS_TRUST_PROXY', 'yes'],
+    ['KAS_TRUST_PROXY', '10.0.0.0/33'],
+    ['KAS_TRUST_PROXY', 'proxy.internal'],
   ])('a bad %s stops start-up with a message naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(name));
+  });
+
+  it('reads KAS_TRUST_PROXY as express takes it', () => {
+    expect(loadConfig({}).KAS_TRUST_PROXY).toBe(false);
+    expect(loadConfig({ KAS_TRUST_PROXY: 'true' }).KAS_TRUST_PROXY).toBe(true);
+    expect(loadConfig({ KAS_TRUST_PROXY: '2' }).KAS_TRUST_PROXY).toBe(2);
+    expect(
+      loadConfig({ KAS_TRUST_PROXY: 'loopback, 10.0.0.0/8, 192.168.0.0/255.255.0.0, ::1' }).KAS_TRUST_PROXY,
+    ).toBe('loopback, 10.0.0.0/8, 192.168.0.0/255.255.0.0, ::1');
   });
 
   it('requires an encryption key with DATABASE_URL', () => {

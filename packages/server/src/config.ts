@@ -8,6 +8,20 @@ const optionalString = z
   .transform((v) => (v === '' ? undefined : v));
 const optionalUrl = optionalString.pipe(z.url().optional());
 
+/** Whether a `KAS_TRUST_PROXY` list is one express can apply: addresses, CIDRs (bits or a v4 mask) and its names. */
+function validTrustProxy(setting: boolean | number | string): boolean {
+  if (typeof setting !== 'string') return true;
+  return setting.split(',').every((entry) => {
+    const [address, bits, extra] = entry.trim().split('/');
+    if (extra !== undefined || !address) return false;
+    if (bits === undefined)
+      return ['loopback', 'linklocal', 'uniquelocal'].includes(address) || isIP(address) > 0;
+    const version = isIP(address);
+    if (/^\d+$/.test(bits)) return version > 0 && Number(bits) <= (version === 4 ? 32 : 128);
+    return version === 4 && isIP(bits) === 4;
+  });
+}
+
 export const API_KEY_PATTERN = /^svck-[A-Za-z0-9_-]{43}$/;
 
 const ConfigSchema = z.object({
@@ -90,7 +104,11 @@ const ConfigSchema = z.object({
           : /^\d+$/.test(value)
             ? Number(value)
             : value,
-    ),
+    )
+    .refine(validTrustProxy, {
+      message:
+        'must be true, false, a hop count, or comma-separated addresses, CIDRs, loopback, linklocal, uniquelocal',
+    }),
   /** Largest file accepted by an upload, in MB (413 beyond). */
   KAS_MAX_UPLOAD_MB: z.coerce.number().positive().max(1024).default(20),
   /** Largest multipart upload request, all files and fields together, in MB (413 beyond). */
