@@ -71,6 +71,8 @@ export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   [/^actions\/(openapi|mcp|oauth)\//, 'platform'],
   [/^(files\/files\.parse|documents\/(chunking|prepare))\.ts$/, 'platform'],
   [/^files\/files\.unzip\.ts$/, 'platform'],
+  // Ranks long chat attachments; runs in the worker pool, so it sits with the other pool tasks.
+  [/^chat\/attachments\.ts$/, 'platform'],
   [/\.repository\.ts$/, 'data'],
   [/^context\.ts$/, 'context'],
   [/^worker\/task\.ts$/, 'context'],

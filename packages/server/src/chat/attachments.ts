@@ -1,7 +1,25 @@
 import { chunkDocument } from '../documents/chunking.ts';
 import { keywords } from '../llm/builtin.ts';
 import { B, idf, K1 } from '../search/bm25.ts';
-import { type AttachedText, tokensAtMost } from './prompt.ts';
+
+/** An attached file's text as the prompt gives it. */
+export interface AttachedText {
+  name: string;
+  text: string;
+}
+
+/**
+ * An upper bound of `tokens(text)` at no cost: every token of a byte-level BPE covers at least one UTF-8
+ * byte. Prompts that fit by this bound (nearly all: the windows are large) are never tokenized.
+ */
+export function tokensAtMost(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** Whether the attached files fit `budgetTokens` as they are (nothing to retrieve, nothing costly). */
+export function fitWhole(files: AttachedText[], budgetTokens: number): boolean {
+  return files.reduce((n, f) => n + tokensAtMost(f.text), 0) <= budgetTokens;
+}
 
 /** Attached files take at most this share of the model's window; beyond it they are retrieved from. */
 const ATTACHMENT_SHARE = 0.5;
@@ -18,14 +36,14 @@ export function attachmentBudget(contextWindow: number): number {
  * Longer ones are treated like documents: chunked as ingestion chunks them, the chunks ranked against the
  * question by BM25 (the index's K1, B and IDF), and only the best chunks that fit the budget are given, in
  * their files' order — a long attachment is never pasted whole (nor cut at an arbitrary length).
+ * Costly for long files (chunking and tokenising): the chat runs it in the worker pool (`rankAttachments`).
  */
 export function attachmentsFor(
   question: string,
   files: AttachedText[],
   budgetTokens: number,
 ): AttachedText[] {
-  if (!files.length) return files;
-  if (files.reduce((n, f) => n + tokensAtMost(f.text), 0) <= budgetTokens) return files;
+  if (!files.length || fitWhole(files, budgetTokens)) return files;
   const chunked = files.map((file, fileIndex) =>
     chunkDocument({ title: file.name, sections: [{ text: file.text }] }).map((chunk) => ({
       fileIndex,

@@ -1,6 +1,9 @@
 import { countTokens } from '../documents/chunking.ts';
 import type { LlmMessage } from '../llm/llm.types.ts';
+import { type AttachedText, tokensAtMost } from './attachments.ts';
 import type { ChatPersona } from './persona.ts';
+
+export { type AttachedText, tokensAtMost };
 
 export const BASE_SYSTEM_PROMPT = `You are an expert assistant who is truthful, nuanced, insightful, and efficient. \
 Your goal is to give the user an accurate, well-organised answer. When you are unsure, say so.{{CURRENT_DATETIME}}{{CITATION_GUIDANCE}}
@@ -20,14 +23,6 @@ export const SEARCH_TOOL_DESCRIPTION =
 
 export function tokens(text: string): number {
   return text ? countTokens(text) : 0;
-}
-
-/**
- * An upper bound of `tokens(text)` at no cost: every token of a byte-level BPE covers at least one UTF-8
- * byte. Prompts that fit by this bound (nearly all: the windows are large) are never tokenized.
- */
-export function tokensAtMost(text: string): number {
-  return Buffer.byteLength(text, 'utf8');
 }
 
 // Formatters are built once: `toLocaleDateString` builds a new one on every call (~0.3 ms each).
@@ -75,11 +70,6 @@ export function systemPrompt(
   const task = persona.task_prompt.trim();
   if (task) system += `\n\n${task}`;
   return system;
-}
-
-export interface AttachedText {
-  name: string;
-  text: string;
 }
 
 export interface PromptParts {

@@ -1,3 +1,4 @@
+import { type AttachedText, attachmentsFor } from '../chat/attachments.ts';
 import { extractHtml } from '../connectors/sources/html.ts';
 import { countTokens } from '../documents/chunking.ts';
 import { prepareDocument } from '../documents/prepare.ts';
@@ -41,6 +42,9 @@ export const TASKS = {
       },
       (name) => input.include.test(name),
     ).map((entry) => ({ name: entry.name, data: new Uint8Array(entry.data) })),
+  /** The parts of long chat attachments most relevant to the question (`attachmentsFor`). */
+  rankAttachments: (input: { question: string; files: AttachedText[]; budgetTokens: number }) =>
+    attachmentsFor(input.question, input.files, input.budgetTokens),
   /** A large document's id, hashes and chunks (tokenising is the costly part): `prepareDocument`. */
   prepareDocument: (input: {
     input: Parameters<typeof prepareDocument>[0];

@@ -4,7 +4,7 @@ import * as filesService from '../../files/files.service.ts';
 import { allowedModels } from '../../llm/index.ts';
 import * as projectsService from '../../projects/projects.service.ts';
 import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.ts';
-import { attachmentBudget, attachmentsFor } from '../attachments.ts';
+import { type AttachedText, attachmentBudget, fitWhole } from '../attachments.ts';
 import type { MessageNode, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
@@ -128,10 +128,10 @@ export async function startChatTurn({
         .filter((m) => m.message_type !== 'system' && m.error === null && m.message.trim())
         .map((m) => ({ role: m.message_type as 'user' | 'assistant', content: m.message })),
       // Long attachments are retrieved from (their best chunks for the question), never pasted whole.
-      files: attachmentsFor(
+      files: await relevantAttachments(
+        ctx,
         tree.userMessage.message,
         files.map((f) => ({ name: f.descriptor.name ?? f.descriptor.id, text: f.text })),
-        attachmentBudget(ctx.llm.contextWindow),
       ),
       additionalContext: input.additional_context ?? null,
       filters,
@@ -178,6 +178,17 @@ export async function startChatTurn({
       done,
     };
   }
+}
+
+/** The attachments as the model reads them: whole when they fit, else their best parts, ranked in the worker pool. */
+function relevantAttachments(
+  ctx: ChatDeps,
+  question: string,
+  files: AttachedText[],
+): Promise<AttachedText[]> | AttachedText[] {
+  const budgetTokens = attachmentBudget(ctx.llm.contextWindow);
+  if (fitWhole(files, budgetTokens)) return files;
+  return ctx.cpu.run('rankAttachments', { question, files, budgetTokens }, { subject: 'the attached files' });
 }
 
 /**

@@ -20,7 +20,7 @@ import type {
 import { loadPersona, personaName } from '../persona.ts';
 
 export type ChatDeps = ServiceContext<
-  'db' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry' | 'secrets' | 'outbound'
+  'db' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry' | 'secrets' | 'outbound' | 'cpu'
 >;
 
 const iso = (d: Date | string) => new Date(d).toISOString();
