@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { configFrom } from '../config.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
-import { createDatabase, type Db, migrateToLatest } from './database.ts';
+import { createDatabase, type Db, migrateToLatest, retryOnConflict } from './database.ts';
 
 const t = useTestRuntime();
 beforeAll(async () => {
@@ -12,6 +12,37 @@ beforeAll(async () => {
 });
 
 describe('database', () => {
+  it.runIf(testDbKind() === 'postgres')(
+    "runs a deadlock's victim again: both transactions commit",
+    async () => {
+      const { db } = t.deps;
+      await sql`CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL)`.execute(db);
+      await sql`INSERT INTO pair VALUES (1, 0), (2, 0)`.execute(db);
+      let both!: () => void;
+      const firstLocks = new Promise<void>((resolve) => {
+        both = resolve;
+      });
+      let tries = 0;
+      // Each locks one row, then waits for the other's first lock, then asks for the other's row.
+      const lockInOrder = (first: number, second: number) =>
+        retryOnConflict(() =>
+          db.transaction().execute(async (trx) => {
+            tries++;
+            await sql`UPDATE pair SET n = n + 1 WHERE id = ${first}`.execute(trx);
+            if (tries <= 2) {
+              if (tries === 2) both();
+              await firstLocks;
+            }
+            await sql`UPDATE pair SET n = n + 1 WHERE id = ${second}`.execute(trx);
+          }),
+        );
+      await Promise.all([lockInOrder(1, 2), lockInOrder(2, 1)]);
+      expect(tries).toBe(3);
+      const rows = await sql<{ n: number }>`SELECT n FROM pair ORDER BY id`.execute(db);
+      expect(rows.rows.map((r) => r.n)).toEqual([2, 2]);
+    },
+  );
+
   it('never commits a rolled-back transaction when transactions overlap', async () => {
     const { db } = t.deps;
     await sql`CREATE TABLE ledger (id serial PRIMARY KEY, note text NOT NULL)`.execute(db);

@@ -199,3 +199,27 @@ export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
 export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === '23505';
 }
+
+/**
+ * Postgres chose this transaction as a deadlock's victim (40P01) or could not serialise it (40001):
+ * nothing was written, and running it again is the documented remedy.
+ */
+export function isTransientConflict(error: unknown): boolean {
+  const code = (error as { code?: string; cause?: { code?: string } })?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
+ * Runs a whole transaction again when Postgres refused it as a deadlock's victim or for serialisation
+ * (e.g. a document's chunks replaced while search maintenance re-weights the same rows in another order).
+ */
+export async function retryOnConflict<T>(work: () => Promise<T>, tries = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (attempt >= tries || !isTransientConflict(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20 * attempt + Math.random() * 30));
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
-import { type Db, type DbExecutor, isUniqueViolation } from '../../db/database.ts';
+import { type Db, type DbExecutor, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
@@ -72,15 +72,17 @@ async function writeDocument(
       // Created concurrently: continue as an update.
     }
   }
-  return db.transaction().execute(async (trx) => {
-    const state = await documentsRepository.findDocumentState(trx, row.id);
-    if (state) return updateExisting(trx, state, row, chunks, ccPairId, perStatement);
-    const { inserted } = await documentsRepository.upsertDocument(trx, row);
-    await documentsRepository.replaceChunks(trx, row.id, chunks, inserted, perStatement);
-    await documentsRepository.addOwner(trx, row.id, ccPairId);
-    if (!inserted) await documentsRepository.recomputeAccess(trx, [row.id]);
-    return { existed: !inserted, changed: true };
-  });
+  return retryOnConflict(() =>
+    db.transaction().execute(async (trx) => {
+      const state = await documentsRepository.findDocumentState(trx, row.id);
+      if (state) return updateExisting(trx, state, row, chunks, ccPairId, perStatement);
+      const { inserted } = await documentsRepository.upsertDocument(trx, row);
+      await documentsRepository.replaceChunks(trx, row.id, chunks, inserted, perStatement);
+      await documentsRepository.addOwner(trx, row.id, ccPairId);
+      if (!inserted) await documentsRepository.recomputeAccess(trx, [row.id]);
+      return { existed: !inserted, changed: true };
+    }),
+  );
 }
 
 /** The CC pair a document is ingested into, or the error that refuses the request. */
