@@ -169,7 +169,7 @@ describe('hostile files uploaded to a chat by a limited key', () => {
       () => ({ data: files.pdf10k, type: 'application/pdf', name: 'pages.pdf' }),
       413,
       'PAYLOAD_TOO_LARGE',
-      /"pages\.pdf" has 10000 pages, more than the limit of 2000 \(KAS_MAX_PDF_PAGES\)/,
+      /"pages\.pdf" has 10000 pages, more than the limit of 5000 \(KAS_MAX_PDF_PAGES\)/,
     ],
     [
       'a single line of 11 million characters',
@@ -394,7 +394,7 @@ describe('hostile files in connectors', () => {
       expect.objectContaining({
         document_id: `${site.url}/manual.pdf`,
         failure_message: expect.stringMatching(
-          /^Unreadable PDF: .*10000 pages, more than the limit of 2000 \(KAS_MAX_PDF_PAGES\)$/,
+          /^Unreadable PDF: .*10000 pages, more than the limit of 5000 \(KAS_MAX_PDF_PAGES\)$/,
         ),
       }),
     ]);

@@ -170,7 +170,7 @@ const ConfigSchema = z.object({
   /** Most characters of text one file or page may yield when read (413 for an upload, a per-document error for a connector). */
   KAS_MAX_EXTRACTED_CHARS: z.coerce.number().int().min(1000).max(1_000_000_000).default(10_000_000),
   /** Most pages of a PDF that is read (413 beyond). */
-  KAS_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(2000),
+  KAS_MAX_PDF_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(5000),
   /** Most an archive (a DOCX, a connector upload's zip) may expand to, in MB, checked before and while inflating (413 beyond). */
   KAS_MAX_UNZIPPED_MB: z.coerce.number().positive().max(16_384).default(100),
   /** Index attempts one worker process runs at once (each pair runs at most one). */

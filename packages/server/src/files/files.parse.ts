@@ -27,7 +27,7 @@ export interface ExtractLimits {
 
 export const DEFAULT_EXTRACT_LIMITS: ExtractLimits = {
   maxChars: 10_000_000,
-  maxPdfPages: 2000,
+  maxPdfPages: 5000,
   maxUnzippedBytes: 100 * 1024 * 1024,
 };
 
