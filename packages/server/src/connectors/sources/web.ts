@@ -105,6 +105,15 @@ type Fetched =
   | { kind: 'skip' }
   | { kind: 'failure'; failure: SourceDocumentFailure };
 
+/** A page whose text could not be read (a limit, a damaged file): a per-document error of the attempt. */
+function unreadablePage(args: { signal: AbortSignal }, finalUrl: string, error: unknown): Fetched {
+  if (args.signal.aborted) throw error;
+  return {
+    kind: 'failure',
+    failure: { document_id: finalUrl, link: finalUrl, message: `Unreadable page${unreadableReason(error)}` },
+  };
+}
+
 async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promise<Fetched> {
   let response: Response;
   try {
@@ -175,15 +184,7 @@ async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promi
     try {
       text = await args.extract.text({ name: finalUrl, contentType: 'text/plain', data: body });
     } catch (error) {
-      if (args.signal.aborted) throw error;
-      return {
-        kind: 'failure',
-        failure: {
-          document_id: finalUrl,
-          link: finalUrl,
-          message: `Unreadable page${unreadableReason(error)}`,
-        },
-      };
+      return unreadablePage(args, finalUrl, error);
     }
     return {
       kind: 'page',
@@ -201,15 +202,7 @@ async function fetchPage(args: LoadArgs<WebConfig, unknown>, url: string): Promi
   try {
     page = await args.extract.html(finalUrl, body);
   } catch (error) {
-    if (args.signal.aborted) throw error;
-    return {
-      kind: 'failure',
-      failure: {
-        document_id: finalUrl,
-        link: finalUrl,
-        message: `Unreadable page${unreadableReason(error)}`,
-      },
-    };
+    return unreadablePage(args, finalUrl, error);
   }
   const links = page.links.map((l) => normalise(l, finalUrl)).filter((l): l is string => !!l);
   if (page.noindex || !page.text.trim()) return { kind: 'skip' };
