@@ -38,6 +38,9 @@ export async function createRuntime(
   const database = await createDatabase(config, {
     onPoolError: (error) =>
       logger.warn({ err: error }, 'idle database connection failed; the pool will reconnect'),
+    slowQueryMs: config.KAS_SLOW_QUERY_MS,
+    onSlowQuery: (statement, ms) =>
+      logger.warn({ ms, sql: statement.slice(0, 500) }, 'slow database statement'),
     ...options.db,
   });
   let authCache: AuthCache | undefined;

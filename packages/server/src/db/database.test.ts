@@ -129,3 +129,24 @@ describe.skipIf(testDbKind() !== 'pglite')('embedded database settings', () => {
     }
   });
 });
+
+describe.skipIf(testDbKind() !== 'pglite')('slow statements', () => {
+  it('reports a statement over slowQueryMs with its SQL and not its parameters; none with 0', async () => {
+    const reported: { sql: string; ms: number }[] = [];
+    const onSlowQuery = (statement: string, ms: number) => reported.push({ sql: statement, ms });
+    const database = await createDatabase(configFrom({}), { inMemory: true, slowQueryMs: 40, onSlowQuery });
+    const quiet = await createDatabase(configFrom({}), { inMemory: true, slowQueryMs: 0, onSlowQuery });
+    try {
+      await sql`SELECT pg_sleep(0.06), ${'secret-value'}::text AS v`.execute(database.db);
+      await sql`SELECT 1`.execute(database.db);
+      await sql`SELECT pg_sleep(0.06)`.execute(quiet.db);
+      expect(reported).toHaveLength(1);
+      expect(reported[0]!.sql).toMatch(/pg_sleep\(0\.06\), \$1::text/);
+      expect(reported[0]!.sql).not.toContain('secret-value');
+      expect(reported[0]!.ms).toBeGreaterThanOrEqual(40);
+    } finally {
+      await database.close();
+      await quiet.close();
+    }
+  });
+});

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { type Expression, Kysely, PGliteDialect, PostgresDialect, sql, type Transaction } from 'kysely';
+import {
+  type Expression,
+  Kysely,
+  type LogEvent,
+  PGliteDialect,
+  PostgresDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
@@ -90,6 +98,22 @@ export interface CreateDbOptions {
   poolSize?: number;
   /** Told about errors of idle pooled connections (a restarted or failed-over Postgres). */
   onPoolError?: (error: Error) => void;
+  /** Told about every statement that took at least `slowQueryMs` (its SQL text, never its parameters). */
+  onSlowQuery?: (sql: string, ms: number) => void;
+  /** 0: no statement is reported. */
+  slowQueryMs?: number;
+}
+
+/** Kysely's `log` hook reporting slow statements, or nothing when none are to be reported. */
+function slowQueryLog(options: CreateDbOptions): { log?: (event: LogEvent) => void } {
+  const { onSlowQuery, slowQueryMs = 0 } = options;
+  if (!onSlowQuery || slowQueryMs <= 0) return {};
+  return {
+    log(event) {
+      if (event.queryDurationMillis >= slowQueryMs)
+        onSlowQuery(event.query.sql, Math.round(event.queryDurationMillis));
+    },
+  };
 }
 
 /** Most distinct statements prepared per process; beyond it (say, IN lists of every length) run unnamed. */
@@ -125,7 +149,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
   let release = () => {};
@@ -149,7 +173,10 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   const instance = pglite;
   // Kysely's own PGlite dialect runs each transaction under PGlite's exclusive lock, so a rolled-back
   // transaction can never be committed by a concurrent one (kysely-pglite loses rollbacks).
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite: instance }) });
+  const db = new Kysely<Database>({
+    dialect: new PGliteDialect({ pglite: instance }),
+    ...slowQueryLog(options),
+  });
   return {
     db,
     kind: 'pglite',
