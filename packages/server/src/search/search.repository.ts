@@ -401,6 +401,9 @@ export async function reweightChunks(
       SELECT document_id, chunk_id FROM chunks
       WHERE ${after ? sql`(document_id, chunk_id) > (${after.document_id}, ${after.chunk_id})` : sql`true`}
       ORDER BY document_id, chunk_id LIMIT ${batch}
+      -- Maintenance never waits for a writer: chunks a transaction is replacing are skipped (they are
+      -- written again, weighted as they are written); waiting could close a deadlock with its deletes.
+      FOR UPDATE SKIP LOCKED
     ), done AS (
       UPDATE chunks c SET bm25_weights = (SELECT w.weights FROM kas_bm25_weights(c.search_vector) w)
       FROM k WHERE c.document_id = k.document_id AND c.chunk_id = k.chunk_id
@@ -409,7 +412,8 @@ export async function reweightChunks(
     SELECT document_id, chunk_id, (SELECT count(*) FROM done)::int AS n
     FROM k ORDER BY document_id DESC, chunk_id DESC LIMIT 1`.execute(db);
   const last = result.rows[0];
-  if (!last || last.n < batch) return null;
+  // A short batch is not the end when locked rows were skipped: the end is a batch with no row.
+  if (!last) return null;
   return { document_id: last.document_id, chunk_id: last.chunk_id };
 }
 
