@@ -205,6 +205,19 @@ function assertModelAllowed(ctx: ChatDeps, actor: Actor, model: string, agentMod
   );
 }
 
+/**
+ * Waits for the turn's first line. A turn that fails before it is answered as an ordinary error, once
+ * the turn has settled (its budget reservation released), so the caller never sees the error first.
+ */
+async function startedOrSettled(run: ChatRun): Promise<void> {
+  try {
+    await run.started;
+  } catch (error) {
+    await run.done;
+    throw error;
+  }
+}
+
 /** The stream of one turn: the lines of DESIGN.md, for the NDJSON route and the tRPC procedure alike. */
 export async function* streamMessage({
   ctx,
@@ -215,7 +228,7 @@ export async function* streamMessage({
 }): AsyncGenerator<ChatStreamLine> {
   const { actor } = ctx;
   const run = await startChatTurn({ ctx, actor, input });
-  await run.started;
+  await startedOrSettled(run);
   yield* withHeartbeat(run.lines, ctx.config.KAS_CHAT_HEARTBEAT_MS);
 }
 
@@ -262,7 +275,7 @@ export async function sendMessage({
 }): Promise<ChatFullResponse> {
   const { actor } = ctx;
   const run = await startChatTurn({ ctx, actor, input });
-  await run.started;
+  await startedOrSettled(run);
   let answer = '';
   let topDocuments: SearchDoc[] = [];
   let reasoning: string | null = null;
