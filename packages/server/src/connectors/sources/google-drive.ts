@@ -4,7 +4,7 @@ import { kindOf } from '../../files/files.parse.ts';
 import { domainGroupId } from '../../identity/principals.ts';
 import { OutboundError, retryAfterMs } from '../../outbound/outbound.ts';
 import { rateLimitedUntil } from './limits.ts';
-import { type RestContext, sourceRequest } from './rest.ts';
+import { jsonOrNull, type RestContext, sourceRequest } from './rest.ts';
 import {
   type ExternalAccess,
   type ExternalGroup,
@@ -273,15 +273,7 @@ async function driveRequest(args: Args, url: string, headers: Record<string, str
 /** A Drive JSON GET; `null` for 404. */
 async function driveJson<T>(args: Args, url: string, headers: Record<string, string>): Promise<T | null> {
   const response = await driveRequest(args, url, { accept: 'application/json', ...headers });
-  if (response.status === 404) {
-    await response.body?.cancel().catch(() => {});
-    return null;
-  }
-  try {
-    return (await response.json()) as T;
-  } catch (error) {
-    throw new SourceError('transient', `${SERVICE} sent a response that is not JSON`, { cause: error });
-  }
+  return jsonOrNull<T>(response, SERVICE);
 }
 
 const FILE_FIELDS =

@@ -66,6 +66,11 @@ export async function getJson<T>(
   const response = await sourceRequest(ctx, service, url, {
     headers: { accept: 'application/json', ...headers },
   });
+  return jsonOrNull<T>(response, service);
+}
+
+/** A response's JSON body; `null` for 404 (its body discarded). */
+export async function jsonOrNull<T>(response: Response, service: string): Promise<T | null> {
   if (response.status === 404) {
     await response.body?.cancel().catch(() => {});
     return null;
