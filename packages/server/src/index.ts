@@ -23,6 +23,7 @@ export {
 export * as evaluationService from './evaluation/evaluation.service.ts';
 export * as identityService from './identity/identity.service.ts';
 export { createLogger, type Logger } from './logger.ts';
+export { createMcpServer } from './mcp/mcp.tools.ts';
 export {
   applyMemorySettings,
   heapLimitMb,
@@ -32,7 +33,7 @@ export {
 } from './memory.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export { createRuntime, type Runtime } from './runtime.ts';
-export { authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
+export { admit, authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
 export * as usersService from './users/users.service.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
 export { startWorker } from './worker/worker.ts';
