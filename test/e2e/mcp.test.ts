@@ -181,3 +181,32 @@ describe.each(['pglite', 'postgres'] as const)('MCP over Streamable HTTP on %s',
     expect(get.status).toBe(405);
   });
 });
+
+describe('MCP protected resource metadata', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer();
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('is served at the root and the /mcp path form, naming kas as the authorization server', async () => {
+    for (const path of [
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-protected-resource/mcp',
+    ]) {
+      const res = await fetch(`${s.url}${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBe('*');
+      expect(await res.json()).toEqual({
+        resource: `${s.url}/mcp`,
+        authorization_servers: [s.url],
+        scopes_supported: ['search', 'ask', 'ingest'],
+        bearer_methods_supported: ['header'],
+        resource_name: 'kas',
+        resource_documentation: `${s.url}/api/docs`,
+      });
+    }
+  });
+});

@@ -1,5 +1,15 @@
-import { type AppDeps, AppError, admit, type Context, createMcpServer, toErrorResponse } from '@kas/server';
+import {
+  type AppDeps,
+  AppError,
+  admit,
+  type Context,
+  createMcpServer,
+  MCP_SCOPES,
+  toErrorResponse,
+} from '@kas/server';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
+import cors from 'cors';
 import express, { type Request, type Response } from 'express';
 import { sendError } from './errors.ts';
 
@@ -17,6 +27,26 @@ export function mcpResourceUrl(deps: AppDeps, req: Request): string {
 /** Where clients find the endpoint's Protected Resource Metadata (RFC 9728, the path form). */
 export function resourceMetadataUrl(deps: AppDeps, req: Request): string {
   return `${publicBaseUrl(deps, req)}/.well-known/oauth-protected-resource/mcp`;
+}
+
+/** The authorization server MCP clients sign in at: kas itself, or the OIDC provider when so configured. */
+export function authorizationServerUrl(deps: AppDeps, req: Request): string {
+  if (deps.config.KAS_MCP_AUTHORIZATION_SERVER === 'oidc' && deps.config.KAS_OIDC_ISSUER)
+    return deps.config.KAS_OIDC_ISSUER;
+  return publicBaseUrl(deps, req);
+}
+
+/** RFC 9728: what /mcp is, who issues its tokens and which scopes they carry. */
+function protectedResourceMetadata(deps: AppDeps, req: Request): OAuthProtectedResourceMetadata {
+  const base = publicBaseUrl(deps, req);
+  return {
+    resource: mcpResourceUrl(deps, req),
+    authorization_servers: [authorizationServerUrl(deps, req)],
+    scopes_supported: [...MCP_SCOPES],
+    bearer_methods_supported: ['header'],
+    resource_name: 'kas',
+    resource_documentation: `${base}/api/docs`,
+  };
 }
 
 interface McpRouteOptions {
@@ -79,6 +109,27 @@ async function handleMcp(options: McpRouteOptions, req: Request, res: Response) 
  */
 export function createMcpRouter(options: McpRouteOptions): express.Router {
   const router = express.Router();
+  // Browser-based clients (the MCP Inspector, web apps) call /mcp and read the metadata from other
+  // origins; credentials travel in the Authorization header only, never in cookies.
+  const anyOrigin = cors({
+    origin: '*',
+    allowedHeaders: [
+      'authorization',
+      'content-type',
+      'mcp-protocol-version',
+      'mcp-session-id',
+      'last-event-id',
+    ],
+    exposedHeaders: ['WWW-Authenticate', 'mcp-session-id', 'mcp-protocol-version'],
+    maxAge: 600,
+  });
+  router.use(['/mcp', '/.well-known/oauth-protected-resource'], anyOrigin);
+  router.get(
+    ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'],
+    (req, res) => {
+      res.json(protectedResourceMetadata(options.deps, req));
+    },
+  );
   const json = express.json({ limit: `${options.deps.config.KAS_MAX_BODY_MB}mb` });
   router.post('/mcp', json, (req, res) => handleMcp(options, req, res));
   router.all('/mcp', (req, res) => {
