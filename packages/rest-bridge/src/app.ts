@@ -7,6 +7,7 @@ import { registerChatRoutes } from './chat-routes.ts';
 import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
 import { createMcpRouter } from './mcp-routes.ts';
+import { createOAuthRouter } from './oauth-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
@@ -147,6 +148,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
 
   app.use('/api', api);
   app.use(createMcpRouter({ deps, createContext }));
+  app.use(createOAuthRouter(deps));
   app.get('/', (_req, res) => {
     res.redirect('/api/docs');
   });

@@ -21,7 +21,7 @@ export function publicBaseUrl(deps: AppDeps, req: Request): string {
 
 /** The MCP endpoint's URL: the resource (RFC 8707 audience) its tokens are for. */
 export function mcpResourceUrl(deps: AppDeps, req: Request): string {
-  return `${publicBaseUrl(deps, req)}/mcp`;
+  return new URL(`${publicBaseUrl(deps, req)}/mcp`).href;
 }
 
 /** Where clients find the endpoint's Protected Resource Metadata (RFC 9728, the path form). */
@@ -79,6 +79,7 @@ function refuse(options: McpRouteOptions, req: Request, res: Response, error: un
  */
 async function handleMcp(options: McpRouteOptions, req: Request, res: Response) {
   const ctx = options.createContext(req, res);
+  ctx.req.resource = mcpResourceUrl(options.deps, req);
   let actor: Awaited<ReturnType<typeof admit>>;
   try {
     actor = await admit(ctx, 'limited');

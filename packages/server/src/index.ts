@@ -32,6 +32,8 @@ export {
   restartTuned,
   wasmOptimizing,
 } from './memory.ts';
+export { type OAuthErrorCode, OAuthProtocolError } from './oauth-server/oauth-server.schemas.ts';
+export * as oauthServerService from './oauth-server/oauth-server.service.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export { createRuntime, type Runtime } from './runtime.ts';
 export { admit, authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
