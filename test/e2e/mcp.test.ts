@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOidcProvider, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import { mcpFixture } from './mcp-helpers.ts';
 
@@ -208,5 +209,37 @@ describe('MCP protected resource metadata', () => {
         resource_documentation: `${s.url}/api/docs`,
       });
     }
+  });
+});
+
+describe('MCP with the OIDC provider as the authorization server', () => {
+  let s: TestServer;
+  let idp: FakeOidcProvider;
+  beforeAll(async () => {
+    idp = await startFakeOidcProvider({ ann: { email: 'ann@corp.example' } });
+    s = await startTestServer({
+      env: {
+        KAS_OIDC_ISSUER: idp.issuer,
+        KAS_OIDC_AUDIENCE: idp.clientId,
+        KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+        KAS_MCP_AUTHORIZATION_SERVER: 'oidc',
+      },
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await idp?.close();
+  });
+
+  it('names the issuer in the metadata, serves no authorization server of its own, and takes its tokens', async () => {
+    const metadata = (await (
+      await fetch(`${s.url}/.well-known/oauth-protected-resource/mcp`)
+    ).json()) as Json;
+    expect(metadata.authorization_servers).toEqual([idp.issuer]);
+    expect((await fetch(`${s.url}/.well-known/oauth-authorization-server`)).status).toBe(404);
+    expect((await fetch(`${s.url}/register`, { method: 'POST' })).status).toBe(404);
+    const client = await connect(s, await idp.signIn('ann'));
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['ask', 'fetch', 'search']);
+    await client.close();
   });
 });
