@@ -180,6 +180,13 @@ describe.each(['pglite', 'postgres'] as const)('MCP over Streamable HTTP on %s',
     );
     const get = await fetch(`${s.url}/mcp`, { headers: { authorization: `Bearer ${s.adminKey}` } });
     expect(get.status).toBe(405);
+    const notJson = await fetch(`${s.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${s.adminKey}` },
+      body: '{"jsonrpc":',
+    });
+    expect(notJson.status).toBe(422);
+    expect(Object.keys((await notJson.json()) as Json).sort()).toEqual(['detail', 'error_code']);
   });
 });
 

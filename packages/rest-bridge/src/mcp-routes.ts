@@ -144,5 +144,9 @@ export function createMcpRouter(options: McpRouteOptions): express.Router {
       options.deps.logger,
     );
   });
+  // A body that cannot be read (not JSON, too large) is answered with the API's envelope.
+  router.use('/mcp', (error: unknown, _req: Request, res: Response, _next: express.NextFunction) => {
+    sendError(res, error, options.deps.logger);
+  });
   return router;
 }
