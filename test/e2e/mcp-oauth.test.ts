@@ -4,9 +4,13 @@
  * the person to the consent page (scripted: a person signs in with their personal token), exchanges the
  * code with PKCE, and then calls the tools as that person and only within what they may do.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { createServer } from 'node:net';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeOidcProvider, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import { connectWithOAuth, mcpFixture, ScriptedOAuthClient } from './mcp-helpers.ts';
 
@@ -278,3 +282,66 @@ describe.each(['pglite', 'postgres'] as const)('MCP OAuth on %s', (db) => {
     expect(((await exchange.json()) as Json).error).toBe('invalid_grant');
   });
 });
+
+describe('MCP OAuth consent through the OIDC provider', () => {
+  let s: TestServer;
+  let idp: FakeOidcProvider;
+  beforeAll(async () => {
+    const port = await freePort();
+    idp = await startFakeOidcProvider(
+      { ann: { email: 'ann@corp.example' } },
+      { redirectUris: [`http://127.0.0.1:${port}/oauth/consent/oidc/callback`] },
+    );
+    s = await startTestServer({
+      env: {
+        PORT: String(port),
+        KAS_OIDC_ISSUER: idp.issuer,
+        KAS_OIDC_AUDIENCE: idp.clientId,
+        KAS_OIDC_CLIENT_SECRET: idp.clientSecret,
+        KAS_OUTBOUND_ALLOWLIST: '127.0.0.1',
+      },
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await idp?.close();
+  });
+
+  it('a person signs in at the provider on the consent page and the client gets its tokens', async () => {
+    const provider = new ScriptedOAuthClient('Cursor');
+    const client = new Client({ name: 'Cursor', version: '1.0.0' });
+    const first = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { authProvider: provider });
+    await expect(client.connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    const page = await provider.consentPage();
+    expect(page.html).toContain('Sign in with your organisation');
+    const start = new URL('/oauth/consent/oidc', s.url);
+    start.searchParams.set('request', page.request);
+    const toProvider = await fetch(start, { redirect: 'manual' });
+    expect(toProvider.status).toBe(302);
+    const back = new URL(await idp.authorize(toProvider.headers.get('location')!, 'ann'));
+    expect(back.pathname).toBe('/oauth/consent/oidc/callback');
+    const answer = await fetch(back, { redirect: 'manual' });
+    expect(answer.status, await answer.clone().text()).toBe(302);
+    const code = new URL(answer.headers.get('location')!).searchParams.get('code')!;
+    await first.finishAuth(code);
+    const signedIn = new Client({ name: 'Cursor', version: '1.0.0' });
+    await signedIn.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { authProvider: provider }),
+    );
+    expect((await signedIn.listTools()).tools.map((t) => t.name).sort()).toEqual(['ask', 'fetch', 'search']);
+    const grants = (await (
+      await s.request('GET', '/api/admin/oauth-grants', { key: s.adminKey })
+    ).json()) as Json[];
+    expect(grants[0]).toMatchObject({ client_name: 'Cursor', email: 'ann@corp.example' });
+    await signedIn.close();
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}

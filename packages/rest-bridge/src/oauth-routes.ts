@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import {
   type AppDeps,
   AppError,
@@ -5,6 +6,7 @@ import {
   createInnerContext,
   OAuthProtocolError,
   oauthServerService,
+  oidcSignInService,
   toErrorResponse,
 } from '@kas/server';
 import {
@@ -110,6 +112,12 @@ function consentPage(
   const oidc = deps.config.KAS_OIDC_ISSUER
     ? ' (or a sign-in token from your organisation’s identity provider)'
     : '';
+  const oidcButton = deps.config.KAS_OIDC_ISSUER
+    ? `<form method="get" action="${escapeHtml(`${base}/oauth/consent/oidc`)}">
+<input type="hidden" name="request" value="${escapeHtml(sealed)}">
+<button type="submit">Sign in with your organisation’s account and allow</button>
+</form><p><small>or with a personal access token:</small></p>`
+    : '';
   return page(
     'Allow access to kas',
     `<h1>Allow <b>${escapeHtml(pending.client_name)}</b> to use kas as you?</h1>
@@ -119,6 +127,7 @@ function consentPage(
 <b>${escapeHtml(redirectTarget(pending.redirect_uri))}</b>.</p>
 </div>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
+${oidcButton}
 <form method="post" action="${escapeHtml(`${base}/oauth/consent`)}">
 <input type="hidden" name="request" value="${escapeHtml(sealed)}">
 <label for="token">Your kas personal access token${escapeHtml(oidc)}</label>
@@ -132,14 +141,20 @@ once to confirm who you are; the app never sees it.</small><br>
   );
 }
 
-function sendPage(res: Response, status: number, html: string, redirectUri?: string) {
-  const formAction = redirectUri ? ` ${formActionSource(redirectUri)}` : '';
+/**
+ * A page of the sign-in. Its forms may lead only here, to the client's redirect URI and to the sign-in
+ * provider (browsers apply `form-action` to the redirects that follow a form too).
+ */
+function sendPage(res: Response, status: number, html: string, redirectUri?: string, provider?: string) {
+  const sources = [redirectUri && formActionSource(redirectUri), provider && new URL(provider).origin]
+    .filter(Boolean)
+    .join(' ');
   res
     .status(status)
     .setHeader('Cache-Control', 'no-store')
     .setHeader(
       'Content-Security-Policy',
-      `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+      `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${sources ? ` ${sources}` : ''}; frame-ancestors 'none'; base-uri 'none'`,
     )
     .type('html')
     .send(html);
@@ -201,6 +216,7 @@ function createProvider(deps: AppDeps): OAuthServerProvider {
         200,
         consentPage(deps, pending, deps.secrets.encrypt(JSON.stringify(pending)), base),
         pending.redirect_uri,
+        deps.config.KAS_OIDC_ISSUER,
       );
     },
     challengeForAuthorizationCode: (client, code) =>
@@ -235,48 +251,45 @@ function createProvider(deps: AppDeps): OAuthServerProvider {
   };
 }
 
-/**
- * The consent form's answer: the person proves who they are with their own kas credential (through the
- * one resolver, failures counted per address as for every credential), then the client gets a code.
- */
-async function answerConsent(deps: AppDeps, req: Request, res: Response) {
-  const body = (req.body ?? {}) as Record<string, unknown>;
-  const sealed = typeof body.request === 'string' ? body.request : '';
-  let pending: PendingRequest;
+/** The authorization request a consent form carries, when it is intact and not expired. */
+function openRequest(deps: AppDeps, sealed: unknown): PendingRequest | undefined {
   try {
-    pending = JSON.parse(deps.secrets.decrypt(sealed)) as PendingRequest;
-    if (pending.expires_at <= Date.now()) throw new Error('expired');
+    const pending = JSON.parse(
+      deps.secrets.decrypt(typeof sealed === 'string' ? sealed : ''),
+    ) as PendingRequest;
+    return pending.expires_at > Date.now() ? pending : undefined;
   } catch {
-    sendPage(
-      res,
-      400,
-      page(
-        'Sign-in expired',
-        '<h1>This sign-in request is invalid or expired</h1><p>Start again from your app.</p>',
-      ),
-    );
-    return;
+    return undefined;
   }
-  if (body.decision !== 'approve') {
-    redirectWith(res, pending.redirect_uri, {
-      error: 'access_denied',
-      error_description: 'The person denied access',
-      state: pending.state,
-      iss: pending.issuer,
-    });
-    return;
-  }
-  const token = typeof body.token === 'string' ? body.token.trim() : '';
-  const base = publicBaseUrl(deps, req);
-  const again = (status: number, message: string) =>
-    sendPage(res, status, consentPage(deps, pending, sealed, base, message), pending.redirect_uri);
-  if (!token) {
-    again(401, 'Enter your personal access token.');
-    return;
-  }
+}
+
+function expiredRequest(res: Response) {
+  sendPage(
+    res,
+    400,
+    page(
+      'Sign-in expired',
+      '<h1>This sign-in request is invalid or expired</h1><p>Start again from your app.</p>',
+    ),
+  );
+}
+
+/**
+ * The person, proven by `credential` through kas's one resolver (failures counted per address as for
+ * every credential), approves the client: it gets a code at its redirect URI. A refusal shows the
+ * consent page again with the reason.
+ */
+async function approveAs(
+  deps: AppDeps,
+  req: Request,
+  res: Response,
+  pending: PendingRequest,
+  sealed: string,
+  credential: string,
+) {
   try {
     const ctx = createInnerContext(deps, {
-      authorization: `Bearer ${token}`,
+      authorization: `Bearer ${credential}`,
       clientAddress: req.ip ?? req.socket.remoteAddress,
     });
     const actor = await authorize(ctx, 'limited');
@@ -307,8 +320,115 @@ async function answerConsent(deps: AppDeps, req: Request, res: Response) {
       return;
     }
     for (const [name, value] of Object.entries(failure.headers)) res.setHeader(name, value);
-    again(failure.status, failure.detail);
+    const base = publicBaseUrl(deps, req);
+    sendPage(
+      res,
+      failure.status,
+      consentPage(deps, pending, sealed, base, failure.detail),
+      pending.redirect_uri,
+      deps.config.KAS_OIDC_ISSUER,
+    );
   }
+}
+
+/** The consent form's answer: denied, or approved with the person's personal access token. */
+async function answerConsent(deps: AppDeps, req: Request, res: Response) {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const pending = openRequest(deps, body.request);
+  if (!pending) return expiredRequest(res);
+  const sealed = body.request as string;
+  if (body.decision !== 'approve') {
+    redirectWith(res, pending.redirect_uri, {
+      error: 'access_denied',
+      error_description: 'The person denied access',
+      state: pending.state,
+      iss: pending.issuer,
+    });
+    return;
+  }
+  const token = typeof body.token === 'string' ? body.token.trim() : '';
+  if (!token) {
+    const base = publicBaseUrl(deps, req);
+    sendPage(
+      res,
+      401,
+      consentPage(deps, pending, sealed, base, 'Enter your personal access token.'),
+      pending.redirect_uri,
+      deps.config.KAS_OIDC_ISSUER,
+    );
+    return;
+  }
+  await approveAs(deps, req, res, pending, sealed, token);
+}
+
+/** Where the OIDC provider sends the person back to kas (register it at the provider for KAS_OIDC_AUDIENCE). */
+const oidcCallbackUrl = (deps: AppDeps, req: Request) =>
+  `${publicBaseUrl(deps, req)}/oauth/consent/oidc/callback`;
+
+/**
+ * "Sign in with your organisation's account": to the OIDC provider (PKCE S256), carrying the consent
+ * request and the verifier encrypted in `state`, so any kas process takes the person back.
+ */
+async function startOidcSignIn(deps: AppDeps, req: Request, res: Response) {
+  const sealed = req.query.request;
+  if (!openRequest(deps, sealed)) return expiredRequest(res);
+  const verifier = randomBytes(32).toString('base64url');
+  const state = deps.secrets.encrypt(
+    JSON.stringify({ sealed, verifier, expires_at: Date.now() + CONSENT_TTL_MS }),
+  );
+  const url = await oidcSignInService.oidcAuthorizationUrl({
+    ctx: deps,
+    redirectUri: oidcCallbackUrl(deps, req),
+    state,
+    codeChallenge: createHash('sha256').update(verifier).digest('base64url'),
+  });
+  res.setHeader('Cache-Control', 'no-store');
+  res.redirect(302, url);
+}
+
+/** Back from the provider: its ID token proves the person, who then approves as with a personal token. */
+async function finishOidcSignIn(deps: AppDeps, req: Request, res: Response) {
+  let flow: { sealed: string; verifier: string; expires_at: number };
+  try {
+    flow = JSON.parse(deps.secrets.decrypt(String(req.query.state ?? ''))) as typeof flow;
+    if (flow.expires_at <= Date.now()) throw new Error('expired');
+  } catch {
+    return expiredRequest(res);
+  }
+  const pending = openRequest(deps, flow.sealed);
+  if (!pending) return expiredRequest(res);
+  const base = publicBaseUrl(deps, req);
+  if (typeof req.query.code !== 'string') {
+    const why = typeof req.query.error === 'string' ? ` (${req.query.error})` : '';
+    sendPage(
+      res,
+      401,
+      consentPage(deps, pending, flow.sealed, base, `The sign-in did not complete${why}; try again.`),
+      pending.redirect_uri,
+      deps.config.KAS_OIDC_ISSUER,
+    );
+    return;
+  }
+  let idToken: string;
+  try {
+    idToken = await oidcSignInService.oidcIdToken({
+      ctx: deps,
+      code: req.query.code,
+      redirectUri: oidcCallbackUrl(deps, req),
+      codeVerifier: flow.verifier,
+    });
+  } catch (error) {
+    const failure = toErrorResponse(error);
+    sendPage(
+      res,
+      failure.status,
+      consentPage(deps, pending, flow.sealed, base, failure.detail),
+      pending.redirect_uri,
+      deps.config.KAS_OIDC_ISSUER,
+    );
+    return;
+  }
+  await approveAs(deps, req, res, pending, flow.sealed, idToken);
 }
 
 /**
@@ -359,6 +479,18 @@ export function createOAuthRouter(deps: AppDeps): express.Router {
   router.use('/revoke', revocationHandler({ provider, ...noLimit }));
   router.post('/oauth/consent', express.urlencoded({ extended: false, limit: '64kb' }), (req, res) =>
     answerConsent(deps, req, res),
+  );
+  if (deps.config.KAS_OIDC_ISSUER) {
+    router.get('/oauth/consent/oidc', (req, res, next) => startOidcSignIn(deps, req, res).catch(next));
+    router.get('/oauth/consent/oidc/callback', (req, res, next) =>
+      finishOidcSignIn(deps, req, res).catch(next),
+    );
+  }
+  router.use(
+    '/oauth/consent',
+    (error: unknown, _req: Request, res: Response, _next: express.NextFunction) => {
+      sendError(res, error, deps.logger);
+    },
   );
   return router;
 }

@@ -234,6 +234,11 @@ const ConfigSchema = z.object({
    * Protected Resource Metadata names KAS_OIDC_ISSUER, whose tokens kas already accepts).
    */
   KAS_MCP_AUTHORIZATION_SERVER: z.enum(['kas', 'oidc']).default('kas'),
+  /**
+   * The client secret kas sends to KAS_OIDC_ISSUER's token endpoint when a person signs in there to
+   * approve an MCP client (unset: kas is a public client, with PKCE).
+   */
+  KAS_OIDC_CLIENT_SECRET: optionalString,
   /** Lifetime of an OAuth access token kas issues to MCP clients, in seconds. */
   KAS_OAUTH_ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(60).max(86_400).default(3600),
   /** Lifetime of an OAuth refresh token (each refresh rotates it and starts a new lifetime), in days. */
