@@ -206,6 +206,8 @@ export class ScriptedOAuthClient implements OAuthClientProvider {
     const answer = await this.submit(page.request, token);
     expect(answer.status, answer.html).toBe(302);
     expect(answer.location!.searchParams.get('state')).toBe(this.authorizationUrl!.searchParams.get('state'));
+    // RFC 9207: the issuer comes back with the code, as the metadata names it.
+    expect(answer.location!.searchParams.get('iss')).toBe(this.authorizationUrl!.origin);
     return answer.location!.searchParams.get('code')!;
   }
 }

@@ -59,7 +59,7 @@ describe.each(['pglite', 'postgres'] as const)('MCP OAuth on %s', (db) => {
     const res = await fetch(`${s.url}/.well-known/oauth-authorization-server`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({
-      issuer: `${s.url}/`,
+      issuer: s.url,
       authorization_endpoint: `${s.url}/authorize`,
       token_endpoint: `${s.url}/token`,
       registration_endpoint: `${s.url}/register`,

@@ -464,7 +464,13 @@ export function createOAuthRouter(deps: AppDeps): express.Router {
       );
       return;
     }
-    res.json({ ...metadata, revocation_endpoint_auth_methods_supported: ['client_secret_post', 'none'] });
+    // The issuer exactly as the resource metadata names it and as `iss` carries it (RFC 8414 §3.3, RFC
+    // 9207): the base URL, without the slash URL serialisation adds.
+    res.json({
+      ...metadata,
+      issuer: publicBaseUrl(deps, req),
+      revocation_endpoint_auth_methods_supported: ['client_secret_post', 'none'],
+    });
   });
   router.use('/authorize', authorizationHandler({ provider, ...noLimit }));
   router.use('/token', tokenHandler({ provider, ...noLimit }));
