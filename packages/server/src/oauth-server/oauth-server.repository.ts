@@ -19,6 +19,27 @@ export function insertClient(
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Clients registered before `before` that no person approved and that hold no pending code: anyone may
+ * register, so unused registrations are not kept.
+ */
+export function deleteUnusedClients(db: DbExecutor, before: Date) {
+  return db
+    .deleteFrom('oauth_clients as c')
+    .where('c.created_at', '<', before)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('oauth_grants as g').select('g.id').whereRef('g.client_id', '=', 'c.client_id'))),
+    )
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('oauth_codes as k').select('k.code_hash').whereRef('k.client_id', '=', 'c.client_id'),
+        ),
+      ),
+    )
+    .execute();
+}
+
 export function findClient(db: DbExecutor, clientId: string): Promise<OauthClientRow | undefined> {
   return db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
 }

@@ -16,6 +16,8 @@ import { type OAuthGrant, OAuthProtocolError } from './oauth-server.schemas.ts';
 type Deps = ServiceContext<'db' | 'config' | 'secrets'>;
 
 const CODE_TTL_MS = 5 * 60_000;
+/** How long a registered client that no person approved is kept (registration is open to anyone). */
+const UNUSED_CLIENT_MS = 24 * 3_600_000;
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** Codes and tokens: 256-bit random values, stored only as their SHA-256 hash (`hashCredential`). */
@@ -53,6 +55,7 @@ export async function registerClient({
     throw new OAuthProtocolError('invalid_redirect_uri', 'At least one redirect_uri is required');
   for (const uri of client.redirect_uris) assertRedirectUri(String(uri));
   const { client_id, client_secret, client_secret_expires_at, client_id_issued_at, ...metadata } = client;
+  await oauthRepository.deleteUnusedClients(ctx.db, new Date(Date.now() - UNUSED_CLIENT_MS));
   await oauthRepository.insertClient(ctx.db, {
     client_id,
     client_secret_encrypted: client_secret ? ctx.secrets.encrypt(client_secret) : null,

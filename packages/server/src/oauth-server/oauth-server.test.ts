@@ -87,6 +87,21 @@ describe('OAuth authorization server', () => {
       expect((await client(uri)).redirect_uris).toEqual([uri]);
   });
 
+  it('forgets registrations no person approved after a day', async () => {
+    const unused = await client();
+    const { client: approved } = await tokensFor('basic');
+    await t.deps.db
+      .updateTable('oauth_clients')
+      .set({ created_at: new Date(Date.now() - 2 * 86_400_000) })
+      .where('client_id', 'in', [unused.client_id, approved.client_id])
+      .execute();
+    await client();
+    expect(await oauthServerService.getClient({ ctx: t.deps, clientId: unused.client_id })).toBeUndefined();
+    expect(await oauthServerService.getClient({ ctx: t.deps, clientId: approved.client_id })).toMatchObject({
+      client_name: 'Agent',
+    });
+  });
+
   it('grants scopes never above the role; a limited person only ask', async () => {
     expect((await tokensFor('basic')).tokens.scope).toBe('search ask');
     expect((await tokensFor('curator', ['ingest', 'search'])).tokens.scope).toBe('search ingest');
