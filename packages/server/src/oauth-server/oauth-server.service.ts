@@ -272,7 +272,7 @@ export async function exchangeRefreshToken({
   const hash = hashCredential(refreshToken);
   const row = await oauthRepository.findToken(ctx.db, hash);
   const invalid = new OAuthProtocolError('invalid_grant', 'The refresh token is invalid, expired or revoked');
-  if (!row || row.kind !== 'refresh' || row.client_id !== clientId) throw invalid;
+  if (row?.kind !== 'refresh' || row.client_id !== clientId) throw invalid;
   if (row.used_at !== null || !(await oauthRepository.useRefreshToken(ctx.db, hash, now))) {
     await oauthRepository.deleteGrant(ctx.db, row.grant_id);
     throw new OAuthProtocolError(
