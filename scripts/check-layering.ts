@@ -78,6 +78,8 @@ export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   [/^worker\/task\.ts$/, 'context'],
   [/^auth\//, 'policy'],
   [/^(trpc|router)\.ts$|\.router\.ts$/, 'transport'],
+  // The MCP surface: tools over the services, as a router's procedures are.
+  [/^mcp\/mcp\.tools\.ts$/, 'transport'],
   [/^(runtime|index|startup)\.ts$/, 'assembly'],
   [/^worker\//, 'assembly'],
   [/^[^/]+\//, 'services'],

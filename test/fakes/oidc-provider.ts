@@ -14,6 +14,8 @@ export interface OidcAccount {
 export interface FakeOidcProviderOptions {
   /** Open dynamic client registration (RFC 7591) at `/reg`. */
   registration?: boolean;
+  /** More redirect URIs registered for the `kas` client (kas's own sign-in callback). */
+  redirectUris?: string[];
   /**
    * A resource server (RFC 8707 resource indicator): access tokens for it are JWTs (RS256, from the
    * provider's JWKS) with `aud` = the indicator, lasting `accessTokenTtl()` seconds (read at issue).
@@ -31,6 +33,8 @@ export interface FakeOidcProvider {
   /** The issuer URL (also the discovery base). */
   issuer: string;
   clientId: string;
+  /** The `kas` client's secret (`client_secret_post`). */
+  clientSecret: string;
   /** Signs in `login` through the authorization code flow (PKCE, scripted login and consent); returns the ID token. */
   signIn(login: string): Promise<string>;
   /**
@@ -86,7 +90,7 @@ export async function startFakeOidcProvider(
         {
           client_id: clientId,
           client_secret: clientSecret,
-          redirect_uris: [REDIRECT_URI],
+          redirect_uris: [REDIRECT_URI, ...(options.redirectUris ?? [])],
           grant_types: ['authorization_code'],
           response_types: ['code'],
           token_endpoint_auth_method: 'client_secret_post',
@@ -234,6 +238,7 @@ export async function startFakeOidcProvider(
   return {
     issuer,
     clientId,
+    clientSecret,
     signIn,
     authorize,
     grants,

@@ -6,6 +6,8 @@ import helmet from 'helmet';
 import { registerChatRoutes } from './chat-routes.ts';
 import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
+import { createMcpRouter } from './mcp-routes.ts';
+import { createOAuthRouter } from './oauth-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
@@ -145,6 +147,8 @@ export function createHttpApp(deps: AppDeps): express.Express {
   });
 
   app.use('/api', api);
+  app.use(createMcpRouter({ deps, createContext }));
+  app.use(createOAuthRouter(deps));
   app.get('/', (_req, res) => {
     res.redirect('/api/docs');
   });

@@ -229,6 +229,20 @@ const ConfigSchema = z.object({
   KAS_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(600).default(60),
   /** Internal: least time between two JWKS fetches for unknown key ids (tests shorten it). */
   KAS_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /**
+   * Who signs MCP clients in: `kas` (kas is its own OAuth authorization server for /mcp) or `oidc` (the
+   * Protected Resource Metadata names KAS_OIDC_ISSUER, whose tokens kas already accepts).
+   */
+  KAS_MCP_AUTHORIZATION_SERVER: z.enum(['kas', 'oidc']).default('kas'),
+  /**
+   * The client secret kas sends to KAS_OIDC_ISSUER's token endpoint when a person signs in there to
+   * approve an MCP client (unset: kas is a public client, with PKCE).
+   */
+  KAS_OIDC_CLIENT_SECRET: optionalString,
+  /** Lifetime of an OAuth access token kas issues to MCP clients, in seconds. */
+  KAS_OAUTH_ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(60).max(86_400).default(3600),
+  /** Lifetime of an OAuth refresh token (each refresh rotates it and starts a new lifetime), in days. */
+  KAS_OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
   /** A database statement that takes at least this long is logged at `warn` with its SQL (no parameters); 0: never. */
   KAS_SLOW_QUERY_MS: z.coerce.number().int().min(0).max(3_600_000).default(1000),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -260,6 +274,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {
     throw new ConfigError(
       'Invalid configuration:\n  KAS_OIDC_AUDIENCE: required when KAS_OIDC_ISSUER is set (the client id tokens are issued for)',
+    );
+  }
+  if (config.KAS_MCP_AUTHORIZATION_SERVER === 'oidc' && !config.KAS_OIDC_ISSUER) {
+    throw new ConfigError(
+      'Invalid configuration:\n  KAS_MCP_AUTHORIZATION_SERVER: `oidc` needs KAS_OIDC_ISSUER (the provider MCP clients sign in with)',
     );
   }
   return config;

@@ -70,6 +70,11 @@ export interface RequestInfo {
   setHeader(name: string, value: string): void;
   /** Aborted when the client goes away (streams decide themselves whether to stop). */
   signal: AbortSignal | undefined;
+  /**
+   * The OAuth resource (RFC 8707 audience) the request is addressed to, on the surfaces that accept
+   * OAuth access tokens (the MCP endpoint); unset elsewhere, where such tokens are refused.
+   */
+  resource?: string | undefined;
 }
 
 /**
@@ -93,6 +98,7 @@ export function createInnerContext(deps: AppDeps, request: Partial<RequestInfo> 
       clientAddress: request.clientAddress,
       setHeader: request.setHeader ?? (() => {}),
       signal: request.signal,
+      resource: request.resource,
     },
     actor: null,
   };

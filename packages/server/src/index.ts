@@ -23,6 +23,8 @@ export {
 export * as evaluationService from './evaluation/evaluation.service.ts';
 export * as identityService from './identity/identity.service.ts';
 export { createLogger, type Logger } from './logger.ts';
+export { MCP_SCOPES } from './mcp/mcp.schemas.ts';
+export { createMcpServer } from './mcp/mcp.tools.ts';
 export {
   applyMemorySettings,
   heapLimitMb,
@@ -30,9 +32,12 @@ export {
   restartTuned,
   wasmOptimizing,
 } from './memory.ts';
+export { type OAuthErrorCode, OAuthProtocolError } from './oauth-server/oauth-server.schemas.ts';
+export * as oauthServerService from './oauth-server/oauth-server.service.ts';
+export * as oidcSignInService from './oauth-server/oidc-sign-in.service.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export { createRuntime, type Runtime } from './runtime.ts';
-export { authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
+export { admit, authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
 export * as usersService from './users/users.service.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
 export { startWorker } from './worker/worker.ts';

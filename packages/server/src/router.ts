@@ -12,6 +12,7 @@ import { evaluationRouter } from './evaluation/evaluation.router.ts';
 import { filesRouter } from './files/files.router.ts';
 import { healthRouter } from './health.router.ts';
 import { personalTokensRouter } from './identity/identity.router.ts';
+import { oauthGrantsRouter } from './oauth-server/oauth-server.router.ts';
 import { personasRouter } from './personas/personas.router.ts';
 import { projectsRouter } from './projects/projects.router.ts';
 import { searchRouter } from './search/search.router.ts';
@@ -43,6 +44,7 @@ export const appRouter = router({
   actions: actionsRouter,
   mcp: mcpRouter,
   oauthConfigs: oauthConfigsRouter,
+  oauthGrants: oauthGrantsRouter,
 });
 
 export type AppRouter = typeof appRouter;

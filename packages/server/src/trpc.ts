@@ -66,7 +66,7 @@ async function authenticateCaller(ctx: Context): Promise<Actor> {
   if (ctx.actor) return ctx.actor;
   const { deps, req } = ctx;
   try {
-    return await authenticate({ ctx: deps, authorization: req.authorization });
+    return await authenticate({ ctx: deps, authorization: req.authorization, resource: req.resource });
   } catch (error) {
     if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED') {
       await deps.authFailures.assertAllowed(req.clientAddress);
@@ -87,10 +87,19 @@ async function countRequest(ctx: Context, actor: Actor): Promise<void> {
  * narrows the context to the caller (trpc examples/next-sse-chat `isAuthed`).
  */
 const authed = t.middleware(async ({ ctx, meta, next }) => {
-  const actor = await authorize(ctx, meta?.minRole);
-  await countRequest(ctx, actor);
+  const actor = await admit(ctx, meta?.minRole);
   return next({ ctx: { actor } });
 });
+
+/**
+ * `authorize`, then the request counted against the caller's rate limit, as every procedure is: for the
+ * surfaces that do not go through a procedure (MCP), so they have the same gate and the same limits.
+ */
+export async function admit(ctx: Context, minimum: Role | undefined): Promise<Actor> {
+  const actor = await authorize(ctx, minimum);
+  await countRequest(ctx, actor);
+  return actor;
+}
 
 /**
  * Authenticates the request's caller and checks the role `minimum` (unset: admin), as `authed` does

@@ -59,9 +59,10 @@ export const Me = z
     role: Role,
     api_key_id: z.number().int().nullable().meta({ description: 'The API key used; null for a person' }),
     email: z.string(),
-    credential: z
-      .enum(['api_key', 'personal_token', 'oidc'])
-      .meta({ description: 'How the caller signed in: API key, personal access token or OIDC token' }),
+    credential: z.enum(['api_key', 'personal_token', 'oidc', 'oauth']).meta({
+      description:
+        'How the caller signed in: API key, personal access token, OIDC token or an OAuth token kas issued to an MCP client',
+    }),
   })
   .meta({ id: 'Me', description: 'The caller: a service-account user behind an API key, or a person' });
 export type Me = z.infer<typeof Me>;

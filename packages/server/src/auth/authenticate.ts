@@ -3,6 +3,7 @@ import type { Db } from '../db/database.ts';
 import { isUniqueViolation } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
+import * as oauthServerRepository from '../oauth-server/oauth-server.repository.ts';
 import * as usersRepository from '../users/users.repository.ts';
 import type { AuthCache, CachedActor } from './auth-cache.ts';
 import {
@@ -78,22 +79,55 @@ async function loadPersonalToken(db: Db, hash: string): Promise<CachedActor | un
 }
 
 /**
+ * An OAuth access token kas issued to an MCP client: the person of its grant with their current role
+ * (narrowed to the grant's scopes by the tools), accepted only at the resource it was issued for. Read
+ * from the database on every request, so a revoked grant, an expired token and a deactivated person
+ * are refused on the next one.
+ */
+async function authenticateOauth(db: Db, token: string, resource: string | undefined): Promise<Actor> {
+  const row = await oauthServerRepository.findAccessTokenActor(db, hashCredential(token));
+  if (!row) throw unauthenticated('Invalid or revoked access token; sign in again');
+  const expiresAt = new Date(row.expires_at);
+  if (isExpired(expiresAt)) throw unauthenticated('The access token expired; refresh it or sign in again');
+  if (resource === undefined || row.resource !== resource)
+    throw unauthenticated(`This access token was issued for ${row.resource} and is accepted only there`);
+  if (!row.is_active) throw deactivated();
+  return {
+    user_id: row.user_id,
+    role: row.role,
+    api_key_id: null,
+    email: row.email,
+    credential: 'oauth',
+    rate_limit_key: `oauth:${row.grant_id}`,
+    oidc_token: null,
+    expires_at: expiresAt,
+    bound_api_key_id: null,
+    oauth: { grant_id: row.grant_id, client_id: row.client_id, scopes: row.scopes, resource: row.resource },
+  };
+}
+
+/**
  * Resolves the caller from the Authorization header: an API key (`svck-…`), a personal access token
- * (`kpat-…`) or an OIDC bearer JWT. Keys and tokens are read from the database on every request, or
+ * (`kpat-…`), an OAuth access token kas issued (`kmat-…`, only at the resource `resource` it is for) or
+ * an OIDC bearer JWT. Keys and tokens are read from the database on every request, or
  * from the auth cache, which every write to keys, tokens, users, roles and the active flag clears, so
  * deletion, regeneration, expiry, deactivation and role changes take effect at once in every process.
  */
 export async function authenticate({
   ctx,
   authorization,
+  resource,
 }: {
   ctx: AuthenticateDeps;
   authorization: string | undefined;
+  /** The OAuth resource (audience) this surface is, when it accepts OAuth access tokens (the MCP endpoint). */
+  resource?: string | undefined;
 }): Promise<Actor> {
   const credential = parseAuthorizationHeader(authorization);
   const kind = credential === undefined ? undefined : credentialKind(credential);
   if (!credential) throw unauthenticated('Missing API key: send Authorization: Bearer <API_KEY>');
   if (kind === 'oidc') return authenticateOidc({ ctx, token: credential });
+  if (kind === 'oauth') return authenticateOauth(ctx.db, credential, resource);
   const isToken = kind === 'personal_token';
   const hash = hashCredential(credential);
   const now = Date.now();

@@ -10,9 +10,12 @@ import { z } from 'zod';
 export const API_KEY_PREFIX = 'svck-';
 /** Personal access tokens look different from `svck-` API keys so logs and secret scanners can tell them apart. */
 export const PERSONAL_TOKEN_PREFIX = 'kpat-';
+/** OAuth access and refresh tokens kas issues to MCP clients (kas as their authorization server). */
+export const OAUTH_ACCESS_TOKEN_PREFIX = 'kmat-';
+export const OAUTH_REFRESH_TOKEN_PREFIX = 'kmrt-';
 
 /** How the caller proved who they are. */
-export type CredentialKind = 'api_key' | 'personal_token' | 'oidc';
+export type CredentialKind = 'api_key' | 'personal_token' | 'oidc' | 'oauth';
 
 /** A new key: the prefix and 32 random bytes as 43 base64url characters. */
 export function generateApiKey(): string {
@@ -50,6 +53,7 @@ export function looksLikeJwt(credential: string): boolean {
 
 export function credentialKind(credential: string): CredentialKind {
   if (looksLikeJwt(credential)) return 'oidc';
+  if (credential.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) return 'oauth';
   return credential.startsWith(PERSONAL_TOKEN_PREFIX) ? 'personal_token' : 'api_key';
 }
 

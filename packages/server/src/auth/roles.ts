@@ -39,6 +39,12 @@ export interface Actor {
    * personal token (directly or through other tokens). Null for a person's own credentials.
    */
   bound_api_key_id: number | null;
+  /**
+   * Set for an OAuth access token (kas as the MCP authorization server): the grant it belongs to, the
+   * client, the scopes the person granted and the resource (audience) the token is bound to. The
+   * token acts with the person's current role, narrowed to these scopes.
+   */
+  oauth?: { grant_id: number; client_id: string; scopes: readonly string[]; resource: string } | undefined;
 }
 
 /** The actor of an API key's service-account user. */

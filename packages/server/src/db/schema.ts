@@ -7,6 +7,7 @@ import type { DocumentSetsTables } from '../document-sets/document-sets.table.ts
 import type { DocumentsTables } from '../documents/documents.table.ts';
 import type { FilesTables } from '../files/files.table.ts';
 import type { IdentityTables } from '../identity/identity.table.ts';
+import type { OauthServerTables } from '../oauth-server/oauth-server.table.ts';
 import type { PersonasTables } from '../personas/personas.table.ts';
 import type { ProjectsTables } from '../projects/projects.table.ts';
 import type { TokenBudgetsTables } from '../token-budgets/token-budgets.table.ts';
@@ -32,4 +33,5 @@ export interface Database
     PersonasTables,
     ProjectsTables,
     ChatTables,
-    TokenBudgetsTables {}
+    TokenBudgetsTables,
+    OauthServerTables {}

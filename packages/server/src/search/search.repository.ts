@@ -540,6 +540,24 @@ export async function loadChunks(
   return result.rows;
 }
 
+/**
+ * Every chunk of one document in order, with the document, when the caller may see it (hidden documents
+ * only for admins, as in chat): the full text a `fetch` returns. Empty when absent or not visible.
+ */
+export async function loadDocumentChunks(
+  db: DbExecutor,
+  documentId: string,
+  access: AccessScope,
+): Promise<StoredChunk[]> {
+  const result = await sql<StoredChunk>`
+    SELECT ${STORED_CHUNK_COLUMNS}
+    FROM documents d
+    JOIN chunks c ON c.document_id = d.id
+    WHERE d.id = ${documentId} AND ${documentConditions({ include_hidden: access.all }, access)}
+    ORDER BY c.chunk_id`.execute(db);
+  return result.rows;
+}
+
 const vectorColumnByDb = new WeakMap<object, Promise<boolean>>();
 
 /** Whether `chunk_embeddings.embedding` is a pgvector column (else `real[]`). */
