@@ -66,6 +66,27 @@ describe.skipIf(!hasJq && !process.env.CI)('the README, run as written against a
     expect(site.hits.get('/parking')).toBeGreaterThan(0);
   }, 180_000);
 
+  it('runs the connectors walk-through: ids from the answers, progress, pause, resume, run now, delete', async () => {
+    const blocks = markedBlocks('docs/connectors.md');
+    expect(blocks).toHaveLength(1);
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', blocks[0]!], {
+      env: { ...process.env, KAS_URL: s.url, KAS_API_KEY: s.adminKey, SITE: `${site.url}/` },
+      timeout: 120_000,
+    });
+    // The hidden ingestion pair has id 1, and the README's run made more: the ids came from the answers.
+    const ids = /connector (\d+), credential (\d+), CC pair (\d+)/.exec(stdout);
+    expect(
+      ids
+        ?.slice(1)
+        .map(Number)
+        .every((id) => id > 1),
+    ).toBe(true);
+    expect(stdout).toContain('is paused');
+    expect(stdout).toContain('is active');
+    expect(stdout).toContain('Queued 1 run');
+    expect(stdout).toContain('is being deleted');
+  }, 150_000);
+
   it.each(
     [...readFileSync(join(root, 'packages/sdk/README.md'), 'utf8').matchAll(/^\| `([a-z-]+)` +\|/gm)]
       .map((match) => match[1]!)
