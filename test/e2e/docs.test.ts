@@ -14,7 +14,7 @@ describe('the documentation', () => {
   it('lists every setting of config.ts in the configuration reference, with a default and an example, and no other', () => {
     const page = read('docs/configuration.md');
     const rows = new Map(
-      [...page.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \| ([^|]+) \| ([^|]+) \|/gm)].map((m) => [
+      [...page.matchAll(/^\| `([A-Z][A-Z0-9_]+)` +\| ([^|]+) \| ([^|]+) \|/gm)].map((m) => [
         m[1]!,
         { fallback: m[2]!.trim(), example: m[3]!.trim() },
       ]),
