@@ -206,4 +206,20 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
     expect(await docs.text()).toContain('swagger-ui-bundle.js');
     expect((await s.request('GET', '/api/docs/assets/swagger-ui-bundle.js')).status).toBe(200);
   });
+
+  it('describes every operation in the docs page, under tags that differ by more than case', async () => {
+    const doc = (await (await s.request('GET', '/api/openapi.json')).json()) as {
+      paths: Record<string, Record<string, { description?: string; tags?: string[] }>>;
+    };
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ name: `${method} ${path}`, ...operation })),
+    );
+    expect(operations.filter((operation) => !operation.description?.trim()).map((o) => o.name)).toEqual([]);
+    const tags = [...new Set(operations.flatMap((operation) => operation.tags ?? []))];
+    const folded = tags.map((tag) => tag.toLowerCase());
+    expect(folded.filter((tag, i) => folded.indexOf(tag) !== i)).toEqual([]);
+    expect(await (await s.request('GET', '/api/docs/init.js')).text()).toContain(
+      'persistAuthorization: false',
+    );
+  });
 });

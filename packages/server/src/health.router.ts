@@ -9,6 +9,7 @@ export const healthRouter = router({
         path: '/health',
         tags: ['Health'],
         summary: 'Liveness check',
+        description: 'Answers 200 while the process serves requests. Needs no key.',
         protect: false,
       },
     })

@@ -8,7 +8,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness check */
+        /**
+         * Liveness check
+         * @description Answers 200 while the process serves requests. Needs no key.
+         */
         get: operations["health-check"];
         put?: never;
         post?: never;
@@ -45,7 +48,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys */
+        /**
+         * List API keys
+         * @description Every API key with its role, expiry and service-account user; only a masked form of the key (`api_key_display`), never the key itself.
+         */
         get: operations["apiKeys-list"];
         put?: never;
         /**
@@ -89,11 +95,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key */
+        /**
+         * Revoke an API key
+         * @description Deletes the key and stops it at once in every process, with the personal tokens it minted.
+         */
         delete: operations["apiKeys-delete"];
         options?: never;
         head?: never;
-        /** Rename an API key or change its role */
+        /**
+         * Rename an API key or change its role
+         * @description Changes the name, role, expiry (`null` removes it) or `allow_personal_tokens`; fields left out keep their value. A new role holds on the very next request in every process.
+         */
         patch: operations["apiKeys-update"];
         trace?: never;
     };
@@ -144,7 +156,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's chat sessions */
+        /**
+         * List the caller's chat sessions
+         * @description The caller's sessions, newest first, `page_size` at a time; pass the `time_created` of the last one as `before` for the next page.
+         */
         get: operations["chat-listSessions"];
         put?: never;
         post?: never;
@@ -207,7 +222,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Share or unshare a chat session */
+        /**
+         * Share or unshare a chat session
+         * @description `public` lets anyone with the session id read it without a key (`is_shared=true`); `private` takes that back.
+         */
         patch: operations["chat-updateSharing"];
         trace?: never;
     };
@@ -338,7 +356,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's projects */
+        /**
+         * List the caller's projects
+         * @description The caller's projects with their instructions and the number of chat sessions in each.
+         */
         get: operations["projects-list"];
         put?: never;
         /**
@@ -369,7 +390,10 @@ export interface paths {
         delete: operations["projects-delete"];
         options?: never;
         head?: never;
-        /** Update a project */
+        /**
+         * Update a project
+         * @description Changes a project's name, description or instructions (which join the system prompt of its chats); fields left out keep their value.
+         */
         patch: operations["projects-update"];
         trace?: never;
     };
@@ -380,7 +404,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List global token budgets */
+        /**
+         * List global token budgets
+         * @description Budgets that apply to every user together: tokens per period of hours.
+         */
         get: operations["tokenBudgets-listGlobal"];
         put?: never;
         /**
@@ -401,7 +428,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List per-user token budgets */
+        /**
+         * List per-user token budgets
+         * @description Budgets that apply to each user separately.
+         */
         get: operations["tokenBudgets-listUsers"];
         put?: never;
         /**
@@ -422,7 +452,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List all group token budgets */
+        /**
+         * List all group token budgets
+         * @description Every user group's budgets, by group id.
+         */
         get: operations["tokenBudgets-listGroups"];
         put?: never;
         post?: never;
@@ -439,7 +472,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a group's token budgets */
+        /**
+         * List a group's token budgets
+         * @description The budgets of one user group.
+         */
         get: operations["tokenBudgets-listGroup"];
         put?: never;
         /**
@@ -461,10 +497,16 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Update a token budget */
+        /**
+         * Update a token budget
+         * @description Changes a budget's tokens, period or whether it is enabled; it applies to the next question.
+         */
         put: operations["tokenBudgets-update"];
         post?: never;
-        /** Delete a token budget */
+        /**
+         * Delete a token budget
+         * @description Removes the budget; questions it limited are no longer counted against it.
+         */
         delete: operations["tokenBudgets-delete"];
         options?: never;
         head?: never;
@@ -478,7 +520,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List documents ingested through this API */
+        /**
+         * List documents ingested through this API
+         * @description Every document added with `POST /api/svc-api/ingestion` that the caller manages (curators: the pairs they manage).
+         */
         get: operations["documents-listIngested"];
         put?: never;
         /**
@@ -519,7 +564,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the documents of a CC pair */
+        /**
+         * List the documents of a CC pair
+         * @description The documents a connector-credential pair owns (id, title, link).
+         */
         get: operations["documents-listCcPairDocuments"];
         put?: never;
         post?: never;
@@ -563,7 +611,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a document set */
+        /**
+         * Delete a document set
+         * @description Removes the set; its documents stay indexed.
+         */
         delete: operations["documentSets-delete"];
         options?: never;
         head?: never;
@@ -637,7 +688,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List agent labels */
+        /**
+         * List agent labels
+         * @description Labels used to group agents in a picker. Any role.
+         */
         get: operations["personas-labels-list"];
         put?: never;
         /**
@@ -668,7 +722,10 @@ export interface paths {
         delete: operations["personas-labels-delete"];
         options?: never;
         head?: never;
-        /** Rename an agent label */
+        /**
+         * Rename an agent label
+         * @description Renames a label on every agent that carries it.
+         */
         patch: operations["personas-labels-update"];
         trace?: never;
     };
@@ -813,7 +870,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Show or hide an agent in the picker */
+        /**
+         * Show or hide an agent in the picker
+         * @description An unlisted agent still works by id but is left out of other users' agent lists.
+         */
         patch: operations["personas-setListed"];
         trace?: never;
     };
@@ -830,7 +890,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Feature an agent or not */
+        /**
+         * Feature an agent or not
+         * @description Sets `is_featured`, which clients use to show an agent first.
+         */
         patch: operations["personas-setFeatured"];
         trace?: never;
     };
@@ -847,7 +910,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Make an agent public or private */
+        /**
+         * Make an agent public or private
+         * @description A public agent is visible to every user; a private one to its owner and the users and groups it is shared with. Owner, editors or admins.
+         */
         patch: operations["personas-setPublic"];
         trace?: never;
     };
@@ -1192,7 +1258,10 @@ export interface paths {
         delete: operations["connectors-delete"];
         options?: never;
         head?: never;
-        /** Update a connector */
+        /**
+         * Update a connector
+         * @description Replaces a connector's configuration; the next index attempt uses it. Moving a linked connector to another origin needs the credential's secrets entered again (400 `SECRET_REENTRY_REQUIRED`).
+         */
         patch: operations["connectors-update"];
         trace?: never;
     };
@@ -1243,7 +1312,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List credentials */
+        /**
+         * List credentials
+         * @description The credentials the caller may manage, optionally of one `source`; secrets are masked as `********`.
+         */
         get: operations["connectors-listCredentials"];
         put?: never;
         /**
@@ -1264,7 +1336,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a credential */
+        /**
+         * Get a credential
+         * @description One credential with its secrets masked as `********`.
+         */
         get: operations["connectors-getCredential"];
         put?: never;
         post?: never;
@@ -1333,7 +1408,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** CC pair details */
+        /**
+         * CC pair details
+         * @description Status, access type, documents indexed, the running attempt's progress (`docs_done`, `docs_total`, `docs_per_second`, `eta_seconds`, `waiting_until`), the last failure and the webhook events queue.
+         */
         get: operations["connectors-getPair"];
         put?: never;
         post?: never;
@@ -1370,7 +1448,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Index attempts of a CC pair, newest first */
+        /**
+         * Index attempts of a CC pair, newest first
+         * @description Each attempt's status, documents indexed, errors and checkpoint origin (`resumed_from`), `page_size` at a time.
+         */
         get: operations["connectors-indexAttempts"];
         put?: never;
         post?: never;
@@ -1387,7 +1468,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Per-document errors of a CC pair, newest first */
+        /**
+         * Per-document errors of a CC pair, newest first
+         * @description Items an attempt could not index (too large, refused by the source, a broken link) with their reason and link; the other items were indexed.
+         */
         get: operations["connectors-errors"];
         put?: never;
         post?: never;
@@ -1548,7 +1632,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List MCP servers */
+        /**
+         * List MCP servers
+         * @description MCP servers the caller may manage (curators: those scoped to groups they curate).
+         */
         get: operations["mcp-list"];
         put?: never;
         post?: never;
@@ -1565,7 +1652,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an MCP server */
+        /**
+         * Get an MCP server
+         * @description One MCP server with its authentication settings (secrets masked) and its stored tools.
+         */
         get: operations["mcp-get"];
         put?: never;
         post?: never;
@@ -1604,7 +1694,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Update an MCP server and select its tools */
+        /**
+         * Update an MCP server and select its tools
+         * @description Renames or re-describes a server, changes its groups and chooses which of its tools agents may use. Its URL never changes: create a new server to move.
+         */
         post: operations["mcp-update"];
         delete?: never;
         options?: never;
@@ -1639,7 +1732,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** MCP servers, with whether the caller is authenticated to each */
+        /**
+         * MCP servers, with whether the caller is authenticated to each
+         * @description Servers the caller may use and, for per-user authentication, whether the caller has connected (a key or an OAuth sign-in).
+         */
         get: operations["mcp-listForUser"];
         put?: never;
         post?: never;
@@ -1679,7 +1775,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove your key for an MCP server */
+        /**
+         * Remove your key for an MCP server
+         * @description Forgets the caller's own key or OAuth tokens for the server; its tools are left out of the caller's chats until they connect again.
+         */
         delete: operations["mcp-deleteCredentials"];
         options?: never;
         head?: never;
@@ -1753,7 +1852,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List OAuth configurations */
+        /**
+         * List OAuth configurations
+         * @description Every OAuth configuration for actions, with the `redirect_uri` to register at the provider; client secrets are never returned.
+         */
         get: operations["oauthConfigs-list"];
         put?: never;
         post?: never;
@@ -1770,9 +1872,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an OAuth configuration */
+        /**
+         * Get an OAuth configuration
+         * @description One OAuth configuration; the client secret is never returned.
+         */
         get: operations["oauthConfigs-get"];
-        /** Update an OAuth configuration */
+        /**
+         * Update an OAuth configuration
+         * @description Changes its endpoints, client or scopes. Moving `token_url` to another origin needs `client_secret` given again; users then connect again.
+         */
         put: operations["oauthConfigs-update"];
         post?: never;
         /**
@@ -1835,7 +1943,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Forget your token for an OAuth configuration */
+        /**
+         * Forget your token for an OAuth configuration
+         * @description Deletes the caller's stored tokens for this configuration; the caller connects again to use its actions.
+         */
         delete: operations["oauthConfigs-disconnect"];
         options?: never;
         head?: never;

@@ -27,7 +27,16 @@ export const apiKeysRouter = router({
     .query(({ ctx }) => apiKeysService.describeCaller({ actor: ctx.actor })),
 
   list: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/api-key', tags, summary: 'List API keys' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/api-key',
+        tags,
+        summary: 'List API keys',
+        description:
+          'Every API key with its role, expiry and service-account user; only a masked form of the key (`api_key_display`), never the key itself.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(ApiKeyDescriptor))
     .query(({ ctx }) => apiKeysService.listApiKeys({ ctx: serviceContext(ctx) })),
@@ -70,6 +79,8 @@ export const apiKeysRouter = router({
         path: '/admin/api-key/{api_key_id}',
         tags,
         summary: 'Rename an API key or change its role',
+        description:
+          'Changes the name, role, expiry (`null` removes it) or `allow_personal_tokens`; fields left out keep their value. A new role holds on the very next request in every process.',
       },
     })
     .input(UpdateApiKeyInput)
@@ -79,7 +90,14 @@ export const apiKeysRouter = router({
   delete: adminProcedure
     .meta({
       noContent: true,
-      openapi: { method: 'DELETE', path: '/admin/api-key/{api_key_id}', tags, summary: 'Revoke an API key' },
+      openapi: {
+        method: 'DELETE',
+        path: '/admin/api-key/{api_key_id}',
+        tags,
+        summary: 'Revoke an API key',
+        description:
+          'Deletes the key and stops it at once in every process, with the personal tokens it minted.',
+      },
     })
     .input(ApiKeyIdInput)
     .output(z.void())

@@ -47,6 +47,7 @@ export const documentSetsRouter = router({
         path: '/manage/admin/document-set/{document_set_id}',
         tags,
         summary: 'Delete a document set',
+        description: 'Removes the set; its documents stay indexed.',
       },
     })
     .input(DocumentSetIdInput)

@@ -37,6 +37,8 @@ export const documentsRouter = router({
         path: '/svc-api/ingestion',
         tags,
         summary: 'List documents ingested through this API',
+        description:
+          'Every document added with `POST /api/svc-api/ingestion` that the caller manages (curators: the pairs they manage).',
       },
     })
     .input(z.object({}))
@@ -71,6 +73,7 @@ export const documentsRouter = router({
         path: '/svc-api/connector-docs/{cc_pair_id}',
         tags,
         summary: 'List the documents of a CC pair',
+        description: 'The documents a connector-credential pair owns (id, title, link).',
       },
     })
     .input(CcPairIdInput)

@@ -15,7 +15,15 @@ const base = '/admin/token-rate-limits';
 
 export const tokenBudgetsRouter = router({
   listGlobal: adminProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/global`, tags, summary: 'List global token budgets' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: `${base}/global`,
+        tags,
+        summary: 'List global token budgets',
+        description: 'Budgets that apply to every user together: tokens per period of hours.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(TokenBudget))
     .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'global' })),
@@ -37,7 +45,15 @@ export const tokenBudgetsRouter = router({
     ),
 
   listUsers: adminProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/users`, tags, summary: 'List per-user token budgets' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: `${base}/users`,
+        tags,
+        summary: 'List per-user token budgets',
+        description: 'Budgets that apply to each user separately.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(TokenBudget))
     .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'user' })),
@@ -60,7 +76,13 @@ export const tokenBudgetsRouter = router({
 
   listGroups: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: `${base}/user-groups`, tags, summary: 'List all group token budgets' },
+      openapi: {
+        method: 'GET',
+        path: `${base}/user-groups`,
+        tags,
+        summary: 'List all group token budgets',
+        description: "Every user group's budgets, by group id.",
+      },
     })
     .input(z.object({}))
     .output(z.array(TokenBudget))
@@ -73,6 +95,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/user-group/{group_id}`,
         tags,
         summary: "List a group's token budgets",
+        description: 'The budgets of one user group.',
       },
     })
     .input(GroupIdInput)
@@ -114,6 +137,8 @@ export const tokenBudgetsRouter = router({
         path: `${base}/rate-limit/{token_id}`,
         tags,
         summary: 'Update a token budget',
+        description:
+          "Changes a budget's tokens, period or whether it is enabled; it applies to the next question.",
       },
     })
     .input(UpdateTokenBudgetInput)
@@ -131,6 +156,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/rate-limit/{token_id}`,
         tags,
         summary: 'Delete a token budget',
+        description: 'Removes the budget; questions it limited are no longer counted against it.',
       },
     })
     .input(TokenIdInput)
