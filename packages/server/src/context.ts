@@ -70,6 +70,8 @@ export interface RequestInfo {
   setHeader(name: string, value: string): void;
   /** Aborted when the client goes away (streams decide themselves whether to stop). */
   signal: AbortSignal | undefined;
+  /** Told the caller once the credential is authenticated (the transport's request log names it). */
+  onActor?(actor: Actor): void;
 }
 
 /**
@@ -93,6 +95,7 @@ export function createInnerContext(deps: AppDeps, request: Partial<RequestInfo> 
       clientAddress: request.clientAddress,
       setHeader: request.setHeader ?? (() => {}),
       signal: request.signal,
+      onActor: request.onActor,
     },
     actor: null,
   };

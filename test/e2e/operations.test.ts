@@ -1,0 +1,80 @@
+import { Writable } from 'node:stream';
+import { configFrom, createLogger } from '@kas/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../harness/server.ts';
+
+/** A JSON logger at `level` whose lines the test reads. */
+function capturedLogger(level: string) {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger = createLogger(configFrom({ KAS_LOG_LEVEL: level, KAS_LOG_FORMAT: 'json' }), stream);
+  return { logger, lines };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+describe('request log', () => {
+  const log = capturedLogger('info');
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ logger: log.logger });
+  });
+  afterAll(() => server.close());
+
+  it('writes one info line per request with method, route, status, duration, caller and request id', async () => {
+    const basic = await server.createKey('basic');
+    const res = await server.request('GET', '/api/persona/0?x=1', {
+      key: basic.key,
+      headers: { 'x-request-id': 'trace-42.abc' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('trace-42.abc');
+    await settle();
+    const line = log.lines.find((l) => l.msg === 'request' && l.req_id === 'trace-42.abc');
+    expect(line).toMatchObject({
+      level: 30,
+      method: 'GET',
+      path: '/api/persona/0',
+      route: '/persona/:persona_id',
+      status: 200,
+      actor: basic.user_id,
+      api_key_id: basic.api_key_id,
+    });
+    expect(line?.ms).toEqual(expect.any(Number));
+  });
+
+  it('replaces an unsafe or overlong X-Request-Id with its own, and logs refusals too', async () => {
+    for (const sent of ['bad id\twith tab', 'x'.repeat(129), '<script>']) {
+      const res = await server.request('GET', '/api/me', { headers: { 'x-request-id': sent } });
+      expect(res.status).toBe(401);
+      const id = res.headers.get('x-request-id');
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+      await settle();
+      expect(log.lines.find((l) => l.req_id === id)).toMatchObject({ status: 401, method: 'GET' });
+      expect(JSON.stringify(log.lines)).not.toContain('<script>');
+    }
+    const generated = await server.request('GET', '/api/health');
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('request log at warn', () => {
+  const log = capturedLogger('warn');
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ logger: log.logger });
+  });
+  afterAll(() => server.close());
+
+  it('is silent, and the request id is still echoed', async () => {
+    const res = await server.request('GET', '/api/health', { headers: { 'x-request-id': 'r1' } });
+    expect(res.headers.get('x-request-id')).toBe('r1');
+    await settle();
+    expect(log.lines.filter((l) => l.msg === 'request')).toEqual([]);
+  });
+});
