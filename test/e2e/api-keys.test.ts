@@ -183,7 +183,7 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
   it('serves health without a key, the OpenAPI document and the docs page', async () => {
     const health = await s.request('GET', '/api/health');
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ status: 'ok' });
+    expect(await health.json()).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     const doc = await (await s.request('GET', '/api/openapi.json')).json();
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(

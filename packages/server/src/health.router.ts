@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { publicProcedure, router } from './trpc.ts';
+import { KAS_VERSION } from './version.ts';
 
 export const healthRouter = router({
   check: publicProcedure
@@ -13,6 +14,11 @@ export const healthRouter = router({
       },
     })
     .input(z.object({}))
-    .output(z.object({ status: z.literal('ok') }))
-    .query(() => ({ status: 'ok' as const })),
+    .output(
+      z.object({
+        status: z.literal('ok'),
+        version: z.string().meta({ description: 'The version of kas that answers, e.g. 0.1.0' }),
+      }),
+    )
+    .query(() => ({ status: 'ok' as const, version: KAS_VERSION })),
 });

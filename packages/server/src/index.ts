@@ -36,3 +36,4 @@ export { authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './
 export * as usersService from './users/users.service.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
 export { startWorker } from './worker/worker.ts';
+export { KAS_VERSION } from './version.ts';

@@ -5,3 +5,4 @@
  */
 export { type Config, configFrom, loadConfig } from './config.ts';
 export { restartTuned, tunedRestart } from './memory.ts';
+export { KAS_VERSION } from './version.ts';

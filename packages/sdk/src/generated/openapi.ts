@@ -2835,6 +2835,8 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ok";
+                        /** @description The version of kas that answers, e.g. 0.1.0 */
+                        version: string;
                     };
                 };
             };

@@ -87,7 +87,7 @@ export type ClientRouter = TRPCBuiltRouter<{ ctx: object; meta: object; errorSha
     upload: TRPCMutationProcedure<{ input: { files: Array<{ name: string; content_type: string; data: Uint8Array<ArrayBuffer>; }>; }; output: { files: Array<{ id: string; type: string; name?: string | null | undefined; }>; }; meta: object }>;
   };
   health: {
-    check: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: { status: "ok"; }; meta: object }>;
+    check: TRPCQueryProcedure<{ input: { [x: string]: never; }; output: { status: "ok"; version: string; }; meta: object }>;
   };
   mcp: {
     create: TRPCMutationProcedure<{ input: { name: string; server_url: string; description?: string | undefined; transport?: "STREAMABLE_HTTP" | "SSE" | undefined; auth_type?: "NONE" | "API_TOKEN" | "OAUTH" | "PT_OAUTH" | undefined; auth_performer?: "ADMIN" | "PER_USER" | undefined; api_token?: string | undefined; auth_template?: { headers: Record<string, string>; } | undefined; oauth_client_id?: string | undefined; oauth_client_secret?: string | undefined; groups?: Array<number> | undefined; }; output: { server_id: number; server_name: string; server_url: string; auth_type: "NONE" | "API_TOKEN" | "OAUTH" | "PT_OAUTH"; auth_performer: "ADMIN" | "PER_USER"; no_user_authentication_required: boolean; }; meta: object }>;
