@@ -22,6 +22,7 @@ import {
   Role,
   releaseStartupGarbage,
   restoreBackup,
+  StartupError,
   startWorker,
   usersService,
   WORKER_TASKS,
@@ -100,6 +101,7 @@ async function serve(args: string[]) {
   const { values } = parseArgs({ args, options: { 'no-worker': { type: 'boolean', default: false } } });
   const config = loadConfig();
   const logger = createLogger(config);
+  logger.info({ version: KAS_VERSION, pid: process.pid }, 'kas is starting');
   const running = await startServer(config, { logger, worker: !values['no-worker'] });
   const { bootstrap } = running.runtime;
   if (bootstrap.created && bootstrap.generated) {
@@ -512,7 +514,8 @@ async function main(argv: string[]) {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DataDirLockedError) fail(error.message);
+  if (error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof StartupError)
+    fail(error.message);
   if (error instanceof AppError) fail(error.detail);
   if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS'))
     wrongUse(

@@ -229,6 +229,11 @@ const ConfigSchema = z.object({
   KAS_OIDC_CLOCK_SKEW_S: z.coerce.number().int().min(0).max(600).default(60),
   /** Internal: least time between two JWKS fetches for unknown key ids (tests shorten it). */
   KAS_OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  /**
+   * How long start-up waits for a Postgres that does not accept connections yet (not listening, starting
+   * up, its host not resolvable yet), in seconds; 0: fail at once. A refused password or a missing database fails at once.
+   */
+  KAS_DB_CONNECT_TIMEOUT_S: z.coerce.number().min(0).max(3600).default(60),
   /** A database statement that takes at least this long is logged at `warn` with its SQL (no parameters); 0: never. */
   KAS_SLOW_QUERY_MS: z.coerce.number().int().min(0).max(3_600_000).default(1000),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -18,6 +18,7 @@ export {
   ERROR_STATUS,
   type ErrorCode,
   RETRYABLE_ERROR_CODES,
+  StartupError,
   toErrorResponse,
 } from './errors.ts';
 export * as evaluationService from './evaluation/evaluation.service.ts';
