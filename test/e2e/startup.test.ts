@@ -133,9 +133,12 @@ describe('start-up', () => {
     expectOneLine(notDir.stderr, /KAS_DATA_DIR .* is a file, not a directory/);
   });
 
-  it('says what it does during a first start before the key banner', async () => {
-    const server = await serve({ KAS_DATA_DIR: tempDir(), KAS_LOG_FORMAT: 'json' });
+  it('says what it does during a first start before the key banner, and names unknown settings', async () => {
+    const server = await serve({ KAS_DATA_DIR: tempDir(), KAS_LOG_FORMAT: 'json', KAS_SHUTDOWN_GRACE: '30' });
     const output = server.output();
+    expect(output).toContain(
+      'KAS_SHUTDOWN_GRACE is not a kas setting and is ignored: did you mean KAS_SHUTDOWN_GRACE_S?',
+    );
     const banner = output.indexOf('shown only this once');
     for (const step of [
       'kas is starting',

@@ -24,6 +24,7 @@ import {
   restoreBackup,
   StartupError,
   startWorker,
+  unknownSettings,
   usersService,
   WORKER_TASKS,
   wasmOptimizing,
@@ -92,6 +93,16 @@ function prepareProcess() {
   applyMemorySettings(loadConfig());
 }
 
+/** A misspelt setting is otherwise ignored without a word: each unknown KAS_* variable is named at start. */
+function warnUnknownSettings(logger: ReturnType<typeof createLogger>) {
+  for (const { name, closest } of unknownSettings())
+    logger.warn(
+      closest
+        ? `${name} is not a kas setting and is ignored: did you mean ${closest}?`
+        : `${name} is not a kas setting and is ignored`,
+    );
+}
+
 function fail(message: string, code = 1): never {
   process.stderr.write(`${message}\n`);
   process.exit(code);
@@ -102,6 +113,7 @@ async function serve(args: string[]) {
   const config = loadConfig();
   const logger = createLogger(config);
   logger.info({ version: KAS_VERSION, pid: process.pid }, 'kas is starting');
+  warnUnknownSettings(logger);
   const running = await startServer(config, { logger, worker: !values['no-worker'] });
   const { bootstrap } = running.runtime;
   if (bootstrap.created && bootstrap.generated) {
@@ -133,6 +145,7 @@ async function serve(args: string[]) {
 async function worker() {
   const config = loadConfig();
   const logger = createLogger(config);
+  warnUnknownSettings(logger);
   const runtime = await createRuntime(config, { logger });
   const running = startWorker(runtime.deps, WORKER_TASKS);
   releaseStartupGarbage();

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { closest } from './edit-distance.ts';
 
 const booleanString = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalString = z
@@ -268,6 +269,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   return config;
+}
+
+/** KAS_* variables that are not settings of the server but are read by kas's tools and examples. */
+const OTHER_KAS_VARIABLES = /^KAS_(URL|PROCESS_TUNED|TEST_\w+|FUZZ_\w+)$/;
+
+/**
+ * The KAS_* variables of an environment that are no setting (a misspelt one is otherwise ignored without
+ * a word), each with the setting whose name is closest, when one is a few edits away.
+ */
+export function unknownSettings(
+  env: Record<string, string | undefined> = process.env,
+): { name: string; closest: string | undefined }[] {
+  const known = Object.keys(ConfigSchema.shape);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('KAS_') && !known.includes(name) && !OTHER_KAS_VARIABLES.test(name))
+    .sort()
+    .map((name) => ({ name, closest: closest(name, known, Math.max(2, Math.floor(name.length / 4))) }));
 }
 
 /** A config for tests and tools: defaults plus the given overrides, validated the same way. */

@@ -201,6 +201,9 @@ export function searchIndexContract(
       expect(await ids(admin, 'kubern')).toContain('pub-kube');
       expect(await ids(admin, 'kubernetas')).toContain('pub-kube');
       expect(await ids(admin, 'salaryes')).toContain('pub-payroll');
+      // Two neighbouring letters swapped is one typo, as any other (trigrams alone miss these).
+      expect((await ids(admin, 'borwn')).sort()).toEqual(['pub-fox', 'pub-fox2']);
+      expect(await ids(admin, 'qucik dog')).toContain('pub-fox');
       if (t.deps.search.kind === 'postgres') {
         // Callers that relax the query themselves (chat) can skip the fallbacks' extra queries.
         const exactOnly = await searchService.searchChunks({
