@@ -78,3 +78,55 @@ describe('request log at warn', () => {
     expect(log.lines.filter((l) => l.msg === 'request')).toEqual([]);
   });
 });
+
+describe('mistakes in search filters', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  it('refuses a misspelt filter key in admin search and in chat, naming it and the closest filter', async () => {
+    const search = await server.request('POST', '/api/admin/search', {
+      key: server.adminKey,
+      body: { query: 'anything', filters: { sorce_type: ['web'] } },
+    });
+    expect(search.status).toBe(422);
+    expect(await search.json()).toEqual({
+      error_code: 'VALIDATION_ERROR',
+      detail:
+        'filters: unknown filter "sorce_type" (did you mean source_type?); the filters are source_type, document_set, time_cutoff, tags',
+    });
+    const chat = await server.request('POST', '/api/chat/send-chat-message', {
+      key: server.adminKey,
+      body: {
+        message: 'hello',
+        chat_session_info: {},
+        stream: false,
+        internal_search_filters: { document_sets: ['Sales'] },
+      },
+    });
+    expect(chat.status).toBe(422);
+    expect((await chat.json()).detail).toMatch(
+      /internal_search_filters: unknown filter "document_sets" \(did you mean document_set\?\)/,
+    );
+    // The filters that exist are still accepted.
+    const fine = await server.request('POST', '/api/admin/search', {
+      key: server.adminKey,
+      body: { query: 'anything', filters: { source_type: ['web'], tags: [], time_cutoff: null } },
+    });
+    expect(fine.status).toBe(200);
+  });
+
+  it('refuses an unknown document set in admin search, naming it', async () => {
+    const res = await server.request('POST', '/api/admin/search', {
+      key: server.adminKey,
+      body: { query: 'anything', filters: { document_set: ['Salse'] } },
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      error_code: 'INVALID_INPUT',
+      detail: expect.stringMatching(/^No document set named "Salse" among the sets you can search/),
+    });
+  });
+});
