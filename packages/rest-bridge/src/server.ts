@@ -127,16 +127,29 @@ export async function startServer(
      */
     close: () => {
       closing ??= (async () => {
+        const closingSince = Date.now();
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         server.on('request', (_req, res: { setHeader(name: string, value: string): void }) =>
           res.setHeader('connection', 'close'),
         );
-        runtime.deps.stopRegistry.stopAll();
+        // Answers being generated may finish within the grace period; those still running near its end
+        // are stopped (each saves its partial answer as cut by the shutdown and ends its stream with a
+        // `stop` packet), leaving up to 2 s of it for that.
+        const graceMs = config.KAS_SHUTDOWN_GRACE_S * 1000;
+        const { stopRegistry } = runtime.deps;
+        const stopping = setTimeout(() => stopRegistry.stopAll(), graceMs - Math.min(2000, graceMs / 4));
         // Keep-alive connections become idle as their last answer ends: close them as they do.
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.closeIdleConnections();
-        const grace = setTimeout(() => server.closeAllConnections(), config.KAS_SHUTDOWN_GRACE_S * 1000);
+        const grace = setTimeout(() => server.closeAllConnections(), graceMs);
         await drained;
+        // A generation whose client went away runs on without a connection: it too may finish in the grace.
+        const left = graceMs - (Date.now() - closingSince);
+        if (!(await stopRegistry.whenIdle(Math.max(0, left - Math.min(2000, graceMs / 4))))) {
+          stopRegistry.stopAll();
+          await stopRegistry.whenIdle(2000);
+        }
+        clearTimeout(stopping);
         clearInterval(sweep);
         clearTimeout(grace);
         await worker?.stop();

@@ -1924,7 +1924,8 @@ export interface components {
             } | {
                 /** @constant */
                 type: "stop";
-                stop_reason: "user_cancelled" | null;
+                /** @description null: the answer is complete; user_cancelled: stopped through stop-chat-session; shutdown: cut short because the server was shutting down */
+                stop_reason: ("user_cancelled" | "shutdown") | null;
             } | {
                 /** @constant */
                 type: "chat_heartbeat";
