@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { configFrom, createLogger } from '@kas/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../harness/net.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 /** A JSON logger at `level` whose lines the test reads. */
@@ -128,5 +129,80 @@ describe('mistakes in search filters', () => {
       error_code: 'INVALID_INPUT',
       detail: expect.stringMatching(/^No document set named "Salse" among the sets you can search/),
     });
+  });
+});
+
+describe('failures of the services kas calls are logged with the endpoint and the real cause', () => {
+  const log = capturedLogger('info');
+  let server: TestServer;
+  let closedPort: number;
+  beforeAll(async () => {
+    closedPort = await freePort();
+    server = await startTestServer({
+      logger: log.logger,
+      env: {
+        KAS_LLM_PROVIDER: 'openai',
+        KAS_LLM_BASE_URL: `http://127.0.0.1:${closedPort}/v1`,
+        KAS_LLM_API_KEY: 'sk-secret-llm-key',
+        KAS_EMBEDDING_BASE_URL: `http://127.0.0.1:${closedPort}`,
+        KAS_EMBEDDING_API_KEY: 'sk-secret-embedding-key',
+        KAS_OIDC_ISSUER: `http://127.0.0.1:${closedPort}/realms/corp`,
+        KAS_OIDC_AUDIENCE: 'kas',
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  it('a model provider that cannot be reached', async () => {
+    await server.request('POST', '/api/chat/send-chat-message', {
+      key: server.adminKey,
+      body: { message: 'hello', chat_session_info: {}, stream: false },
+    });
+    await settle();
+    const line = log.lines.find((l) => l.msg === 'model provider request failed');
+    expect(line).toMatchObject({
+      level: 40,
+      provider: 'openai',
+      endpoint: `http://127.0.0.1:${closedPort}/v1`,
+      model: 'gpt-4o-mini',
+      cause: expect.stringContaining('ECONNREFUSED'),
+    });
+  });
+
+  it('an embedding server that cannot be reached', async () => {
+    await server.request('POST', '/api/admin/search', {
+      key: server.adminKey,
+      body: { query: 'anything', filters: {} },
+    });
+    await settle();
+    expect(log.lines.find((l) => l.msg === 'embedding request failed')).toMatchObject({
+      level: 40,
+      endpoint: `http://127.0.0.1:${closedPort}/v1/embeddings`,
+      cause: expect.stringContaining('ECONNREFUSED'),
+    });
+  });
+
+  it('an OIDC issuer the outbound guard refuses, named as such', async () => {
+    const jwt = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('{"sub":"a"}').toString('base64url')}.c2ln`;
+    const res = await server.request('GET', '/api/me', { key: jwt });
+    expect(res.status).toBe(503);
+    expect((await res.json()).detail).toMatch(/outbound guard refuses.*KAS_OUTBOUND_ALLOWLIST/);
+    await settle();
+    expect(log.lines.find((l) => l.msg === 'OIDC issuer failed')).toMatchObject({
+      level: 40,
+      endpoint: `http://127.0.0.1:${closedPort}/realms/corp/.well-known/openid-configuration`,
+      cause: expect.stringMatching(/Refused to connect to 127\.0\.0\.1.*KAS_OUTBOUND_ALLOWLIST/),
+    });
+    expect(log.lines.find((l) => l.msg === 'outbound request failed')).toMatchObject({
+      method: 'GET',
+      endpoint: `http://127.0.0.1:${closedPort}/realms/corp/.well-known/openid-configuration`,
+      code: 'BLOCKED_ADDRESS',
+    });
+  });
+
+  it('never logs a key', () => {
+    const text = JSON.stringify(log.lines);
+    expect(text).not.toContain('sk-secret');
+    expect(text).not.toContain(server.adminKey);
   });
 });

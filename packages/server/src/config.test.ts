@@ -66,3 +66,18 @@ describe('unknown settings', () => {
     ]);
   });
 });
+
+describe('model provider settings', () => {
+  it('refuse a provider without a base URL or a key, instead of calling its public API with no key', () => {
+    expect(() => loadConfig({ KAS_LLM_PROVIDER: 'openai' })).toThrow(
+      /KAS_LLM_API_KEY: required when KAS_LLM_PROVIDER=openai and KAS_LLM_BASE_URL is unset \(that is the public OpenAI API\); for a local server .* set KAS_LLM_BASE_URL/,
+    );
+    expect(() => loadConfig({ KAS_LLM_PROVIDER: 'anthropic' })).toThrow(/the public Anthropic API/);
+    expect(
+      loadConfig({ KAS_LLM_PROVIDER: 'openai', KAS_LLM_API_KEY: 'sk-x' }).KAS_LLM_BASE_URL,
+    ).toBeUndefined();
+    expect(
+      loadConfig({ KAS_LLM_PROVIDER: 'openai', KAS_LLM_BASE_URL: 'http://ollama:11434/v1' }),
+    ).toBeDefined();
+  });
+});

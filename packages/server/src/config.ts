@@ -263,6 +263,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'Invalid configuration:\n  KAS_ENCRYPTION_KEY: required when DATABASE_URL is set (32 random bytes, base64)',
     );
   }
+  // Without a base URL the SDK calls the provider's public API, which refuses every request without a key.
+  if (config.KAS_LLM_PROVIDER !== 'builtin' && !config.KAS_LLM_BASE_URL && !config.KAS_LLM_API_KEY) {
+    const publicApi =
+      config.KAS_LLM_PROVIDER === 'openai' ? 'the public OpenAI API' : 'the public Anthropic API';
+    throw new ConfigError(
+      `Invalid configuration:\n  KAS_LLM_API_KEY: required when KAS_LLM_PROVIDER=${config.KAS_LLM_PROVIDER} and KAS_LLM_BASE_URL is unset ` +
+        `(that is ${publicApi}); for a local server (Ollama, vLLM, LiteLLM, llama.cpp) set KAS_LLM_BASE_URL to its address`,
+    );
+  }
   if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {
     throw new ConfigError(
       'Invalid configuration:\n  KAS_OIDC_AUDIENCE: required when KAS_OIDC_ISSUER is set (the client id tokens are issued for)',

@@ -24,7 +24,7 @@ import {
 } from './db/database.ts';
 import { createIngestionState } from './documents/ingestion-queue.ts';
 import { createLlmProvider } from './llm/index.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { causeChain, createLogger, type Logger, loggableUrl } from './logger.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
 import { createAuthFailureLimiter, createRateLimiter } from './rate-limit.ts';
 import { createSearchIndex } from './search/create-search-index.ts';
@@ -76,7 +76,19 @@ export async function createRuntime(
   try {
     const applied = await migrateToLatest(database.db, (message) => logger.info(message));
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    const outbound = createOutbound(outboundOptionsFrom(config));
+    const outbound = createOutbound({
+      ...outboundOptionsFrom(config),
+      onFailure: ({ method, url, error }) =>
+        logger.warn(
+          {
+            method,
+            endpoint: loggableUrl(url),
+            code: (error as { code?: unknown }).code,
+            cause: causeChain(error),
+          },
+          'outbound request failed',
+        ),
+    });
     const authFailures = createAuthFailureLimiter({
       limit: config.KAS_AUTH_FAILURES_PER_MINUTE,
       pool: database.pool,
@@ -112,7 +124,7 @@ export async function createRuntime(
         loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) }),
       ),
       search: createSearchIndex(config, database.db, logger),
-      llm: createLlmProvider(config),
+      llm: createLlmProvider(config, logger),
       ingestion: createIngestionState(),
       // On Postgres a stop may be requested in another process: the registry polls for it.
       stopRegistry: new StopRegistry(
@@ -124,7 +136,7 @@ export async function createRuntime(
       outbound,
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
-      oidc: createOidcVerifier(config, outbound.fetch),
+      oidc: createOidcVerifier(config, outbound.fetch, logger),
       cpu: createCpuPool({
         threads: config.KAS_WORKER_THREADS,
         memoryMb: config.KAS_WORKER_MEMORY_MB,
