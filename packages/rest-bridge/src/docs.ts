@@ -22,7 +22,9 @@ const INIT = `window.ui = SwaggerUIBundle({
   url: '/api/openapi.json',
   dom_id: '#swagger-ui',
   deepLinking: true,
-  persistAuthorization: true,
+  // A pasted key lives as long as the page: kept in the browser's storage it would outlive the session
+  // and be readable by any script of this origin.
+  persistAuthorization: false,
 });`;
 
 /** The interactive API reference at /api/docs, served from swagger-ui-dist with no internet access. */
