@@ -10,6 +10,8 @@ export const healthRouter = router({
         path: '/health',
         tags: ['Health'],
         summary: 'Liveness check',
+        description:
+          'Answers 200 with the version of kas while the process serves requests. Needs no key: for load balancers and container health checks.',
         protect: false,
       },
     })

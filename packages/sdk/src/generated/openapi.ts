@@ -8,7 +8,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness check */
+        /**
+         * Liveness check
+         * @description Answers 200 with the version of kas while the process serves requests. Needs no key: for load balancers and container health checks.
+         */
         get: operations["health-check"];
         put?: never;
         post?: never;
@@ -45,7 +48,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys */
+        /**
+         * List API keys
+         * @description Every API key, masked (`api_key_display`), with its name, role, expiry and service-account user. The full value appears only when a key is created or regenerated. Admin.
+         */
         get: operations["apiKeys-list"];
         put?: never;
         /**
@@ -89,11 +95,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key */
+        /**
+         * Revoke an API key
+         * @description Deletes the key and its service-account user; the key is refused (401) from the next request. Admin.
+         */
         delete: operations["apiKeys-delete"];
         options?: never;
         head?: never;
-        /** Rename an API key or change its role */
+        /**
+         * Rename an API key or change its role
+         * @description Changes only the fields given: name, role, expiry (`expires_in_days` from now; null: never) and whether the key may mint personal tokens. Applies from the next request. Admin.
+         */
         patch: operations["apiKeys-update"];
         trace?: never;
     };
@@ -338,7 +350,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's projects */
+        /**
+         * List the caller's projects
+         * @description The projects the caller created, oldest first, each with its number of chats.
+         */
         get: operations["projects-list"];
         put?: never;
         /**
@@ -369,7 +384,10 @@ export interface paths {
         delete: operations["projects-delete"];
         options?: never;
         head?: never;
-        /** Update a project */
+        /**
+         * Update a project
+         * @description Changes only the fields given (name, description, instructions); another user's project → 404.
+         */
         patch: operations["projects-update"];
         trace?: never;
     };
@@ -380,7 +398,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List global token budgets */
+        /**
+         * List global token budgets
+         * @description The budgets on the tokens of all chat messages of the instance together, oldest first. Admin.
+         */
         get: operations["tokenBudgets-listGlobal"];
         put?: never;
         /**
@@ -401,7 +422,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List per-user token budgets */
+        /**
+         * List per-user token budgets
+         * @description The budgets that apply to every user (and API key) separately, oldest first. Admin.
+         */
         get: operations["tokenBudgets-listUsers"];
         put?: never;
         /**
@@ -422,7 +446,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List all group token budgets */
+        /**
+         * List all group token budgets
+         * @description The budgets of every user group, each naming its `group_id`. Admin.
+         */
         get: operations["tokenBudgets-listGroups"];
         put?: never;
         post?: never;
@@ -439,7 +466,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a group's token budgets */
+        /**
+         * List a group's token budgets
+         * @description The budgets on the tokens of the members of this user group together. Admin.
+         */
         get: operations["tokenBudgets-listGroup"];
         put?: never;
         /**
@@ -461,10 +491,16 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Update a token budget */
+        /**
+         * Update a token budget
+         * @description Replaces its amount (`token_budget`, thousands of tokens), `period_hours` and `enabled` flag; its scope stays. Admin.
+         */
         put: operations["tokenBudgets-update"];
         post?: never;
-        /** Delete a token budget */
+        /**
+         * Delete a token budget
+         * @description Removes the budget of any scope; chats are no longer counted against it. Admin.
+         */
         delete: operations["tokenBudgets-delete"];
         options?: never;
         head?: never;
@@ -563,7 +599,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a document set */
+        /**
+         * Delete a document set
+         * @description Removes the set; its documents stay (in their CC pairs) and leave the set at once. An admin, or the curator who created it.
+         */
         delete: operations["documentSets-delete"];
         options?: never;
         head?: never;
