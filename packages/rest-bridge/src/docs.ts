@@ -25,6 +25,8 @@ window.ui = SwaggerUIBundle({
   url: '/api/openapi.json',
   dom_id: '#swagger-ui',
   deepLinking: true,
+  // A pasted key lives as long as the page: kept in the browser's storage it would outlive the session
+  // and be readable by any script of this origin.
   persistAuthorization: false,
 });`;
 

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { closest } from './edit-distance.ts';
 
 const booleanString = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalString = z
@@ -243,6 +244,11 @@ const ConfigSchema = z.object({
   KAS_OAUTH_ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(60).max(86_400).default(3600),
   /** Lifetime of an OAuth refresh token (each refresh rotates it and starts a new lifetime), in days. */
   KAS_OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  /**
+   * How long start-up waits for a Postgres that does not accept connections yet (not listening, starting
+   * up, its host not resolvable yet), in seconds; 0: fail at once. A refused password or a missing database fails at once.
+   */
+  KAS_DB_CONNECT_TIMEOUT_S: z.coerce.number().min(0).max(3600).default(60),
   /** A database statement that takes at least this long is logged at `warn` with its SQL (no parameters); 0: never. */
   KAS_SLOW_QUERY_MS: z.coerce.number().int().min(0).max(3_600_000).default(1000),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -271,6 +277,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'Invalid configuration:\n  KAS_ENCRYPTION_KEY: required when DATABASE_URL is set (32 random bytes, base64)',
     );
   }
+  // Without a base URL the SDK calls the provider's public API, which refuses every request without a key.
+  if (config.KAS_LLM_PROVIDER !== 'builtin' && !config.KAS_LLM_BASE_URL && !config.KAS_LLM_API_KEY) {
+    const publicApi =
+      config.KAS_LLM_PROVIDER === 'openai' ? 'the public OpenAI API' : 'the public Anthropic API';
+    throw new ConfigError(
+      `Invalid configuration:\n  KAS_LLM_API_KEY: required when KAS_LLM_PROVIDER=${config.KAS_LLM_PROVIDER} and KAS_LLM_BASE_URL is unset ` +
+        `(that is ${publicApi}); for a local server (Ollama, vLLM, LiteLLM, llama.cpp) set KAS_LLM_BASE_URL to its address`,
+    );
+  }
   if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {
     throw new ConfigError(
       'Invalid configuration:\n  KAS_OIDC_AUDIENCE: required when KAS_OIDC_ISSUER is set (the client id tokens are issued for)',
@@ -282,6 +297,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   return config;
+}
+
+/** KAS_* variables that are not settings of the server but are read by kas's tools and examples. */
+const OTHER_KAS_VARIABLES = /^KAS_(URL|PROCESS_TUNED|TEST_\w+|FUZZ_\w+)$/;
+
+/**
+ * The KAS_* variables of an environment that are no setting (a misspelt one is otherwise ignored without
+ * a word), each with the setting whose name is closest, when one is a few edits away.
+ */
+export function unknownSettings(
+  env: Record<string, string | undefined> = process.env,
+): { name: string; closest: string | undefined }[] {
+  const known = Object.keys(ConfigSchema.shape);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('KAS_') && !known.includes(name) && !OTHER_KAS_VARIABLES.test(name))
+    .sort()
+    .map((name) => ({ name, closest: closest(name, known, Math.max(2, Math.floor(name.length / 4))) }));
 }
 
 /** A config for tests and tools: defaults plus the given overrides, validated the same way. */

@@ -75,6 +75,8 @@ export interface RequestInfo {
    * OAuth access tokens (the MCP endpoint); unset elsewhere, where such tokens are refused.
    */
   resource?: string | undefined;
+  /** Told the caller once the credential is authenticated (the transport's request log names it). */
+  onActor?(actor: Actor): void;
 }
 
 /**
@@ -99,6 +101,7 @@ export function createInnerContext(deps: AppDeps, request: Partial<RequestInfo> 
       setHeader: request.setHeader ?? (() => {}),
       signal: request.signal,
       resource: request.resource,
+      onActor: request.onActor,
     },
     actor: null,
   };

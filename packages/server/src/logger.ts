@@ -29,3 +29,33 @@ export function createLogger(config: LogConfig, destination: NodeJS.WritableStre
     }),
   );
 }
+
+/**
+ * An error's message followed by its causes' ("fetch failed: connect ECONNREFUSED 127.0.0.1:9"), the
+ * real reason a library's generic message ("Connection error.") hides.
+ */
+export function causeChain(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    const message =
+      current instanceof Error
+        ? current.message || current.name
+        : typeof current === 'string'
+          ? current
+          : JSON.stringify(current);
+    if (message && !parts.includes(message)) parts.push(message);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return parts.join(': ') || 'unknown error';
+}
+
+/** A URL without its query and credentials, safe to log (tokens travel in either). */
+export function loggableUrl(url: string | URL): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}

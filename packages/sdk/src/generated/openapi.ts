@@ -10,7 +10,7 @@ export interface paths {
         };
         /**
          * Liveness check
-         * @description Answers 200 while the process serves requests. Needs no key.
+         * @description Answers 200 with the version of kas while the process serves requests. Needs no key: for load balancers and container health checks.
          */
         get: operations["health-check"];
         put?: never;
@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * List API keys
-         * @description Every API key with its role, expiry and service-account user; only a masked form of the key (`api_key_display`), never the key itself.
+         * @description Every API key, masked (`api_key_display`), with its name, role, expiry and service-account user. The full value appears only when a key is created or regenerated. Admin.
          */
         get: operations["apiKeys-list"];
         put?: never;
@@ -97,14 +97,14 @@ export interface paths {
         post?: never;
         /**
          * Revoke an API key
-         * @description Deletes the key and stops it at once in every process, with the personal tokens it minted.
+         * @description Deletes the key and its service-account user; the key is refused (401) from the next request. Admin.
          */
         delete: operations["apiKeys-delete"];
         options?: never;
         head?: never;
         /**
          * Rename an API key or change its role
-         * @description Changes the name, role, expiry (`null` removes it) or `allow_personal_tokens`; fields left out keep their value. A new role holds on the very next request in every process.
+         * @description Changes only the fields given: name, role, expiry (`expires_in_days` from now; null: never) and whether the key may mint personal tokens. Applies from the next request. Admin.
          */
         patch: operations["apiKeys-update"];
         trace?: never;
@@ -358,7 +358,7 @@ export interface paths {
         };
         /**
          * List the caller's projects
-         * @description The caller's projects with their instructions and the number of chat sessions in each.
+         * @description The projects the caller created, oldest first, each with its number of chats.
          */
         get: operations["projects-list"];
         put?: never;
@@ -392,7 +392,7 @@ export interface paths {
         head?: never;
         /**
          * Update a project
-         * @description Changes a project's name, description or instructions (which join the system prompt of its chats); fields left out keep their value.
+         * @description Changes only the fields given (name, description, instructions); another user's project → 404.
          */
         patch: operations["projects-update"];
         trace?: never;
@@ -406,7 +406,7 @@ export interface paths {
         };
         /**
          * List global token budgets
-         * @description Budgets that apply to every user together: tokens per period of hours.
+         * @description The budgets on the tokens of all chat messages of the instance together, oldest first. Admin.
          */
         get: operations["tokenBudgets-listGlobal"];
         put?: never;
@@ -430,7 +430,7 @@ export interface paths {
         };
         /**
          * List per-user token budgets
-         * @description Budgets that apply to each user separately.
+         * @description The budgets that apply to every user (and API key) separately, oldest first. Admin.
          */
         get: operations["tokenBudgets-listUsers"];
         put?: never;
@@ -454,7 +454,7 @@ export interface paths {
         };
         /**
          * List all group token budgets
-         * @description Every user group's budgets, by group id.
+         * @description The budgets of every user group, each naming its `group_id`. Admin.
          */
         get: operations["tokenBudgets-listGroups"];
         put?: never;
@@ -474,7 +474,7 @@ export interface paths {
         };
         /**
          * List a group's token budgets
-         * @description The budgets of one user group.
+         * @description The budgets on the tokens of the members of this user group together. Admin.
          */
         get: operations["tokenBudgets-listGroup"];
         put?: never;
@@ -499,13 +499,13 @@ export interface paths {
         get?: never;
         /**
          * Update a token budget
-         * @description Changes a budget's tokens, period or whether it is enabled; it applies to the next question.
+         * @description Replaces its amount (`token_budget`, thousands of tokens), `period_hours` and `enabled` flag; its scope stays. Admin.
          */
         put: operations["tokenBudgets-update"];
         post?: never;
         /**
          * Delete a token budget
-         * @description Removes the budget; questions it limited are no longer counted against it.
+         * @description Removes the budget of any scope; chats are no longer counted against it. Admin.
          */
         delete: operations["tokenBudgets-delete"];
         options?: never;
@@ -613,7 +613,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a document set
-         * @description Removes the set; its documents stay indexed.
+         * @description Removes the set; its documents stay (in their CC pairs) and leave the set at once. An admin, or the curator who created it.
          */
         delete: operations["documentSets-delete"];
         options?: never;
@@ -2112,7 +2112,8 @@ export interface components {
             } | {
                 /** @constant */
                 type: "stop";
-                stop_reason: "user_cancelled" | null;
+                /** @description null: the answer is complete; user_cancelled: stopped through stop-chat-session; shutdown: cut short because the server was shutting down */
+                stop_reason: ("user_cancelled" | "shutdown") | null;
             } | {
                 /** @constant */
                 type: "chat_heartbeat";
@@ -3040,6 +3041,8 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ok";
+                        /** @description The version of kas that answers, e.g. 0.1.0 */
+                        version: string;
                     };
                 };
             };

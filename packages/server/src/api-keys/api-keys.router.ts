@@ -34,7 +34,7 @@ export const apiKeysRouter = router({
         tags,
         summary: 'List API keys',
         description:
-          'Every API key with its role, expiry and service-account user; only a masked form of the key (`api_key_display`), never the key itself.',
+          'Every API key, masked (`api_key_display`), with its name, role, expiry and service-account user. The full value appears only when a key is created or regenerated. Admin.',
       },
     })
     .input(z.object({}))
@@ -80,7 +80,7 @@ export const apiKeysRouter = router({
         tags,
         summary: 'Rename an API key or change its role',
         description:
-          'Changes the name, role, expiry (`null` removes it) or `allow_personal_tokens`; fields left out keep their value. A new role holds on the very next request in every process.',
+          'Changes only the fields given: name, role, expiry (`expires_in_days` from now; null: never) and whether the key may mint personal tokens. Applies from the next request. Admin.',
       },
     })
     .input(UpdateApiKeyInput)
@@ -96,7 +96,7 @@ export const apiKeysRouter = router({
         tags,
         summary: 'Revoke an API key',
         description:
-          'Deletes the key and stops it at once in every process, with the personal tokens it minted.',
+          'Deletes the key and its service-account user; the key is refused (401) from the next request. Admin.',
       },
     })
     .input(ApiKeyIdInput)

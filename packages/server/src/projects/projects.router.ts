@@ -13,7 +13,7 @@ export const projectsRouter = router({
         path: '/user/projects',
         tags,
         summary: "List the caller's projects",
-        description: "The caller's projects with their instructions and the number of chat sessions in each.",
+        description: 'The projects the caller created, oldest first, each with its number of chats.',
       },
     })
     .input(z.object({}))
@@ -42,7 +42,7 @@ export const projectsRouter = router({
         tags,
         summary: 'Update a project',
         description:
-          "Changes a project's name, description or instructions (which join the system prompt of its chats); fields left out keep their value.",
+          "Changes only the fields given (name, description, instructions); another user's project → 404.",
       },
     })
     .input(UpdateProjectInput)

@@ -3,6 +3,7 @@ import { memberGroupIds } from '../auth/scope.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
+import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
 import { highlighter } from './highlight.ts';
 import { parseQuery } from './query-parser.ts';
@@ -15,7 +16,7 @@ type Deps = ServiceContext<'db' | 'search'>;
 /** Filters a caller (admin search, chat retrieval, an agent's scope) may put on a search. */
 export interface ChunkSearchFilters {
   source_type?: string[] | null | undefined;
-  /** Document set names. Every named set must be visible to the actor (else 403). */
+  /** Document set names. Every named set must exist and be visible to the actor (else 400, naming it). */
   document_set?: string[] | null | undefined;
   /** Document set ids (an agent's `document_set_ids`); combined with `document_set` as "in any of them". */
   document_set_ids?: number[] | null | undefined;
@@ -69,8 +70,18 @@ async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilte
   if (filters.document_set?.length || filters.document_set_ids?.length) {
     const byName = await documentSetsRepository.findSetsByName(ctx.db, filters.document_set ?? [], viewer);
     const byId = await documentSetsRepository.findSetsById(ctx.db, filters.document_set_ids ?? [], viewer);
-    // A set the caller may not see filters like an unknown one (matches nothing): answering otherwise
-    // would tell them that a private set of that name or id exists.
+    // A set named in a filter that does not exist would silently match nothing: refused, naming it. One
+    // the caller may not see is refused alike (answering otherwise would tell them that a private set of
+    // that name exists). An id (an agent's sets) filters like an absent set: a deleted set is not the
+    // caller's mistake.
+    const visible = new Set(byName.filter((s) => s.visible).map((s) => s.name));
+    const unknown = (filters.document_set ?? []).filter((name) => !visible.has(name));
+    if (unknown.length)
+      throw new AppError(
+        'INVALID_INPUT',
+        `No document set named ${unknown.map((name) => JSON.stringify(name)).join(', ')} among the sets you can search ` +
+          '(GET /api/manage/document-set lists them; names are case-sensitive)',
+      );
     documentSets = [...new Set([...byName, ...byId].filter((s) => s.visible).map((s) => s.name))];
   }
   const cutoff = filters.time_cutoff ? new Date(filters.time_cutoff) : undefined;

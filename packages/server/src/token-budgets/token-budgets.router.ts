@@ -21,7 +21,8 @@ export const tokenBudgetsRouter = router({
         path: `${base}/global`,
         tags,
         summary: 'List global token budgets',
-        description: 'Budgets that apply to every user together: tokens per period of hours.',
+        description:
+          'The budgets on the tokens of all chat messages of the instance together, oldest first. Admin.',
       },
     })
     .input(z.object({}))
@@ -51,7 +52,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/users`,
         tags,
         summary: 'List per-user token budgets',
-        description: 'Budgets that apply to each user separately.',
+        description: 'The budgets that apply to every user (and API key) separately, oldest first. Admin.',
       },
     })
     .input(z.object({}))
@@ -81,7 +82,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/user-groups`,
         tags,
         summary: 'List all group token budgets',
-        description: "Every user group's budgets, by group id.",
+        description: 'The budgets of every user group, each naming its `group_id`. Admin.',
       },
     })
     .input(z.object({}))
@@ -95,7 +96,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/user-group/{group_id}`,
         tags,
         summary: "List a group's token budgets",
-        description: 'The budgets of one user group.',
+        description: 'The budgets on the tokens of the members of this user group together. Admin.',
       },
     })
     .input(GroupIdInput)
@@ -138,7 +139,7 @@ export const tokenBudgetsRouter = router({
         tags,
         summary: 'Update a token budget',
         description:
-          "Changes a budget's tokens, period or whether it is enabled; it applies to the next question.",
+          'Replaces its amount (`token_budget`, thousands of tokens), `period_hours` and `enabled` flag; its scope stays. Admin.',
       },
     })
     .input(UpdateTokenBudgetInput)
@@ -156,7 +157,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/rate-limit/{token_id}`,
         tags,
         summary: 'Delete a token budget',
-        description: 'Removes the budget; questions it limited are no longer counted against it.',
+        description: 'Removes the budget of any scope; chats are no longer counted against it. Admin.',
       },
     })
     .input(TokenIdInput)
