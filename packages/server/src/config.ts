@@ -167,6 +167,8 @@ const ConfigSchema = z.object({
   KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   /** Most chunks of one document (~512 tokens, ~2 KB of English each); a larger one is refused (413), a connector's listed as a per-document error. */
   KAS_MAX_DOCUMENT_CHUNKS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
+  /** Most documents one `POST /svc-api/ingestion/batch` request may carry (413 beyond; at most 1000). */
+  KAS_INGESTION_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
   /** Most characters of text one file or page may yield when read (413 for an upload, a per-document error for a connector). */
   KAS_MAX_EXTRACTED_CHARS: z.coerce.number().int().min(1000).max(1_000_000_000).default(10_000_000),
   /** Most pages of a PDF that is read (413 beyond). */

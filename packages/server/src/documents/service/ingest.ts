@@ -1,9 +1,16 @@
 import type { Actor } from '../../auth/roles.ts';
 import { type Db, type DbExecutor, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, toErrorResponse } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
-import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.ts';
+import type {
+  BatchIngestionResult,
+  IngestBatchInput,
+  IngestBatchOutput,
+  IngestDocumentInput,
+  IngestedDocument,
+  IngestionResult,
+} from '../documents.schemas.ts';
 import type { IngestionState, QueuedIngestion } from '../ingestion-queue.ts';
 import { indexDocumentsAfterCommit } from './index-sync.ts';
 import {
@@ -350,6 +357,77 @@ export async function ingestDocument({
     joined();
     if (key !== undefined && queue.preparing.get(key) === inQueue) queue.preparing.delete(key);
   }
+}
+
+/**
+ * Several documents at once, each settled on its own (a refusal or failure is that document's alone).
+ * They join the group-commit queue together, so they are written by a few multi-row statements in one
+ * or two transactions: the write path of the batch route and of connectors' runs.
+ */
+export function ingestMany({
+  ctx,
+  documents,
+  ccPairId,
+  actor,
+  fromConnector,
+}: {
+  ctx: Deps;
+  documents: { document: IngestedDocument; externalAccess?: ExternalAccessInput | null }[];
+  ccPairId?: number | null;
+  actor?: Actor;
+  fromConnector?: boolean;
+}): Promise<PromiseSettledResult<IngestionResult>[]> {
+  return Promise.allSettled(
+    documents.map(({ document, externalAccess }) =>
+      ingestDocument({
+        ctx,
+        input: { document, cc_pair_id: ccPairId ?? null },
+        ...(actor ? { actor } : {}),
+        ...(fromConnector ? { fromConnector } : {}),
+        ...(externalAccess !== undefined ? { externalAccess } : {}),
+      }),
+    ),
+  );
+}
+
+/**
+ * The batch route: at most `KAS_INGESTION_BATCH_MAX` documents, each answered individually (its id and
+ * `already_existed`, or the error that refused it alone), idempotent by id like the single route.
+ */
+export async function ingestBatch({
+  ctx,
+  input,
+  actor,
+}: {
+  ctx: Deps;
+  input: IngestBatchInput;
+  actor?: Actor;
+}): Promise<IngestBatchOutput> {
+  const most = ctx.config.KAS_INGESTION_BATCH_MAX;
+  if (input.documents.length > most)
+    throw new AppError(
+      'PAYLOAD_TOO_LARGE',
+      `A batch holds at most ${most} documents (KAS_INGESTION_BATCH_MAX); this one has ${input.documents.length}`,
+    );
+  const settled = await ingestMany({
+    ctx,
+    documents: input.documents.map((document) => ({ document })),
+    ccPairId: input.cc_pair_id ?? null,
+    ...(actor ? { actor } : {}),
+  });
+  return {
+    results: settled.map((outcome, i): BatchIngestionResult => {
+      if (outcome.status === 'fulfilled') return { ...outcome.value, error: null };
+      const response = toErrorResponse(outcome.reason);
+      if (response.error_code === 'INTERNAL_ERROR')
+        ctx.logger.error({ err: outcome.reason }, 'a document of an ingestion batch failed');
+      return {
+        document_id: input.documents[i]?.id ?? null,
+        already_existed: null,
+        error: { error_code: response.error_code, detail: response.detail },
+      };
+    }),
+  };
 }
 
 /**
