@@ -7,13 +7,23 @@
  *   search-eval retrieval and cited answers on the PostgreSQL manual vs an in-process BM25 (issue: search)
  *   connectors 20,000-page local website through the web connector: pages/s, worker RSS, pause latency, two workers (issue: connectors)
  *   responsiveness /api/health and admin search p99 while 8 clients ingest 5 MB documents and one uploads a 20 MB PDF (issue 22)
+ *   batch-ingestion  POST /api/svc-api/ingestion/batch, 8 clients × 100 ~300-word documents, vs bare multi-row inserts of the same rows (issue 27)
  *   idle-rss   idle memory of `kas serve` (first start, restart) vs the old defaults, and where it goes (issue: reliability)
  * `npm run bench -w test -- chat` runs only the named ones.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
-const ALL = ['platform', 'documents', 'search-eval', 'chat', 'connectors', 'idle-rss', 'responsiveness'];
+const ALL = [
+  'platform',
+  'documents',
+  'batch-ingestion',
+  'search-eval',
+  'chat',
+  'connectors',
+  'idle-rss',
+  'responsiveness',
+];
 const chosen = process.argv.slice(2).filter((name) => ALL.includes(name));
 let failed = 0;
 for (const name of chosen.length ? chosen : ALL) {

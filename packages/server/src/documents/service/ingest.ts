@@ -245,7 +245,14 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
   }
 }
 
-const BATCHES_IN_FLIGHT = 2;
+/**
+ * Batches written at once. The embedded database runs one transaction at a time: two, so that one is
+ * prepared while the other is written. A Postgres server writes several on its own processes (the batch
+ * benchmark, 8 clients × 100 documents: ~25 % more documents/s with four than with two).
+ */
+function batchesInFlight(ctx: Pick<Deps, 'dbKind'>): number {
+  return ctx.dbKind === 'pglite' ? 2 : 4;
+}
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
 function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
@@ -285,7 +292,7 @@ function takeBatch(queue: IngestionState): Pending[] {
 
 function startBatches(ctx: Deps, queue: IngestionState) {
   queue.scheduled = false;
-  while (queue.pending.length && queue.inFlight < BATCHES_IN_FLIGHT) {
+  while (queue.pending.length && queue.inFlight < batchesInFlight(ctx)) {
     const batch = takeBatch(queue);
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
@@ -303,7 +310,7 @@ function startBatches(ctx: Deps, queue: IngestionState) {
 }
 
 function schedule(ctx: Deps, queue: IngestionState) {
-  if (queue.scheduled || !queue.pending.length || queue.inFlight >= BATCHES_IN_FLIGHT) return;
+  if (queue.scheduled || !queue.pending.length || queue.inFlight >= batchesInFlight(ctx)) return;
   queue.scheduled = true;
   // After the requests already received in this turn of the event loop have joined the queue.
   setImmediate(() => startBatches(ctx, queue));
