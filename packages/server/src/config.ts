@@ -34,6 +34,19 @@ const ConfigSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
       .optional(),
   ),
+  /** Postgres streaming replicas (comma-separated URLs) that serve searches, listings and history; writes stay on DATABASE_URL. */
+  DATABASE_READ_URLS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^postgres(ql)?:\/\//, 'must be postgres:// or postgresql:// URLs'))),
+  /** A replica further behind the primary than this (ms) is skipped until it catches up. */
+  KAS_REPLICA_MAX_LAG_MS: z.coerce.number().int().min(0).max(3_600_000).default(2000),
   MEILI_URL: optionalUrl,
   MEILI_API_KEY: optionalString,
   MEILI_INDEX: z
@@ -257,6 +270,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.DATABASE_URL && !config.KAS_ENCRYPTION_KEY) {
     throw new ConfigError(
       'Invalid configuration:\n  KAS_ENCRYPTION_KEY: required when DATABASE_URL is set (32 random bytes, base64)',
+    );
+  }
+  if (config.DATABASE_READ_URLS.length && !config.DATABASE_URL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_READ_URLS: replicas need their primary in DATABASE_URL',
     );
   }
   if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {
