@@ -13,6 +13,23 @@ export function lsnValue(lsn: string): bigint {
   return (BigInt(`0x${high}`) << 32n) + BigInt(`0x${low}`);
 }
 
+/** Longest WAL page header (the first page of a segment); an idle insert position sits just past one. */
+const LONG_PAGE_HEADER = 40n;
+
+/**
+ * The position a replica must replay to have everything the primary has committed so far: the insert
+ * position (with asynchronous commit a commit record may not be written out yet, and the written
+ * position would say a replica that lacks it is caught up) — except when nothing is pending and the
+ * insert position only sits past the header of an empty new page, which no record will fill until the
+ * next write: then the written position.
+ */
+function primaryPosition(row: { i: string; w: string; b: number }): bigint {
+  const insert = lsnValue(row.i);
+  const written = lsnValue(row.w);
+  const atPageStart = written % BigInt(row.b) === 0n && insert - written <= LONG_PAGE_HEADER;
+  return atPageStart ? written : insert;
+}
+
 export interface ReplicaStatus {
   url: string;
   /** Answered the last check. */
@@ -174,13 +191,15 @@ export class ReadRouter {
     const noticed = this.#noticed;
     this.#noticed = false;
     try {
-      const { rows } = await this.#options.primary.query<{ lsn: string }>(
-        'SELECT pg_current_wal_lsn()::text AS lsn',
+      const { rows } = await this.#options.primary.query<{ i: string; w: string; b: number }>(
+        `SELECT pg_current_wal_insert_lsn()::text AS i, pg_current_wal_lsn()::text AS w,
+          current_setting('wal_block_size')::int AS b`,
       );
-      const lsn = lsnValue(rows[0]!.lsn);
+      const lsn = primaryPosition(rows[0]!);
       this.#samples.push({ at: Date.now(), lsn });
       if (this.#samples.length > MAX_SAMPLES) this.#samples.splice(0, this.#samples.length - MAX_SAMPLES);
-      // Read after the notification's commit: at or past the change's commit record.
+      // Read after the notification's commit: at or past the change's commit record. The insert
+      // position, not the written one: with asynchronous commit the record may not be written out yet.
       if (listening && (noticed || this.#accessLsn === null)) this.#accessLsn = lsn;
     } catch {
       // The primary is unreachable: reads fail over to it anyway. A change heard but not placed is
