@@ -113,7 +113,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function spawnKas(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+export async function spawnKas(
+  env: Record<string, string>,
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
@@ -145,6 +147,7 @@ export async function spawnKas(env: Record<string, string>): Promise<{ url: stri
   }
   return {
     url,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));

@@ -8,6 +8,7 @@
  *   connectors 20,000-page local website through the web connector: pages/s, worker RSS, pause latency, two workers (issue: connectors)
  *   responsiveness /api/health and admin search p99 while 8 clients ingest 5 MB documents and one uploads a 20 MB PDF (issue 22)
  *   batch-ingestion  POST /api/svc-api/ingestion/batch, 8 clients × 100 ~300-word documents, vs bare multi-row inserts of the same rows (issue 27)
+ *   topology   2 API processes + 1 worker + a Postgres primary and a streaming replica: searches and batch ingestion at once, per process
  *   idle-rss   idle memory of `kas serve` (first start, restart) vs the old defaults, and where it goes (issue: reliability)
  * `npm run bench -w test -- chat` runs only the named ones.
  */
@@ -18,6 +19,7 @@ const ALL = [
   'platform',
   'documents',
   'batch-ingestion',
+  'topology',
   'search-eval',
   'chat',
   'connectors',
