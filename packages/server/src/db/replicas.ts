@@ -6,6 +6,8 @@ export const REPLICA_CHECK_MS = 250;
 const MAX_SAMPLES = 2_400;
 /** The channel the access triggers of migration 0025 notify on the primary. */
 export const ACCESS_CHANNEL = 'kas_access';
+/** The access epoch: how many access changes have begun (counted before their commit). */
+const EPOCH_SQL = `(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM kas_access_epoch)::text`;
 
 /** A write-ahead-log position (`pg_lsn`, `X/Y` hexadecimal) as a comparable number. */
 export function lsnValue(lsn: string): bigint {
@@ -80,9 +82,11 @@ function redact(url: string): string {
  * `pg.Pool` (what Kysely's dialect takes), so repositories receive a read handle and never choose a
  * connection. Each connection is taken from a replica that, at its last check, answered, was at most
  * `maxLagMs` behind the primary, and had replayed past the primary's position at the last access
- * change (a permission, a membership, a document's access: migration 0025's triggers notify, and the
- * listener reads the primary's position after that commit); otherwise from the primary. While the
- * listener is not connected nothing is known of access changes: every read goes to the primary.
+ * change (a permission, a membership, a document's access: migration 0025's triggers count it in
+ * `kas_access_epoch` and notify at commit; the listener reads the primary's position after that commit).
+ * Before each replica read the epoch is read on the primary: a change whose notification has not
+ * arrived yet sends the read to the primary. While the listener is not connected nothing is known of
+ * access changes: every read goes to the primary.
  */
 export class ReadRouter {
   readonly #options: ReadRouterOptions;
@@ -91,6 +95,8 @@ export class ReadRouter {
   #samples: { at: number; lsn: bigint }[] = [];
   /** The primary's position after the last access change seen (every replica must be past it). */
   #accessLsn: bigint | null = null;
+  /** The access epoch (migration 0025's sequence) when `#accessLsn` was read. */
+  #placedEpoch: string | null = null;
   #listener: pg.Client | null = null;
   #listening = false;
   #timer: NodeJS.Timeout | null = null;
@@ -191,16 +197,20 @@ export class ReadRouter {
     const noticed = this.#noticed;
     this.#noticed = false;
     try {
-      const { rows } = await this.#options.primary.query<{ i: string; w: string; b: number }>(
+      const { rows } = await this.#options.primary.query<{ i: string; w: string; b: number; e: string }>(
         `SELECT pg_current_wal_insert_lsn()::text AS i, pg_current_wal_lsn()::text AS w,
-          current_setting('wal_block_size')::int AS b`,
+          current_setting('wal_block_size')::int AS b, ${EPOCH_SQL} AS e`,
       );
       const lsn = primaryPosition(rows[0]!);
+      const epoch = rows[0]!.e;
       this.#samples.push({ at: Date.now(), lsn });
       if (this.#samples.length > MAX_SAMPLES) this.#samples.splice(0, this.#samples.length - MAX_SAMPLES);
       // Read after the notification's commit: at or past the change's commit record. The insert
       // position, not the written one: with asynchronous commit the record may not be written out yet.
-      if (listening && (noticed || this.#accessLsn === null)) this.#accessLsn = lsn;
+      if (listening && (noticed || this.#accessLsn === null)) {
+        this.#accessLsn = lsn;
+        this.#placedEpoch = epoch;
+      }
     } catch {
       // The primary is unreachable: reads fail over to it anyway. A change heard but not placed is
       // placed at the next successful read.
@@ -272,7 +282,19 @@ export class ReadRouter {
    */
   pool(): pg.Pool {
     const connect = async () => {
-      const usable = this.#replicas.filter((r) => r.usable);
+      let usable = this.#replicas.filter((r) => r.usable);
+      if (usable.length) {
+        // A change whose notification has not arrived yet (it commits as the read starts) is seen
+        // here: its epoch was taken before its commit. One short statement on the primary per read.
+        const { rows } = await this.#options.primary.query<{ e: string }>(`SELECT ${EPOCH_SQL} AS e`);
+        if (rows[0]!.e !== this.#placedEpoch) {
+          this.#noticed = true;
+          this.#noticedAt = Date.now();
+          this.#reclassify();
+          void this.check();
+          usable = [];
+        }
+      }
       for (let i = 0; i < usable.length; i++) {
         const replica = usable[(this.#next++ + i) % usable.length]!;
         try {

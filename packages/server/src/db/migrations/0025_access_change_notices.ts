@@ -1,8 +1,10 @@
 import { type Kysely, sql } from 'kysely';
 
 // Reads served by Postgres replicas must never apply access rules older than the primary's
-// (db/replicas.ts): every change to who may see or do what notifies `kas_access` at commit, and each
-// process then requires replicas to have replayed past the primary's position. Tables of rules change
+// (db/replicas.ts): every change to who may see or do what advances `kas_access_epoch` and notifies
+// `kas_access` at commit; each process then requires replicas to have replayed past the primary's
+// position after the change, and reads the epoch before each replica read to catch a change whose
+// notification has not arrived yet. Tables of rules change
 // rarely (a notice per statement); documents change constantly, so only rows whose access columns
 // actually changed notify (a row trigger whose WHEN is evaluated without calling the function).
 const RULE_TABLES = [
@@ -28,8 +30,11 @@ const RULE_TABLES = [
 ];
 
 const statements = [
+  // Counts access changes (taken before commit, so a reader sees a change that is committing too).
+  `CREATE SEQUENCE kas_access_epoch`,
   `CREATE FUNCTION kas_access_changed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
+      PERFORM nextval('kas_access_epoch');
       PERFORM pg_notify('kas_access', '');
       RETURN NULL;
     END $$`,
