@@ -35,6 +35,19 @@ const ConfigSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
       .optional(),
   ),
+  /** Postgres streaming replicas (comma-separated URLs) that serve searches, listings and history; writes stay on DATABASE_URL. */
+  DATABASE_READ_URLS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^postgres(ql)?:\/\//, 'must be postgres:// or postgresql:// URLs'))),
+  /** A replica further behind the primary than this (ms) is skipped until it catches up. */
+  KAS_REPLICA_MAX_LAG_MS: z.coerce.number().int().min(0).max(3_600_000).default(2000),
   MEILI_URL: optionalUrl,
   MEILI_API_KEY: optionalString,
   MEILI_INDEX: z
@@ -168,6 +181,8 @@ const ConfigSchema = z.object({
   KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   /** Most chunks of one document (~512 tokens, ~2 KB of English each); a larger one is refused (413), a connector's listed as a per-document error. */
   KAS_MAX_DOCUMENT_CHUNKS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
+  /** Most documents one `POST /svc-api/ingestion/batch` request may carry (413 beyond; at most 1000). */
+  KAS_INGESTION_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
   /** Most characters of text one file or page may yield when read (413 for an upload, a per-document error for a connector). */
   KAS_MAX_EXTRACTED_CHARS: z.coerce.number().int().min(1000).max(1_000_000_000).default(10_000_000),
   /** Most pages of a PDF that is read (413 beyond). */
@@ -284,6 +299,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(
       `Invalid configuration:\n  KAS_LLM_API_KEY: required when KAS_LLM_PROVIDER=${config.KAS_LLM_PROVIDER} and KAS_LLM_BASE_URL is unset ` +
         `(that is ${publicApi}); for a local server (Ollama, vLLM, LiteLLM, llama.cpp) set KAS_LLM_BASE_URL to its address`,
+    );
+  }
+  if (config.DATABASE_READ_URLS.length && !config.DATABASE_URL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_READ_URLS: replicas need their primary in DATABASE_URL',
     );
   }
   if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {

@@ -67,6 +67,10 @@ export async function createRuntime(
     onPoolError: (error) =>
       logger.warn({ err: error }, 'idle database connection failed; the pool will reconnect'),
     slowQueryMs: config.KAS_SLOW_QUERY_MS,
+    onReplicaChange: ({ url, usable, reason }) =>
+      usable
+        ? logger.info({ replica: url }, 'read replica in use')
+        : logger.warn({ replica: url, reason }, 'read replica skipped; its reads go to the primary'),
     onSlowQuery: (statement, ms) =>
       logger.warn({ ms, sql: statement.slice(0, 500) }, 'slow database statement'),
     onWaiting: (message) => logger.warn(message),
@@ -116,6 +120,7 @@ export async function createRuntime(
     const deps: AppDeps = {
       config,
       db: database.db,
+      dbRead: database.read,
       dbKind: database.kind,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
@@ -123,7 +128,7 @@ export async function createRuntime(
       secrets: createSecretBox(
         loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) }),
       ),
-      search: createSearchIndex(config, database.db, logger),
+      search: createSearchIndex(config, { db: database.db, read: database.read }, logger),
       llm: createLlmProvider(config, logger),
       ingestion: createIngestionState(),
       // On Postgres a stop may be requested in another process: the registry polls for it.

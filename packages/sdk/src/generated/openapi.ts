@@ -537,6 +537,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/svc-api/ingestion/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest several documents
+         * @description Each document is ingested as by `POST /svc-api/ingestion` (created, replaced in place, or left alone when unchanged; idempotent by id), and written together with the others in a few statements. Each is answered on its own, in the order sent: its `document_id` and `already_existed`, or the `error` that refused that document alone. At most `KAS_INGESTION_BATCH_MAX` documents (default 100; 413 beyond).
+         */
+        post: operations["documents-ingestBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/svc-api/ingestion/{document_id}": {
         parameters: {
             query?: never;
@@ -2427,6 +2447,22 @@ export interface components {
             /** @description The semantic_identifier given at ingestion */
             semantic_id: string;
             link: string | null;
+        };
+        IngestBatchOutput: {
+            /** @description One per document, in the order sent */
+            results: components["schemas"]["BatchIngestionResult"][];
+        };
+        BatchIngestionResult: {
+            /** @description The document id (derived from the content when omitted); null when the document was refused before one was known */
+            document_id: string | null;
+            /** @description As for a single document; null when this document failed */
+            already_existed: boolean | null;
+            /** @description Why this document alone was not ingested (the others are unaffected); null on success */
+            error: components["schemas"]["BatchItemError"] | null;
+        };
+        BatchItemError: {
+            error_code: string;
+            detail: string;
         };
         DocumentSet: {
             id: number;
@@ -6743,6 +6779,125 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IngestionResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed request body or parameter */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "documents-ingestBatch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The documents, each ingested as by `POST /svc-api/ingestion`; at most `KAS_INGESTION_BATCH_MAX` (default 100) */
+                    documents: components["schemas"]["IngestedDocument"][];
+                    /** @description Owning CC pair; default the system ingestion CC pair */
+                    cc_pair_id?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestBatchOutput"];
                 };
             };
             /** @description Invalid input */

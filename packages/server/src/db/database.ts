@@ -19,6 +19,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { StartupError } from '../errors.ts';
 import { acquireDataDirLock } from './lockfile.ts';
+import { ReadRouter } from './replicas.ts';
 import type { Database } from './schema.ts';
 import { snapshotDataDir } from './snapshot.ts';
 
@@ -35,6 +36,13 @@ export function arrayOf<T>(subquery: Expression<{ [column: string]: T }>) {
 
 export interface DatabaseHandle {
   db: Db;
+  /**
+   * The handle for reads that may be served by a streaming replica (DATABASE_READ_URLS): searches,
+   * listings, history. The same as `db` without replicas. Writes and reads of one's own writes use `db`.
+   */
+  read: Db;
+  /** The replica routing, when replicas are configured (status for diagnostics and tests). */
+  replicas?: ReadRouter;
   kind: 'pglite' | 'postgres';
   /** The node-postgres pool in server mode; used by stores that speak pg directly. */
   pool?: pg.Pool;
@@ -105,6 +113,8 @@ export interface CreateDbOptions {
   slowQueryMs?: number;
   /** Told while start-up waits for a Postgres that does not accept connections yet (a line for the log). */
   onWaiting?: (message: string) => void;
+  /** A replica was skipped or taken back for reads (DATABASE_READ_URLS). */
+  onReplicaChange?: (event: { url: string; usable: boolean; reason: string }) => void;
 }
 
 /** Connection failures that a Postgres starting (or its container, its DNS name) resolves by itself. */
@@ -273,7 +283,40 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
-    return { db, kind: 'postgres', pool, close: () => db.destroy() };
+    if (!config.DATABASE_READ_URLS.length)
+      return { db, read: db, kind: 'postgres', pool, close: () => db.destroy() };
+    const replicas = new ReadRouter({
+      primary: pool,
+      primaryUrl: config.DATABASE_URL,
+      replicaUrls: config.DATABASE_READ_URLS,
+      maxLagMs: config.KAS_REPLICA_MAX_LAG_MS,
+      poolSize: options.poolSize ?? 10,
+      onPool: prepareStatements,
+      ...(options.onReplicaChange ? { onChange: options.onReplicaChange } : {}),
+    });
+    const read = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: replicas.pool() }),
+      ...slowQueryLog(options),
+    });
+    try {
+      await replicas.start();
+    } catch (error) {
+      await replicas.close();
+      await db.destroy();
+      throw error;
+    }
+    return {
+      db,
+      read,
+      replicas,
+      kind: 'postgres',
+      pool,
+      close: async () => {
+        await read.destroy();
+        await replicas.close();
+        await db.destroy();
+      },
+    };
   }
   let release = () => {};
   let pglite = options.pglite;
@@ -307,6 +350,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   });
   return {
     db,
+    read: db,
     kind: 'pglite',
     snapshot: pgdata
       ? () => snapshotDataDir(instance, pgdata)

@@ -4,6 +4,8 @@ import {
   CcPairIdInput,
   DocMinimalInfo,
   DocumentIdInput,
+  IngestBatchInput,
+  IngestBatchOutput,
   IngestDocumentInput,
   IngestionResult,
 } from './documents.schemas.ts';
@@ -28,6 +30,26 @@ export const documentsRouter = router({
     .output(IngestionResult)
     .mutation(({ ctx, input }) =>
       documentsService.ingestDocument({ ctx: serviceContext(ctx), input, actor: ctx.actor }),
+    ),
+
+  ingestBatch: curatorProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/svc-api/ingestion/batch',
+        tags,
+        summary: 'Ingest several documents',
+        description:
+          'Each document is ingested as by `POST /svc-api/ingestion` (created, replaced in place, or left alone ' +
+          'when unchanged; idempotent by id), and written together with the others in a few statements. ' +
+          'Each is answered on its own, in the order sent: its `document_id` and `already_existed`, or the ' +
+          '`error` that refused that document alone. At most `KAS_INGESTION_BATCH_MAX` documents (default 100; 413 beyond).',
+      },
+    })
+    .input(IngestBatchInput)
+    .output(IngestBatchOutput)
+    .mutation(({ ctx, input }) =>
+      documentsService.ingestBatch({ ctx: serviceContext(ctx), input, actor: ctx.actor }),
     ),
 
   listIngested: curatorProcedure

@@ -8,14 +8,18 @@ import { createPostgresSearchIndex } from './postgres.ts';
 import type { SearchIndex } from './search-index.ts';
 
 /** Postgres full-text search by default; Meilisearch with MEILI_URL; fused with vectors with KAS_EMBEDDING_BASE_URL. */
-export function createSearchIndex(config: Config, db: Db, logger: Logger): SearchIndex {
+export function createSearchIndex(
+  config: Config,
+  { db, read }: { db: Db; read: Db },
+  logger: Logger,
+): SearchIndex {
   const keyword = config.MEILI_URL
     ? createMeilisearchIndex({
         host: config.MEILI_URL,
         apiKey: config.MEILI_API_KEY,
         indexUid: config.MEILI_INDEX,
       })
-    : createPostgresSearchIndex(db, { logger, rowsWithRanking: !config.DATABASE_URL });
+    : createPostgresSearchIndex(db, { logger, rowsWithRanking: !config.DATABASE_URL, read });
   if (!config.KAS_EMBEDDING_BASE_URL) return keyword;
   logger.debug({ keyword: keyword.kind }, 'hybrid search with embeddings');
   return createHybridIndex({
