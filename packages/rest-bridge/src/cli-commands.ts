@@ -336,6 +336,7 @@ async function evaluate(args: string[]) {
     },
     ask: async (question, persona) => {
       const answer = await call<{
+        answer: string;
         chat_session_id: string;
         error_msg: string | null;
         citation_info: { citation_number: number; document_id: string }[];
@@ -346,7 +347,7 @@ async function evaluate(args: string[]) {
       });
       await call('DELETE', `/chat/delete-chat-session/${answer.chat_session_id}?hard_delete=true`);
       if (answer.error_msg) throw new Error(answer.error_msg);
-      return evaluationService.citedDocuments(answer.citation_info);
+      return { answer: answer.answer, cited: evaluationService.citedDocuments(answer.citation_info) };
     },
   };
   const report = await evaluationService.runEvaluation({
