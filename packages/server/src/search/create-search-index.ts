@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
-import { createOpenAiEmbedder } from './embeddings.ts';
+import { createOpenAiEmbedder, embeddingsUrl } from './embeddings.ts';
 import { createHybridIndex } from './hybrid.ts';
 import { createMeilisearchIndex } from './meilisearch.ts';
 import { createPostgresSearchIndex } from './postgres.ts';
@@ -26,5 +26,7 @@ export function createSearchIndex(config: Config, db: Db, logger: Logger): Searc
       model: config.KAS_EMBEDDING_MODEL,
       apiKey: config.KAS_EMBEDDING_API_KEY,
     }),
+    logger,
+    endpoint: embeddingsUrl(config.KAS_EMBEDDING_BASE_URL),
   });
 }

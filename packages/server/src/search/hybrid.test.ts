@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../../../../test/fakes/embeddings.ts';
 import { type Actor, apiKeyActor } from '../auth/roles.ts';
 import * as documentsService from '../documents/documents.service.ts';
+import { createLogger } from '../logger.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { createSearchIndex } from './create-search-index.ts';
 import { reciprocalRankFusion } from './hybrid.ts';
 import * as searchService from './search.service.ts';
 import { searchIndexContract } from './search-index.contract.ts';
@@ -84,6 +86,76 @@ describe('hybrid retrieval', () => {
       .where('document_id', '=', 'retry')
       .execute();
     expect(rows).toHaveLength(1);
+  });
+
+  it('searches with keywords only while the embeddings endpoint is down, warning once a minute at most', async () => {
+    const down = await startFakeEmbeddings();
+    const lines: Record<string, unknown>[] = [];
+    const { Writable } = await import('node:stream');
+    const logger = createLogger(
+      { KAS_LOG_LEVEL: 'info', KAS_LOG_FORMAT: 'json' },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(JSON.parse(String(chunk)));
+          done();
+        },
+      }),
+    );
+    const index = createSearchIndex(
+      { ...t.deps.config, KAS_EMBEDDING_BASE_URL: down.url },
+      t.deps.db,
+      logger,
+    );
+    await documentsService.ingestDocument({
+      ctx: t.deps,
+      input: {
+        document: {
+          id: 'fallback',
+          semantic_identifier: 'Fallback',
+          sections: [{ text: 'The lighthouse keeper trims the wick at dusk.' }],
+        },
+      },
+    });
+    const request = { query: 'lighthouse wick', filters: {}, access: { all: true as const }, limit: 5 };
+    expect((await index.search(request)).map((h) => h.document_id)).toContain('fallback');
+    await down.close();
+    // The endpoint is gone mid-test: searches still answer, from keywords.
+    for (let i = 0; i < 3; i++)
+      expect((await index.search(request)).map((h) => h.document_id)).toEqual(['fallback']);
+    const warnings = lines.filter((l) => l.level === 40);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({
+      endpoint: `${down.url}/embeddings`,
+      msg: expect.stringContaining('keywords only'),
+    });
+    expect(String(warnings[0]!.cause)).toMatch(/fetch failed|ECONNREFUSED/);
+  });
+
+  it('answers search and chat while the configured embeddings endpoint is down', async () => {
+    await documentsService.ingestDocument({
+      ctx: t.deps,
+      input: {
+        document: {
+          id: 'beacon',
+          semantic_identifier: 'Beacon',
+          sections: [{ text: 'The harbour beacon flashes green every four seconds.' }],
+        },
+      },
+    });
+    await embeddings.close();
+    try {
+      const chunks = await searchService.searchChunks({ ctx: t.deps, actor: admin, query: 'harbour beacon' });
+      expect(chunks.map((c) => c.document_id)).toEqual(['beacon']);
+      const answer = await t.caller(t.adminKey).chat.sendMessage({
+        message: 'How often does the harbour beacon flash?',
+        chat_session_info: { persona_id: 0, description: 'fallback' },
+        stream: false,
+      });
+      expect(answer).toMatchObject({ error_msg: null });
+      expect(answer).toMatchObject({ answer: expect.stringContaining('every four seconds') });
+    } finally {
+      embeddings = await startFakeEmbeddings();
+    }
   });
 
   it('fuses ranked lists by reciprocal rank', () => {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.ts';
+import type { Logger } from '../logger.ts';
 import type { Embedder } from './embeddings.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
@@ -27,9 +28,14 @@ export function reciprocalRankFusion(lists: SearchHit[][], limit: number, k = RR
     .slice(0, limit);
 }
 
+/** While the embeddings endpoint fails, its warning is logged at most once in this interval. */
+const FALLBACK_WARNING_INTERVAL_MS = 60_000;
+
 /**
  * Keyword search (Postgres or Meilisearch) fused with vector search over chunk embeddings stored in
  * Postgres (pgvector where available). Embeddings are computed after commit, outside any transaction.
+ * When the embeddings endpoint cannot embed a query, the search is keywords only: a warning names the
+ * endpoint and the cause, once a minute at most while it lasts (with the number of searches since).
  */
 export function createHybridIndex(options: {
   keyword: SearchIndex;
@@ -37,9 +43,48 @@ export function createHybridIndex(options: {
   embedder: Embedder;
   /** Vector hits below this cosine similarity are noise, not matches. */
   minSimilarity?: number;
+  logger?: Logger;
+  /** The embeddings endpoint, as the warnings name it. */
+  endpoint?: string;
+  now?: () => number;
 }): SearchIndex {
   const { keyword, db, embedder } = options;
   const minSimilarity = options.minSimilarity ?? 0.35;
+  const now = options.now ?? Date.now;
+  let lastWarning = Number.NEGATIVE_INFINITY;
+  let fallbacks = 0;
+
+  /** The query's vector, or null (warned about) when the endpoint fails. */
+  async function embedQuery(query: string): Promise<number[] | null> {
+    try {
+      const [embedding] = await embedder.embed([query]);
+      if (fallbacks > 0) {
+        options.logger?.info(
+          { endpoint: options.endpoint, keyword_only_searches: fallbacks },
+          'embeddings endpoint answers again: searches use vectors again',
+        );
+        fallbacks = 0;
+        lastWarning = Number.NEGATIVE_INFINITY;
+      }
+      return embedding!;
+    } catch (error) {
+      fallbacks++;
+      if (now() - lastWarning >= FALLBACK_WARNING_INTERVAL_MS) {
+        lastWarning = now();
+        const cause =
+          error instanceof Error
+            ? error.cause instanceof Error
+              ? `${error.message}: ${error.cause.message}`
+              : error.message
+            : String(error);
+        options.logger?.warn(
+          { endpoint: options.endpoint, cause, keyword_only_searches: fallbacks },
+          'embeddings endpoint failed: searching with keywords only until it answers again',
+        );
+      }
+      return null;
+    }
+  }
 
   async function embedMissing(documentIds: string[]) {
     for (let i = 0; i < documentIds.length; i += 200) {
@@ -80,18 +125,18 @@ export function createHybridIndex(options: {
       const parsed = parseQuery(request.query);
       const exact = parsed.groups.some((g) => g.length > 1 || g.some((o) => o.phrase || o.negated));
       if (!parsed.positiveWords.length || exact) return keyword.search(request);
+      const embedding = await embedQuery(request.query);
+      if (!embedding) return keyword.search(request);
       const depth = Math.max(request.limit, 50);
       const [keywordHits, vectorHits] = await Promise.all([
         // Rows follow the fused order, not the keyword list's: the caller loads them.
         keyword.search({ ...request, limit: depth, rows: undefined }),
-        embedder.embed([request.query]).then(([embedding]) =>
-          searchRepository.vectorSearch(db, {
-            embedding: embedding!,
-            filters: request.filters,
-            access: request.access,
-            limit: depth,
-          }),
-        ),
+        searchRepository.vectorSearch(db, {
+          embedding,
+          filters: request.filters,
+          access: request.access,
+          limit: depth,
+        }),
       ]);
       return reciprocalRankFusion(
         [keywordHits, vectorHits.filter((h) => h.score >= minSimilarity)],
