@@ -86,17 +86,27 @@ export function createHybridIndex(options: {
     }
   }
 
+  type MissingChunk = { document_id: string; chunk_id: number; title: string; content: string };
+  async function embedChunks(chunks: MissingChunk[]) {
+    for (let j = 0; j < chunks.length; j += 64) {
+      const batch = chunks.slice(j, j + 64);
+      const vectors = await embedder.embed(batch.map((c) => `${c.title}\n${c.content}`));
+      await searchRepository.upsertEmbeddings(
+        db,
+        batch.map((c, n) => ({ document_id: c.document_id, chunk_id: c.chunk_id, embedding: vectors[n]! })),
+      );
+    }
+  }
+
+  /** Whether chunks may lack vectors: until a back-fill finds none, and again after a failed embedding. */
+  let mayMiss = true;
   async function embedMissing(documentIds: string[]) {
-    for (let i = 0; i < documentIds.length; i += 200) {
-      const chunks = await searchRepository.chunksWithoutEmbedding(db, documentIds.slice(i, i + 200));
-      for (let j = 0; j < chunks.length; j += 64) {
-        const batch = chunks.slice(j, j + 64);
-        const vectors = await embedder.embed(batch.map((c) => `${c.title}\n${c.content}`));
-        await searchRepository.upsertEmbeddings(
-          db,
-          batch.map((c, n) => ({ document_id: c.document_id, chunk_id: c.chunk_id, embedding: vectors[n]! })),
-        );
-      }
+    try {
+      for (let i = 0; i < documentIds.length; i += 200)
+        await embedChunks(await searchRepository.chunksWithoutEmbedding(db, documentIds.slice(i, i + 200)));
+    } catch (error) {
+      mayMiss = true;
+      throw error;
     }
   }
 
@@ -105,6 +115,16 @@ export function createHybridIndex(options: {
     async indexDocuments(documents) {
       await keyword.indexDocuments(documents);
       await embedMissing(documents.map((d) => d.document_id));
+    },
+    async backfillEmbeddings(limit) {
+      if (!mayMiss) return null;
+      const chunks = await searchRepository.chunksMissingEmbeddings(db, limit);
+      if (!chunks.length) {
+        mayMiss = false;
+        return null;
+      }
+      await embedChunks(chunks);
+      return { embedded: chunks.length, remaining: await searchRepository.countChunksMissingEmbeddings(db) };
     },
     async deleteDocuments(documentIds) {
       await keyword.deleteDocuments(documentIds);
@@ -126,7 +146,10 @@ export function createHybridIndex(options: {
       const exact = parsed.groups.some((g) => g.length > 1 || g.some((o) => o.phrase || o.negated));
       if (!parsed.positiveWords.length || exact) return keyword.search(request);
       const embedding = await embedQuery(request.query);
-      if (!embedding) return keyword.search(request);
+      if (!embedding) {
+        mayMiss = true;
+        return keyword.search(request);
+      }
       const depth = Math.max(request.limit, 50);
       const [keywordHits, vectorHits] = await Promise.all([
         // Rows follow the fused order, not the keyword list's: the caller loads them.
