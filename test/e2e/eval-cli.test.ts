@@ -37,7 +37,8 @@ describe('kas eval', () => {
         JSON.stringify({ question: 'How do I reclaim storage of dead tuples?', document_ids: ['vacuum'] }),
         JSON.stringify({
           question: 'How can I build an index without locking writes?',
-          document_ids: ['index'],
+          document_ids: ['index', 'indexes'],
+          answer_contains: ['CREATE INDEX CONCURRENTLY', 'REINDEX'],
         }),
         JSON.stringify({
           question: 'Which program writes an archive of a database?',
@@ -54,6 +55,9 @@ describe('kas eval', () => {
     expect(stdout).toMatch(/cites an expected document 0\.667 +citation \[1\] expected 0\.667/);
     expect(stdout).toContain('Which program writes an archive of a database?  →  dump');
     expect(stderr).toContain('evaluated 3/3 questions');
+    // The expected text of the answers, and an expected id that no document has.
+    expect(stdout).toContain('contain the expected text 1');
+    expect(stdout).toContain('no indexed document has (misspelt, or not indexed): indexes');
 
     const json = await run(
       process.execPath,
@@ -65,6 +69,7 @@ describe('kas eval', () => {
     const report = JSON.parse(json.stdout);
     expect(report.chat).toBeNull();
     expect(report.search.mrr_at_10).toBeCloseTo(0.667, 3);
+    expect(report.missing_document_ids).toEqual(['indexes']);
 
     // Evaluation chats are deleted afterwards.
     const sessions = await fetch(`${running.url}/api/chat/get-user-chat-sessions`, {

@@ -452,6 +452,7 @@ async function evaluate(args: string[]) {
     },
     ask: async (question, persona) => {
       const answer = await call<{
+        answer: string;
         chat_session_id: string;
         error_msg: string | null;
         citation_info: { citation_number: number; document_id: string }[];
@@ -462,7 +463,22 @@ async function evaluate(args: string[]) {
       });
       await call('DELETE', `/chat/delete-chat-session/${answer.chat_session_id}?hard_delete=true`);
       if (answer.error_msg) throw new Error(answer.error_msg);
-      return evaluationService.citedDocuments(answer.citation_info);
+      return { answer: answer.answer, cited: evaluationService.citedDocuments(answer.citation_info) };
+    },
+    // The service's own evaluation (admin search only, one question per 100 ids) says which it lacks.
+    missingDocuments: async (ids) => {
+      const cases = [];
+      for (let i = 0; i < ids.length; i += 100)
+        cases.push({ question: 'document ids', document_ids: ids.slice(i, i + 100) });
+      const missing: string[] = [];
+      for (let i = 0; i < cases.length; i += 500) {
+        const report = await call<{ missing_document_ids?: string[] }>('POST', '/admin/search/eval', {
+          cases: cases.slice(i, i + 500),
+          chat: false,
+        });
+        missing.push(...(report.missing_document_ids ?? []));
+      }
+      return missing;
     },
   };
   const report = await evaluationService.runEvaluation({

@@ -2232,6 +2232,8 @@ export interface components {
             question: string;
             /** @description The documents that answer the question (any one of them counts) */
             document_ids: string[];
+            /** @description Text the chat answer must contain (case-insensitive); with a list, any one of them counts */
+            answer_contains?: string | string[];
         };
         StarterMessage: {
             /** @description Button label */
@@ -2502,6 +2504,8 @@ export interface components {
             questions: number;
             search: components["schemas"]["SearchMetrics"];
             chat: components["schemas"]["ChatMetrics"] | null;
+            /** @description Expected document ids of the golden set that no indexed document has (misspelt or not indexed) */
+            missing_document_ids: string[];
             results: {
                 question: string;
                 first_expected_rank: number | null;
@@ -2509,6 +2513,10 @@ export interface components {
                 top_documents: string[];
                 /** @description Documents cited in chat, in citation order */
                 cited_documents: string[] | null;
+                /** @description The chat answer (null without chat or when it failed) */
+                answer: string | null;
+                /** @description Whether the answer contains the expected text; null when the case gives none */
+                answer_contains_expected: boolean | null;
             }[];
         };
         /** @description recall@k: the share of questions with an expected document among the first k results; MRR@10: the mean reciprocal rank of the first expected document (0 beyond 10); nDCG@10 with binary relevance. */
@@ -2526,6 +2534,8 @@ export interface components {
             first_citation_expected: number;
             /** @description Questions whose chat turn ended in an error */
             failed: number;
+            /** @description Share of the questions with `answer_contains` whose answer contains it; null when no question has it */
+            answer_contains: number | null;
         };
         /** @description A label for organising agents */
         PersonaLabel: {

@@ -8,6 +8,13 @@ export const GoldenCase = z
       .min(1)
       .max(100)
       .meta({ description: 'The documents that answer the question (any one of them counts)' }),
+    answer_contains: z
+      .union([z.string().min(1).max(2000), z.array(z.string().min(1).max(2000)).min(1).max(20)])
+      .optional()
+      .meta({
+        description:
+          'Text the chat answer must contain (case-insensitive); with a list, any one of them counts',
+      }),
   })
   .meta({ id: 'GoldenCase' });
 export type GoldenCase = z.infer<typeof GoldenCase>;
@@ -45,6 +52,10 @@ export const ChatMetrics = z
       .number()
       .meta({ description: 'Share of answers whose citation [1] is expected' }),
     failed: z.number().int().meta({ description: 'Questions whose chat turn ended in an error' }),
+    answer_contains: z.number().nullable().meta({
+      description:
+        'Share of the questions with `answer_contains` whose answer contains it; null when no question has it',
+    }),
   })
   .meta({ id: 'ChatMetrics' });
 export type ChatMetrics = z.infer<typeof ChatMetrics>;
@@ -60,6 +71,14 @@ export const QuestionResult = z.object({
     .array(z.string())
     .nullable()
     .meta({ description: 'Documents cited in chat, in citation order' }),
+  answer: z
+    .string()
+    .nullable()
+    .meta({ description: 'The chat answer (null without chat or when it failed)' }),
+  answer_contains_expected: z
+    .boolean()
+    .nullable()
+    .meta({ description: 'Whether the answer contains the expected text; null when the case gives none' }),
 });
 export type QuestionResult = z.infer<typeof QuestionResult>;
 
@@ -68,6 +87,10 @@ export const EvaluationReport = z
     questions: z.number().int(),
     search: SearchMetrics,
     chat: ChatMetrics.nullable(),
+    missing_document_ids: z.array(z.string()).meta({
+      description:
+        'Expected document ids of the golden set that no indexed document has (misspelt or not indexed)',
+    }),
     results: z.array(QuestionResult),
   })
   .meta({ id: 'EvaluationReport' });

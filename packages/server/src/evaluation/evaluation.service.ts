@@ -1,6 +1,7 @@
 import type { Actor } from '../auth/roles.ts';
 import * as chatService from '../chat/chat.service.ts';
 import type { ChatDeps } from '../chat/service/sessions.ts';
+import { findDocumentStates } from '../documents/documents.repository.ts';
 import { AppError } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
 import {
@@ -19,7 +20,22 @@ import {
  */
 export interface EvaluationTarget {
   search(question: string): Promise<string[]>;
-  ask?(question: string, personaId: number): Promise<string[]>;
+  ask?(question: string, personaId: number): Promise<ChatAnswer>;
+  /** The ids among these that no indexed document has. */
+  missingDocuments?(ids: string[]): Promise<string[]>;
+}
+
+/** A chat answer as evaluation scores it: its text and the cited document ids in citation order. */
+export interface ChatAnswer {
+  answer: string;
+  cited: string[];
+}
+
+/** Whether an answer contains the expected text (any one of a list), ignoring case and spacing. */
+export function answerContains(answer: string, expected: string | string[]): boolean {
+  const flat = (text: string) => text.toLowerCase().replace(/\s+/g, ' ');
+  const haystack = flat(answer);
+  return (Array.isArray(expected) ? expected : [expected]).some((e) => haystack.includes(flat(e)));
 }
 
 /** Reads a golden set: one JSON object per line, `{question, document_ids}`; blank lines and `#` comments skipped. */
@@ -38,7 +54,10 @@ export function parseGoldenSet(text: string): GoldenCase[] {
     }
     const parsed = GoldenCase.safeParse(value);
     if (parsed.success) cases.push(parsed.data);
-    else problems.push(`line ${i + 1}: expected {"question": string, "document_ids": [string, ...]}`);
+    else
+      problems.push(
+        `line ${i + 1}: expected {"question": string, "document_ids": [string, ...], "answer_contains"?: string or [string, ...]}`,
+      );
   });
   if (problems.length)
     throw new AppError('VALIDATION_ERROR', `Invalid golden set: ${problems.slice(0, 5).join('; ')}`);
@@ -87,15 +106,19 @@ export function searchMetrics(rankings: { ranked: string[]; expected: Set<string
   };
 }
 
-export function chatMetrics(answers: { cited: string[] | null; expected: Set<string> }[]): ChatMetrics {
+export function chatMetrics(
+  answers: { cited: string[] | null; expected: Set<string>; contains?: boolean | null }[],
+): ChatMetrics {
   const answered = answers.filter((a) => a.cited !== null);
   const n = answers.length || 1;
+  const checked = answers.filter((a) => a.contains !== undefined && a.contains !== null);
   return {
     cites_expected: round(answered.filter((a) => a.cited!.some((id) => a.expected.has(id))).length / n),
     first_citation_expected: round(
       answered.filter((a) => a.cited!.length > 0 && a.expected.has(a.cited![0]!)).length / n,
     ),
     failed: answers.length - answered.length,
+    answer_contains: checked.length ? round(checked.filter((a) => a.contains).length / checked.length) : null,
   };
 }
 
@@ -115,32 +138,39 @@ export async function runEvaluation({
 }): Promise<EvaluationReport> {
   const results: QuestionResult[] = [];
   const rankings: { ranked: string[]; expected: Set<string> }[] = [];
-  const answers: { cited: string[] | null; expected: Set<string> }[] = [];
+  const answers: { cited: string[] | null; expected: Set<string>; contains: boolean | null }[] = [];
   for (const [i, golden] of cases.entries()) {
     const expected = new Set(golden.document_ids);
     const ranked = await target.search(golden.question);
     rankings.push({ ranked, expected });
-    let cited: string[] | null = null;
+    let answer: ChatAnswer | null = null;
+    let contains: boolean | null = null;
     if (chat && target.ask) {
       try {
-        cited = await target.ask(golden.question, personaId);
+        answer = await target.ask(golden.question, personaId);
       } catch {
-        cited = null;
+        answer = null;
       }
-      answers.push({ cited, expected });
+      if (golden.answer_contains !== undefined)
+        contains = answer !== null && answerContains(answer.answer, golden.answer_contains);
+      answers.push({ cited: answer?.cited ?? null, expected, contains });
     }
     results.push({
       question: golden.question,
       first_expected_rank: firstRank(ranked, expected),
       top_documents: ranked.slice(0, 5),
-      cited_documents: cited,
+      cited_documents: answer?.cited ?? null,
+      answer: answer?.answer ?? null,
+      answer_contains_expected: contains,
     });
     onProgress?.(i + 1, cases.length);
   }
+  const ids = [...new Set(cases.flatMap((c) => c.document_ids))];
   return {
     questions: cases.length,
     search: searchMetrics(rankings),
     chat: chat && target.ask ? chatMetrics(answers) : null,
+    missing_document_ids: target.missingDocuments ? (await target.missingDocuments(ids)).sort() : [],
     results,
   };
 }
@@ -179,7 +209,11 @@ export async function evaluate({
         input: { session_id: answer.chat_session_id, hard_delete: true },
       });
       if (answer.error_msg) throw new AppError('SERVICE_UNAVAILABLE', answer.error_msg);
-      return citedDocuments(answer.citation_info);
+      return { answer: answer.answer, cited: citedDocuments(answer.citation_info) };
+    },
+    missingDocuments: async (ids) => {
+      const found = await findDocumentStates(ctx.db, ids);
+      return ids.filter((id) => !found.has(id));
     },
   };
   return runEvaluation({ cases: input.cases, target, chat: input.chat, personaId: input.persona_id });
@@ -205,6 +239,19 @@ export function formatReport(report: EvaluationReport): string {
     lines.push(
       `chat             cites an expected document ${report.chat.cites_expected}  citation [1] expected ${report.chat.first_citation_expected}  failed ${report.chat.failed}`,
     );
+    if (report.chat.answer_contains !== null)
+      lines.push(`answers          contain the expected text ${report.chat.answer_contains}`);
+  }
+  if (report.missing_document_ids.length) {
+    lines.push(
+      '',
+      `expected document ids that no indexed document has (misspelt, or not indexed): ${report.missing_document_ids.join(', ')}`,
+    );
+  }
+  const wrong = report.results.filter((r) => r.answer_contains_expected === false);
+  if (wrong.length) {
+    lines.push('', 'answers without the expected text:');
+    for (const r of wrong) lines.push(`  ${r.question}  →  ${(r.answer ?? '(failed)').slice(0, 160)}`);
   }
   const missed = report.results.filter((r) => r.first_expected_rank === null || r.first_expected_rank > 5);
   if (missed.length) {

@@ -31,7 +31,7 @@ describe('evaluation metrics', () => {
         { cited: [], expected: new Set(['b']) },
         { cited: null, expected: new Set(['b']) },
       ]),
-    ).toEqual({ cites_expected: 0.5, first_citation_expected: 0.25, failed: 1 });
+    ).toEqual({ cites_expected: 0.5, first_citation_expected: 0.25, failed: 1, answer_contains: null });
   });
 
   it('reads a golden set and names the lines it cannot read', () => {
@@ -80,7 +80,12 @@ describe('POST /api/admin/search/eval', () => {
     expect(report.results[0]!.top_documents[0]).toBe('index');
     expect(report.results[3]!.first_expected_rank).toBeNull();
     // The built-in answerer cites what it found first.
-    expect(report.chat).toEqual({ cites_expected: 0.75, first_citation_expected: 0.75, failed: 0 });
+    expect(report.chat).toEqual({
+      cites_expected: 0.75,
+      first_citation_expected: 0.75,
+      failed: 0,
+      answer_contains: null,
+    });
     expect(report.results[0]!.cited_documents).toEqual(['index']);
     // Evaluation turns leave no chat sessions behind.
     const sessions = await t.deps.db.selectFrom('chat_sessions').select('id').execute();

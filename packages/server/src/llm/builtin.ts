@@ -1,4 +1,5 @@
 import type { LlmEvent, LlmProvider, LlmRequest, LlmSource } from './llm.types.ts';
+import { passages } from './passages.ts';
 
 const STOPWORDS = new Set(
   `a about above after again against all am an and any are as at be because been before being below between
@@ -38,13 +39,11 @@ export function stem(word: string): string {
   return word;
 }
 
-/** Sentences of a text, keeping their order; line breaks end a sentence too (lists, headings). */
+/** Sentences of a text, keeping their order, read through Markdown and reStructuredText markup. */
 export function sentences(text: string): string[] {
-  return text
-    .split(/\n+/)
-    .flatMap((line) => line.split(/(?<=[.!?])\s+(?=[\p{Lu}\p{N}"'(])/u))
-    .map((s) => s.replace(/\s+/g, ' ').trim())
-    .filter((s) => /[\p{L}\p{N}]/u.test(s));
+  return passages(text)
+    .filter((p) => !p.isHeading)
+    .map((p) => p.text);
 }
 
 interface Candidate {
@@ -54,18 +53,28 @@ interface Candidate {
   order: number;
   text: string;
   terms: Set<string>;
+  /** Words of the section's heading the sentence does not have itself: they count half. */
+  headingTerms: Set<string>;
   score: number;
 }
 
-const MAX_SENTENCES = 5;
+const MAX_SENTENCES = 4;
 /** Short lines are sentences only when they end like one and are not numbered like a section. */
 const MIN_SENTENCE_WORDS = 5;
 
 /** Headings, table-of-contents lines and index entries: no answers. */
 function isHeading(text: string): boolean {
   if ((text.match(/[\p{L}\p{N}]+/gu) ?? []).length >= MIN_SENTENCE_WORDS) return false;
-  return !/[.!?]$/.test(text) || /^\d+(\.\d+)*\.?\s/.test(text);
+  return !/[.!?:`]$/.test(text) || /^\d+(\.\d+)*\.?\s/.test(text);
 }
+
+/** The question asked back ("Is there a free tier?" in a page that does not answer it): no answer. */
+function echoesQuestion(text: string, question: Set<string>): boolean {
+  if (!/\?["')\]]*$/.test(text)) return false;
+  const own = keywords(text);
+  return own.length > 0 && own.filter((w) => question.has(w)).length / own.length >= 0.6;
+}
+
 /** A "sentence" longer than this (a text without punctuation) is cut: an answer quotes, it does not copy. */
 const MAX_SENTENCE_CHARS = 1000;
 
@@ -75,31 +84,52 @@ function clip(sentence: string): string {
   return `${cut.slice(0, Math.max(cut.lastIndexOf(' '), MAX_SENTENCE_CHARS / 2)).trimEnd()} …`;
 }
 
+const normalised = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+
 /** How much retrieval's order counts against a source's own sentences (relevance ÷ (1 + decay·rank)). */
 const RANK_DECAY = 0.25;
 /** At most this many documents are cited. */
 const MAX_DOCUMENTS = 3;
 /** A document is cited when its relevance reaches this share of the best document's. */
-const DOCUMENT_FLOOR = 0.45;
+const DOCUMENT_FLOOR = 0.6;
+/** A further sentence of a cited document is taken when its score reaches this share of the best one's. */
+const SENTENCE_FLOOR = 0.5;
+/** Weight of the words a sentence gets from its section's heading. */
+const HEADING_WEIGHT = 0.5;
 
 /**
  * The extractive answer. Each sentence of the retrieved sources scores by the (rare) question words it
- * contains; each source by its best sentence, the question words in its title and its retrieval rank.
- * The answer takes the best sentence of the most relevant sources, then a sentence for each question
- * word still uncovered, in the sources' order: chat numbers them most relevant first
- * (chat/retrieval.ts rankDocuments), so citation [1] leads the answer whenever it is cited. Sentences share at least one word with the question that is no stop word, so a source
- * that shares only stop words is never cited. Deterministic.
+ * contains (half for those only its section's heading has, so a FAQ's answer scores with its question);
+ * each source by its best sentence, the question words in its title and its retrieval rank. Headings and
+ * the question asked back are no answers; a sentence found in several sources counts once. The answer
+ * takes the best sentence of the most relevant sources (those within a floor of the best), then their
+ * other good sentences and a sentence for each question word still uncovered, from those sources only, in
+ * the sources' order: chat numbers them most relevant first (chat/retrieval.ts rankDocuments), so
+ * citation [1] leads the answer whenever it is cited. Sentences share at least one word with the question
+ * that is no stop word, so a source that shares only stop words is never cited. Deterministic.
  */
 export function extractAnswer(question: string, sources: LlmSource[]): string {
   const terms = [...new Set(keywords(question))];
   if (terms.length === 0 || sources.length === 0) return NOTHING_RELEVANT;
+  const questionTerms = new Set(terms);
   const candidates: Candidate[] = [];
+  const seen = new Set<string>();
   let order = 0;
   sources.forEach((source, rank) => {
-    for (const sentence of sentences(source.content)) {
-      if (isHeading(sentence)) continue;
-      const text = clip(sentence);
-      candidates.push({ source, rank, order: order++, text, terms: new Set(keywords(text)), score: 0 });
+    for (const passage of passages(source.content)) {
+      if (passage.isHeading || isHeading(passage.text) || echoesQuestion(passage.text, questionTerms))
+        continue;
+      const text = clip(passage.text);
+      const key = normalised(text);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const own = new Set(keywords(text));
+      const headingTerms = new Set(keywords(passage.heading ?? '').filter((t) => !own.has(t)));
+      candidates.push({ source, rank, order: order++, text, terms: own, headingTerms, score: 0 });
     }
   });
   const idf = new Map<string, number>();
@@ -111,8 +141,10 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   for (const candidate of candidates) {
     let score = 0;
     for (const term of terms) if (candidate.terms.has(term)) score += idf.get(term)!;
+    if (score <= 0) continue;
+    for (const term of terms) if (candidate.headingTerms.has(term)) score += HEADING_WEIGHT * idf.get(term)!;
     // Long sentences match more words by chance; a mild length penalty favours focused ones.
-    if (score > 0) candidate.score = score / Math.log2(2 + candidate.terms.size / 8);
+    candidate.score = score / Math.log2(2 + candidate.terms.size / 8);
   }
   if (!candidates.some((c) => c.score > 0)) return NOTHING_RELEVANT;
 
@@ -139,17 +171,19 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   const best = Math.max(...picked.map((c) => c.score));
   // Other good sentences of the cited sources.
   const citedSources = new Set(chosen.map((d) => d.best.source));
-  for (const candidate of [...candidates].sort((a, b) => b.score - a.score || a.order - b.order)) {
-    if (picked.length >= MAX_SENTENCES || candidate.score < best * 0.5) break;
-    if (citedSources.has(candidate.source) && !picked.includes(candidate)) picked.push(candidate);
+  const sorted = (list: Candidate[]) => [...list].sort((a, b) => b.score - a.score || a.order - b.order);
+  const ofCited = sorted(candidates.filter((c) => citedSources.has(c.source)));
+  for (const candidate of ofCited) {
+    if (picked.length >= MAX_SENTENCES || candidate.score < best * SENTENCE_FLOOR) break;
+    if (!picked.includes(candidate)) picked.push(candidate);
   }
-  // A question with several parts: also take the best sentence for each word no chosen sentence covers yet.
+  // A question with several parts ("… and …"): also take the best sentence for each word no chosen
+  // sentence covers yet, from any source; otherwise only from the cited ones.
+  const pool = planSubQuestions(question).length > 1 ? sorted(candidates) : ofCited;
   for (const term of terms) {
     if (picked.length >= MAX_SENTENCES) break;
     if (picked.some((c) => c.terms.has(term))) continue;
-    const cover = candidates
-      .filter((c) => c.terms.has(term) && c.score >= best * 0.25 && !picked.includes(c))
-      .sort((a, b) => b.score - a.score || a.order - b.order)[0];
+    const cover = pool.find((c) => c.terms.has(term) && c.score >= best * 0.25 && !picked.includes(c));
     if (cover) picked.push(cover);
   }
   // Best-ranked source first (sources come most relevant first, so citation [1] leads when it is
@@ -157,7 +191,7 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   picked.sort((a, b) => a.rank - b.rank || a.order - b.order);
   return picked
     .map((c) => {
-      const text = /[.!?]$/.test(c.text) ? c.text : `${c.text}.`;
+      const text = /[.!?:`]$/.test(c.text) ? c.text : `${c.text}.`;
       return c.source.citation_number === null ? text : `${text} [${c.source.citation_number}]`;
     })
     .join(' ');

@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/database.ts';
-import { causeChain, type Logger, loggableUrl } from '../logger.ts';
-import { createOpenAiEmbedder, type Embedder, embeddingsUrl } from './embeddings.ts';
+import type { Logger } from '../logger.ts';
+import { createOpenAiEmbedder, embeddingsUrl } from './embeddings.ts';
 import { createHybridIndex } from './hybrid.ts';
 import { createMeilisearchIndex } from './meilisearch.ts';
 import { createPostgresSearchIndex } from './postgres.ts';
@@ -25,29 +25,12 @@ export function createSearchIndex(
   return createHybridIndex({
     keyword,
     db,
-    embedder: withFailureLog(
-      createOpenAiEmbedder({
-        baseUrl: config.KAS_EMBEDDING_BASE_URL,
-        model: config.KAS_EMBEDDING_MODEL,
-        apiKey: config.KAS_EMBEDDING_API_KEY,
-      }),
-      embeddingsUrl(config.KAS_EMBEDDING_BASE_URL),
-      logger,
-    ),
+    embedder: createOpenAiEmbedder({
+      baseUrl: config.KAS_EMBEDDING_BASE_URL,
+      model: config.KAS_EMBEDDING_MODEL,
+      apiKey: config.KAS_EMBEDDING_API_KEY,
+    }),
+    logger,
+    endpoint: embeddingsUrl(config.KAS_EMBEDDING_BASE_URL),
   });
-}
-
-/** The embedder, with each failed request logged at `warn` with the endpoint and the real cause (never the key). */
-function withFailureLog(embedder: Embedder, url: string, logger: Logger): Embedder {
-  const endpoint = loggableUrl(url);
-  return {
-    async embed(texts) {
-      try {
-        return await embedder.embed(texts);
-      } catch (error) {
-        logger.warn({ endpoint, texts: texts.length, cause: causeChain(error) }, 'embedding request failed');
-        throw error;
-      }
-    },
-  };
 }

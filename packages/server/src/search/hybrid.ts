@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.ts';
+import { causeChain, type Logger } from '../logger.ts';
 import type { Embedder } from './embeddings.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
@@ -27,9 +28,14 @@ export function reciprocalRankFusion(lists: SearchHit[][], limit: number, k = RR
     .slice(0, limit);
 }
 
+/** While the embeddings endpoint fails, its warning is logged at most once in this interval. */
+const FALLBACK_WARNING_INTERVAL_MS = 60_000;
+
 /**
  * Keyword search (Postgres or Meilisearch) fused with vector search over chunk embeddings stored in
  * Postgres (pgvector where available). Embeddings are computed after commit, outside any transaction.
+ * When the embeddings endpoint cannot embed a query, the search is keywords only: a warning names the
+ * endpoint and the cause, once a minute at most while it lasts (with the number of searches since).
  */
 export function createHybridIndex(options: {
   keyword: SearchIndex;
@@ -37,21 +43,64 @@ export function createHybridIndex(options: {
   embedder: Embedder;
   /** Vector hits below this cosine similarity are noise, not matches. */
   minSimilarity?: number;
+  logger?: Logger;
+  /** The embeddings endpoint, as the warnings name it. */
+  endpoint?: string;
+  now?: () => number;
 }): SearchIndex {
   const { keyword, db, embedder } = options;
   const minSimilarity = options.minSimilarity ?? 0.35;
+  const now = options.now ?? Date.now;
+  let lastWarning = Number.NEGATIVE_INFINITY;
+  let fallbacks = 0;
 
-  async function embedMissing(documentIds: string[]) {
-    for (let i = 0; i < documentIds.length; i += 200) {
-      const chunks = await searchRepository.chunksWithoutEmbedding(db, documentIds.slice(i, i + 200));
-      for (let j = 0; j < chunks.length; j += 64) {
-        const batch = chunks.slice(j, j + 64);
-        const vectors = await embedder.embed(batch.map((c) => `${c.title}\n${c.content}`));
-        await searchRepository.upsertEmbeddings(
-          db,
-          batch.map((c, n) => ({ document_id: c.document_id, chunk_id: c.chunk_id, embedding: vectors[n]! })),
+  /** The query's vector, or null (warned about) when the endpoint fails. */
+  async function embedQuery(query: string): Promise<number[] | null> {
+    try {
+      const [embedding] = await embedder.embed([query]);
+      if (fallbacks > 0) {
+        options.logger?.info(
+          { endpoint: options.endpoint, keyword_only_searches: fallbacks },
+          'embeddings endpoint answers again: searches use vectors again',
+        );
+        fallbacks = 0;
+        lastWarning = Number.NEGATIVE_INFINITY;
+      }
+      return embedding!;
+    } catch (error) {
+      fallbacks++;
+      if (now() - lastWarning >= FALLBACK_WARNING_INTERVAL_MS) {
+        lastWarning = now();
+        options.logger?.warn(
+          { endpoint: options.endpoint, cause: causeChain(error), keyword_only_searches: fallbacks },
+          'embedding request failed: searching with keywords only until it answers again',
         );
       }
+      return null;
+    }
+  }
+
+  type MissingChunk = { document_id: string; chunk_id: number; title: string; content: string };
+  async function embedChunks(chunks: MissingChunk[]) {
+    for (let j = 0; j < chunks.length; j += 64) {
+      const batch = chunks.slice(j, j + 64);
+      const vectors = await embedder.embed(batch.map((c) => `${c.title}\n${c.content}`));
+      await searchRepository.upsertEmbeddings(
+        db,
+        batch.map((c, n) => ({ document_id: c.document_id, chunk_id: c.chunk_id, embedding: vectors[n]! })),
+      );
+    }
+  }
+
+  /** Whether chunks may lack vectors: until a back-fill finds none, and again after a failed embedding. */
+  let mayMiss = true;
+  async function embedMissing(documentIds: string[]) {
+    try {
+      for (let i = 0; i < documentIds.length; i += 200)
+        await embedChunks(await searchRepository.chunksWithoutEmbedding(db, documentIds.slice(i, i + 200)));
+    } catch (error) {
+      mayMiss = true;
+      throw error;
     }
   }
 
@@ -60,6 +109,16 @@ export function createHybridIndex(options: {
     async indexDocuments(documents) {
       await keyword.indexDocuments(documents);
       await embedMissing(documents.map((d) => d.document_id));
+    },
+    async backfillEmbeddings(limit) {
+      if (!mayMiss) return null;
+      const chunks = await searchRepository.chunksMissingEmbeddings(db, limit);
+      if (!chunks.length) {
+        mayMiss = false;
+        return null;
+      }
+      await embedChunks(chunks);
+      return { embedded: chunks.length, remaining: await searchRepository.countChunksMissingEmbeddings(db) };
     },
     async deleteDocuments(documentIds) {
       await keyword.deleteDocuments(documentIds);
@@ -80,18 +139,21 @@ export function createHybridIndex(options: {
       const parsed = parseQuery(request.query);
       const exact = parsed.groups.some((g) => g.length > 1 || g.some((o) => o.phrase || o.negated));
       if (!parsed.positiveWords.length || exact) return keyword.search(request);
+      const embedding = await embedQuery(request.query);
+      if (!embedding) {
+        mayMiss = true;
+        return keyword.search(request);
+      }
       const depth = Math.max(request.limit, 50);
       const [keywordHits, vectorHits] = await Promise.all([
         // Rows follow the fused order, not the keyword list's: the caller loads them.
         keyword.search({ ...request, limit: depth, rows: undefined }),
-        embedder.embed([request.query]).then(([embedding]) =>
-          searchRepository.vectorSearch(db, {
-            embedding: embedding!,
-            filters: request.filters,
-            access: request.access,
-            limit: depth,
-          }),
-        ),
+        searchRepository.vectorSearch(db, {
+          embedding,
+          filters: request.filters,
+          access: request.access,
+          limit: depth,
+        }),
       ]);
       return reciprocalRankFusion(
         [keywordHits, vectorHits.filter((h) => h.score >= minSimilarity)],

@@ -27,6 +27,12 @@ export interface SearchIndex {
   clear(): Promise<void>;
   /** Brings derived statistics up to date now (otherwise done in the background after writes). */
   maintain?(): Promise<void>;
+  /**
+   * Embeds up to `limit` chunks that have no vector yet (indexed before embeddings were configured, or
+   * while the endpoint was down): what it embedded and how many remain; null when there is nothing to do
+   * (an index without vectors, or none missing since the last check).
+   */
+  backfillEmbeddings?(limit: number): Promise<{ embedded: number; remaining: number } | null>;
   /** Stops background work (maintenance timers) before the database closes. */
   close?(): Promise<void>;
 }

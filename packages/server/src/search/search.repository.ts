@@ -635,6 +635,33 @@ export function chunksWithoutEmbedding(db: DbExecutor, documentIds: string[]) {
     .execute();
 }
 
+/** Chunks of any document that have no embedding yet (indexed before embeddings were configured), in key order. */
+export function chunksMissingEmbeddings(db: DbExecutor, limit: number) {
+  return db
+    .selectFrom('chunks as c')
+    .leftJoin('chunk_embeddings as e', (j) =>
+      j.onRef('e.document_id', '=', 'c.document_id').onRef('e.chunk_id', '=', 'c.chunk_id'),
+    )
+    .select(['c.document_id', 'c.chunk_id', 'c.title', 'c.content'])
+    .where('e.chunk_id', 'is', null)
+    .orderBy('c.document_id')
+    .orderBy('c.chunk_id')
+    .limit(limit)
+    .execute();
+}
+
+export async function countChunksMissingEmbeddings(db: DbExecutor): Promise<number> {
+  const row = await db
+    .selectFrom('chunks as c')
+    .leftJoin('chunk_embeddings as e', (j) =>
+      j.onRef('e.document_id', '=', 'c.document_id').onRef('e.chunk_id', '=', 'c.chunk_id'),
+    )
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('e.chunk_id', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /**
  * Nearest chunks by cosine similarity (embeddings are stored normalised, so the dot product). With
  * pgvector the `<#>` operator; without it the dot product is computed in SQL over `real[]` — exact,

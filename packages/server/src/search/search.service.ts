@@ -69,8 +69,16 @@ async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilte
     actor.role === 'admin' ? ({ all: true } as const) : { all: false as const, user_id: actor.user_id };
   let documentSets: string[] | undefined;
   if (filters.document_set?.length || filters.document_set_ids?.length) {
-    const byName = await documentSetsRepository.findSetsByName(ctx.dbRead, filters.document_set ?? [], viewer);
-    const byId = await documentSetsRepository.findSetsById(ctx.dbRead, filters.document_set_ids ?? [], viewer);
+    const byName = await documentSetsRepository.findSetsByName(
+      ctx.dbRead,
+      filters.document_set ?? [],
+      viewer,
+    );
+    const byId = await documentSetsRepository.findSetsById(
+      ctx.dbRead,
+      filters.document_set_ids ?? [],
+      viewer,
+    );
     // A set named in a filter that does not exist would silently match nothing: refused, naming it. One
     // the caller may not see is refused alike (answering otherwise would tell them that a private set of
     // that name exists). An id (an agent's sets) filters like an absent set: a deleted set is not the

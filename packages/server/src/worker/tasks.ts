@@ -3,6 +3,7 @@ import {
   connectorIndexingTask,
   connectorUploadsCleanupTask,
 } from '../connectors/scheduler.ts';
+import { embeddingBackfillTask } from '../search/backfill-task.ts';
 import * as maintenanceRepository from './maintenance.repository.ts';
 import type { WorkerTask } from './task.ts';
 
@@ -62,4 +63,5 @@ export const WORKER_TASKS: WorkerTask[] = [
   connectorIndexingTask,
   connectorEventsTask,
   connectorUploadsCleanupTask,
+  embeddingBackfillTask,
 ];
