@@ -14,6 +14,7 @@ import type { AppDeps } from './context.ts';
 import { createCpuPool } from './cpu-pool/cpu-pool.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
 import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
+import * as documentsService from './documents/documents.service.ts';
 import { createIngestionState } from './documents/ingestion-queue.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -102,6 +103,7 @@ export async function createRuntime(
         timeoutMs: config.KAS_WORKER_TIMEOUT_MS,
       }),
     };
+    await documentsService.discardPendingDocuments({ ctx: deps });
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)
       : await apiKeysService.ensureBootstrapAdminKey({ ctx: deps, value: config.KAS_BOOTSTRAP_ADMIN_KEY });

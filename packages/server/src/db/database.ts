@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { vector } from '@electric-sql/pglite-pgvector';
 import {
   type Expression,
   Kysely,
+  type KyselyPlugin,
   type LogEvent,
   PGliteDialect,
   PostgresDialect,
@@ -116,6 +118,20 @@ function slowQueryLog(options: CreateDbOptions): { log?: (event: LogEvent) => vo
   };
 }
 
+/**
+ * Lets the event loop turn after every embedded statement. PGlite runs a statement synchronously on this
+ * thread and settles its promise without any I/O, so a loop of statements (a document's chunks, a
+ * maintenance round) runs as one chain of microtasks: no request (not even `/api/health`) was read
+ * until the whole loop ended, seconds later. One turn costs microseconds when nothing waits.
+ */
+const yieldAfterEachStatement: KyselyPlugin = {
+  transformQuery: (args) => args.node,
+  transformResult: async (args) => {
+    await nextTurn();
+    return args.result;
+  },
+};
+
 /** Most distinct statements prepared per process; beyond it (say, IN lists of every length) run unnamed. */
 const MAX_PREPARED = 1000;
 
@@ -175,6 +191,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   // transaction can never be committed by a concurrent one (kysely-pglite loses rollbacks).
   const db = new Kysely<Database>({
     dialect: new PGliteDialect({ pglite: instance }),
+    plugins: [yieldAfterEachStatement],
     ...slowQueryLog(options),
   });
   return {

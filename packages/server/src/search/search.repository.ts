@@ -3,9 +3,12 @@ import type { DbExecutor } from '../db/database.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
 
-/** Access and filters on `documents d`, as SQL conditions (none for an admin without filters). */
+/**
+ * Access and filters on `documents d`, as SQL conditions; always at least that the document is not
+ * being written in stages (`pending`: its chunks arrive in several transactions before it is published).
+ */
 function documentConditionList(filters: IndexFilters, access: AccessScope): RawBuilder<unknown>[] {
-  const conditions: RawBuilder<unknown>[] = [];
+  const conditions: RawBuilder<unknown>[] = [sql`NOT d.pending`];
   if (!access.all) {
     conditions.push(
       sql`(d.is_public OR d.access_user_ids @> ARRAY[${access.user_id}]::uuid[] OR d.access_group_ids && ${access.group_ids}::int[] OR d.access_external && ${access.external}::text[])`,
