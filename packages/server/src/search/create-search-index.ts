@@ -15,7 +15,11 @@ export function createSearchIndex(config: Config, db: Db, logger: Logger): Searc
         apiKey: config.MEILI_API_KEY,
         indexUid: config.MEILI_INDEX,
       })
-    : createPostgresSearchIndex(db, { logger, rowsWithRanking: !config.DATABASE_URL });
+    : createPostgresSearchIndex(db, {
+        logger,
+        rowsWithRanking: !config.DATABASE_URL,
+        embedded: !config.DATABASE_URL,
+      });
   if (!config.KAS_EMBEDDING_BASE_URL) return keyword;
   logger.debug({ keyword: keyword.kind }, 'hybrid search with embeddings');
   return createHybridIndex({
