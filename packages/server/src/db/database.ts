@@ -20,8 +20,8 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely/migrati
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { acquireDataDirLock } from './lockfile.ts';
+import { PGliteThread, pgliteThreadDialect } from './pglite-thread.ts';
 import type { Database } from './schema.ts';
-import { snapshotDataDir } from './snapshot.ts';
 
 export type Db = Kysely<Database>;
 export type DbExecutor = Kysely<Database> | Transaction<Database>;
@@ -168,27 +168,12 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
     return { db, kind: 'postgres', pool, close: () => db.destroy() };
   }
-  let release = () => {};
-  let pglite = options.pglite;
-  let pgdata: string | undefined;
-  if (!pglite) {
-    if (options.inMemory) {
-      pglite = await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
-    } else {
-      release = acquireDataDirLock(config.KAS_DATA_DIR);
-      pgdata = join(config.KAS_DATA_DIR, 'pgdata');
-      mkdirSync(pgdata, { recursive: true });
-      try {
-        pglite = await openPGlite(pgdata, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
-      } catch (error) {
-        release();
-        throw error;
-      }
-    }
-  }
-  const instance = pglite;
-  // Kysely's own PGlite dialect runs each transaction under PGlite's exclusive lock, so a rolled-back
-  // transaction can never be committed by a concurrent one (kysely-pglite loses rollbacks).
+  if (!options.pglite && !options.inMemory) return openDataDirOnThread(config, options);
+  const instance =
+    options.pglite ?? (await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB }));
+  // In this thread (tests, in-memory databases). Kysely's own PGlite dialect runs each transaction under
+  // PGlite's exclusive lock, so a rolled-back transaction can never be committed by a concurrent one
+  // (kysely-pglite loses rollbacks).
   const db = new Kysely<Database>({
     dialect: new PGliteDialect({ pglite: instance }),
     plugins: [yieldAfterEachStatement],
@@ -197,16 +182,44 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   return {
     db,
     kind: 'pglite',
-    snapshot: pgdata
-      ? () => snapshotDataDir(instance, pgdata)
-      : async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
+    snapshot: async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
     wasmMemoryBytes: () =>
       (instance as unknown as { mod?: { wasmMemory?: WebAssembly.Memory } }).mod?.wasmMemory?.buffer
         .byteLength ?? 0,
     close: async () => {
       await db.destroy();
       if (!instance.closed) await instance.close();
-      release();
+    },
+  };
+}
+
+/**
+ * The server's embedded database: its data directory, locked against a second process, opened on a
+ * thread of its own (see pglite-thread.ts for why).
+ */
+async function openDataDirOnThread(config: Config, options: CreateDbOptions): Promise<DatabaseHandle> {
+  const release = acquireDataDirLock(config.KAS_DATA_DIR);
+  const pgdata = join(config.KAS_DATA_DIR, 'pgdata');
+  let thread: PGliteThread;
+  try {
+    mkdirSync(pgdata, { recursive: true });
+    thread = await PGliteThread.start({ pgdata, sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
+  } catch (error) {
+    release();
+    throw error;
+  }
+  const db = new Kysely<Database>({ dialect: pgliteThreadDialect(thread), ...slowQueryLog(options) });
+  return {
+    db,
+    kind: 'pglite',
+    snapshot: async () => (await thread.request('snapshot')) as Uint8Array,
+    wasmMemoryBytes: () => thread.memoryBytes,
+    close: async () => {
+      try {
+        await db.destroy();
+      } finally {
+        release();
+      }
     },
   };
 }
