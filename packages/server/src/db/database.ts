@@ -21,6 +21,9 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { acquireDataDirLock } from './lockfile.ts';
 import { PGliteThread, pgliteThreadDialect } from './pglite-thread.ts';
+
+export { inBackground } from './pglite-thread.ts';
+
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;

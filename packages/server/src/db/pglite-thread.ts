@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Worker } from 'node:worker_threads';
 import {
   type CompiledQuery,
@@ -49,6 +50,43 @@ export interface ThreadReply {
 }
 
 type Op = ThreadRequest['op'];
+
+/**
+ * Marks the work that runs inside as background (bulk ingestion, search maintenance): on the embedded
+ * database's one connection, whoever else waits for it goes first. (Per asynchronous call chain: it
+ * holds no state of its own.)
+ */
+const backgroundWork = new AsyncLocalStorage<true>();
+
+export function inBackground<T>(work: () => Promise<T>): Promise<T> {
+  return backgroundWork.run(true, work);
+}
+
+/**
+ * The one connection, taken by one statement or transaction at a time; when it is freed, the oldest
+ * waiting request goes next, background work only when no other request waits. So a search waits for
+ * at most the statement in progress, not for every statement that bulk work queued before it (Kysely's
+ * own lock wakes its waiters in arrival order).
+ */
+class ConnectionLock {
+  #busy = false;
+  readonly #waiting = { foreground: [] as (() => void)[], background: [] as (() => void)[] };
+
+  async acquire(): Promise<void> {
+    if (!this.#busy) {
+      this.#busy = true;
+      return;
+    }
+    const queue = backgroundWork.getStore() ? this.#waiting.background : this.#waiting.foreground;
+    await new Promise<void>((resolve) => queue.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiting.foreground.shift() ?? this.#waiting.background.shift();
+    if (next) next();
+    else this.#busy = false;
+  }
+}
 
 /** The worker thread and the requests waiting for its answers. */
 export class PGliteThread {
@@ -136,16 +174,18 @@ class ThreadConnection implements DatabaseConnection {
   }
 }
 
-/** One connection (Kysely serialises its use: the adapter says there is only one), as in-process. */
+/** One connection, handed out by `ConnectionLock` (whole transactions at a time). */
 class ThreadDriver implements Driver {
   readonly #thread: PGliteThread;
   readonly #connection: ThreadConnection;
+  readonly #lock = new ConnectionLock();
   constructor(thread: PGliteThread) {
     this.#thread = thread;
     this.#connection = new ThreadConnection(thread);
   }
   async init() {}
   async acquireConnection() {
+    await this.#lock.acquire();
     return this.#connection;
   }
   async beginTransaction() {
@@ -174,7 +214,9 @@ class ThreadDriver implements Driver {
   ) {
     await connection.executeQuery(compile(savepointNode('release', name), { queryId: '' }));
   }
-  async releaseConnection() {}
+  async releaseConnection() {
+    this.#lock.release();
+  }
   async destroy() {
     await this.#thread.close();
   }
@@ -185,10 +227,17 @@ function savepointNode(command: 'savepoint' | 'rollback to' | 'release', name: s
   return RawNode.createWithChildren([RawNode.createWithSql(`${command} `), IdentifierNode.create(name)]);
 }
 
+/** PGlite's adapter, but the driver serialises the connection itself (`ConnectionLock`), not Kysely. */
+class ThreadAdapter extends PGliteAdapter {
+  override get supportsMultipleConnections(): boolean {
+    return true;
+  }
+}
+
 /** A Kysely dialect over the thread. */
 export function pgliteThreadDialect(thread: PGliteThread): Dialect {
   return {
-    createAdapter: () => new PGliteAdapter(),
+    createAdapter: () => new ThreadAdapter(),
     createDriver: () => new ThreadDriver(thread),
     createIntrospector: (db: Kysely<any>) => new PostgresIntrospector(db),
     createQueryCompiler: () => new PostgresQueryCompiler(),

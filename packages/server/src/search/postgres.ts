@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.ts';
+import { type Db, inBackground } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
@@ -221,7 +221,7 @@ export function createPostgresSearchIndex(
   };
   const runMaintenance = () => {
     firstPendingWrite = 0;
-    running ??= maintain()
+    running ??= inBackground(() => maintain())
       .then((more) => {
         // Lists left to rebuild: continue later, leaving room for queries and writes.
         if (more) schedule(Date.now() - lastWrite >= QUIET_MS ? MAINTENANCE_DELAY_MS : QUIET_MS);

@@ -1,5 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
-import { type DbExecutor, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
+import { type DbExecutor, inBackground, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
@@ -364,7 +364,8 @@ function startBatches(ctx: Deps, queue: IngestionState) {
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
     queue.inFlight++;
-    void runBatch(ctx, batch)
+    // Bulk work: on the embedded database, reads waiting for its one connection go first.
+    void inBackground(() => runBatch(ctx, batch))
       .catch((error) => {
         for (const item of batch) item.reject(error);
       })
