@@ -51,15 +51,17 @@ async function updateExisting(
 }
 
 /**
- * Chunks written by one statement. The embedded database runs every statement on the event loop's
- * thread, and its triggers index ~2 ms of chunk per chunk: 16 chunks hold the loop ~40 ms at most, and
- * requests (health, other statements' callers) run in between. A Postgres server works on its own
- * thread: one statement for all (its arrays take eight bind parameters whatever the count).
+ * Chunks written by one statement of a transaction. The embedded database serves one statement at a
+ * time and its triggers index ~1–2 ms of chunk per chunk: 16 chunks keep others waiting ~20–40 ms at
+ * most. On Postgres the statement's parameters are still encoded on the event loop (node-postgres
+ * escapes every array element: ~50–100 ms for the 2,500 chunks of a 5 MB document), so a large
+ * document is sent in slices of 256 chunks (~10 ms each), with requests answered in between.
  */
 const PGLITE_CHUNKS_PER_STATEMENT = 16;
+const POSTGRES_CHUNKS_PER_STATEMENT = 256;
 
 function chunksPerStatement(ctx: Pick<Deps, 'dbKind'>): number {
-  return ctx.dbKind === 'pglite' ? PGLITE_CHUNKS_PER_STATEMENT : Number.POSITIVE_INFINITY;
+  return ctx.dbKind === 'pglite' ? PGLITE_CHUNKS_PER_STATEMENT : POSTGRES_CHUNKS_PER_STATEMENT;
 }
 
 /** Whether a new document of this many chunks is written in stages (`writeStaged`). */
