@@ -63,25 +63,60 @@ export function inBackground<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * A request's statements follow each other within this long (its answer crosses back, the next is
+ * sent): the connection waits that long for the next one before background work takes it.
+ */
+const REQUEST_GRACE_MS = 5;
+
+/**
  * The one connection, taken by one statement or transaction at a time; when it is freed, the oldest
  * waiting request goes next, background work only when no other request waits. So a search waits for
  * at most the statement in progress, not for every statement that bulk work queued before it (Kysely's
- * own lock wakes its waiters in arrival order).
+ * own lock wakes its waiters in arrival order). After a request's statement the connection is kept
+ * for `REQUEST_GRACE_MS` before background work gets it, so that a request of several statements (a
+ * search: statistics, ranking, rows) waits for bulk work once, not before each of them.
  */
 class ConnectionLock {
   #busy = false;
+  #heldByRequest = false;
+  #grace: NodeJS.Timeout | undefined;
   readonly #waiting = { foreground: [] as (() => void)[], background: [] as (() => void)[] };
 
   async acquire(): Promise<void> {
-    if (!this.#busy) {
-      this.#busy = true;
+    const request = !backgroundWork.getStore();
+    if (request && this.#grace) {
+      clearTimeout(this.#grace);
+      this.#grace = undefined;
+      this.#heldByRequest = true;
       return;
     }
-    const queue = backgroundWork.getStore() ? this.#waiting.background : this.#waiting.foreground;
-    await new Promise<void>((resolve) => queue.push(resolve));
+    if (!this.#busy) {
+      this.#busy = true;
+      this.#heldByRequest = request;
+      return;
+    }
+    await new Promise<void>((resolve) =>
+      (request ? this.#waiting.foreground : this.#waiting.background).push(() => {
+        this.#heldByRequest = request;
+        resolve();
+      }),
+    );
   }
 
   release(): void {
+    const next = this.#waiting.foreground.shift();
+    if (next) return next();
+    if (this.#heldByRequest && this.#waiting.background.length) {
+      this.#grace = setTimeout(() => {
+        this.#grace = undefined;
+        this.#handOff();
+      }, REQUEST_GRACE_MS);
+      return;
+    }
+    this.#handOff();
+  }
+
+  #handOff(): void {
     const next = this.#waiting.foreground.shift() ?? this.#waiting.background.shift();
     if (next) next();
     else this.#busy = false;
