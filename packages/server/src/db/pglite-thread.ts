@@ -67,10 +67,13 @@ export function inBackground<T>(work: () => Promise<T>): Promise<T> {
  * sent): the connection waits that long for the next one before background work takes it.
  */
 const REQUEST_GRACE_MS = 5;
+/** Background work waits at most this long while requests keep the connection busy (no starvation). */
+const BACKGROUND_MAX_WAIT_MS = 100;
 
 /**
  * The one connection, taken by one statement or transaction at a time; when it is freed, the oldest
- * waiting request goes next, background work only when no other request waits. So a search waits for
+ * waiting request goes next, background work only when no other request waits (or after it waited
+ * `BACKGROUND_MAX_WAIT_MS`). So a search waits for
  * at most the statement in progress, not for every statement that bulk work queued before it (Kysely's
  * own lock wakes its waiters in arrival order). After a request's statement the connection is kept
  * for `REQUEST_GRACE_MS` before background work gets it, so that a request of several statements (a
@@ -81,6 +84,8 @@ class ConnectionLock {
   #heldByRequest = false;
   #grace: NodeJS.Timeout | undefined;
   readonly #waiting = { foreground: [] as (() => void)[], background: [] as (() => void)[] };
+  /** When the oldest background waiter began to wait. */
+  readonly #backgroundSince: number[] = [];
 
   async acquire(): Promise<void> {
     const request = !backgroundWork.getStore();
@@ -95,6 +100,7 @@ class ConnectionLock {
       this.#heldByRequest = request;
       return;
     }
+    if (!request) this.#backgroundSince.push(performance.now());
     await new Promise<void>((resolve) =>
       (request ? this.#waiting.foreground : this.#waiting.background).push(() => {
         this.#heldByRequest = request;
@@ -104,7 +110,9 @@ class ConnectionLock {
   }
 
   release(): void {
-    const next = this.#waiting.foreground.shift();
+    const starving =
+      (this.#backgroundSince[0] ?? Number.POSITIVE_INFINITY) < performance.now() - BACKGROUND_MAX_WAIT_MS;
+    const next = starving ? this.#nextBackground() : this.#waiting.foreground.shift();
     if (next) return next();
     if (this.#heldByRequest && this.#waiting.background.length) {
       this.#grace = setTimeout(() => {
@@ -116,8 +124,13 @@ class ConnectionLock {
     this.#handOff();
   }
 
+  #nextBackground(): (() => void) | undefined {
+    this.#backgroundSince.shift();
+    return this.#waiting.background.shift();
+  }
+
   #handOff(): void {
-    const next = this.#waiting.foreground.shift() ?? this.#waiting.background.shift();
+    const next = this.#waiting.foreground.shift() ?? this.#nextBackground();
     if (next) next();
     else this.#busy = false;
   }
