@@ -214,7 +214,11 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
       await health(server.url);
       await search(server.url, i);
     }
-    if (postgres) direct = await createDatabase(configFrom({ DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY }), { poolSize: 1 });
+    if (postgres)
+      direct = await createDatabase(
+        configFrom({ DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY }),
+        { poolSize: 1 },
+      );
     const quietProbes = async () => {
       const times = { health: [] as number[], search: [] as number[], floor: [] as number[] };
       for (let i = 0; i < QUIET_PROBES; i++) {

@@ -113,7 +113,10 @@ class ConnectionLock {
     const starving =
       (this.#backgroundSince[0] ?? Number.POSITIVE_INFINITY) < performance.now() - BACKGROUND_MAX_WAIT_MS;
     const next = starving ? this.#nextBackground() : this.#waiting.foreground.shift();
-    if (next) return next();
+    if (next) {
+      next();
+      return;
+    }
     if (this.#heldByRequest && this.#waiting.background.length) {
       this.#grace = setTimeout(() => {
         this.#grace = undefined;
