@@ -67,12 +67,12 @@ const BACKGROUND_MAX_WAIT_MS = 100;
 
 /**
  * The one connection, taken by one statement or transaction at a time; when it is freed, the oldest
- * waiting request goes next, background work only when no other request waits (or after it waited
- * `BACKGROUND_MAX_WAIT_MS`). So a search waits for
- * at most the statement in progress, not for every statement that bulk work queued before it (Kysely's
- * own lock wakes its waiters in arrival order). (Keeping the connection a few milliseconds after a
- * request's statement for its next one, so that a search of three statements waits once, measured no
- * better: p99 213–270 ms instead of 154 ms, and ingestion took twice as long.)
+ * waiting request goes next, background work only when no request waits (or once it has waited
+ * `BACKGROUND_MAX_WAIT_MS`). So a search waits for the statement in progress, not for every statement
+ * bulk work queued before it (Kysely's own lock wakes its waiters in arrival order). Keeping the
+ * connection a few milliseconds after a request's statement for its next one (so that a search of
+ * three statements waits once) measured no better: p99 213–270 ms instead of 154 ms, and ingestion
+ * took twice as long.
  */
 class ConnectionLock {
   #busy = false;
