@@ -12,7 +12,7 @@
  * BENCH_SEARCH_DATA_DIR keeps the embedded search index between runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -113,10 +113,15 @@ async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * `kas serve` in its own process on a free port. With BENCH_SERVER_LOG=<file>, its log (info and up,
+ * slow statements included) goes to that file; otherwise only its warnings reach stderr.
+ */
 export async function spawnKas(
   env: Record<string, string>,
 ): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
+  const logFile = process.env.BENCH_SERVER_LOG;
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -131,10 +136,10 @@ export async function spawnKas(
         PORT: String(port),
         KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
         KAS_RATE_LIMIT_PER_MINUTE: '0',
-        KAS_LOG_LEVEL: 'warn',
+        KAS_LOG_LEVEL: logFile ? 'info' : 'warn',
         ...env,
       },
-      stdio: ['ignore', 'ignore', 'inherit'],
+      stdio: ['ignore', logFile ? openSync(logFile, 'a') : 'ignore', 'inherit'],
     },
   );
   const url = `http://127.0.0.1:${port}`;

@@ -7,6 +7,11 @@
  *      and one uploads a 20 MB PDF of many pages of text (`POST /api/chat/file`; a clean 413 from a
  *      page or text limit is accepted as well as a document).
  * Targets: health p99 ≤ 50 ms, search p99 ≤ 2× its quiet figure.
+ * References measured in the same run: `quiet_after`, the same probes once the load is over (the index
+ * has grown by the load's documents, so a search costs more than before it); on Postgres, `floor`: the
+ * statements admin search issues (term statistics, ranking, rows) run directly on their own connection,
+ * without HTTP, auth or kas's process, during the load and after it.
+ * BENCH_SERVER_LOG=<file> keeps the server's log (slow statements: KAS_SLOW_QUERY_MS).
  * Sizes: BENCH_RESP_DOC_MB (5), BENCH_RESP_DOCS_PER_CLIENT (1), BENCH_RESP_PDF_MB (20).
  * `npm run bench -w test -- responsiveness [embedded|postgres]`.
  */
@@ -14,7 +19,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rng } from '@kas/server/testing';
+import { configFrom, createDatabase } from '@kas/server';
+import {
+  type AccessScope,
+  ADMIN_SEARCH_CHUNKS,
+  ADMIN_SEARCH_DOCUMENTS,
+  championsToScore,
+  parseQuery,
+  planQuery,
+  rng,
+  searchRepository,
+  toTsquery,
+} from '@kas/server/testing';
 import { manyPagePdf } from '../harness/office-files.ts';
 import { startPostgres } from '../harness/postgres.ts';
 import { ADMIN_KEY, ENCRYPTION_KEY, spawnKas, text } from './documents.ts';
@@ -61,6 +77,30 @@ const search = (url: string, i: number) =>
     'POST',
     JSON.stringify({ query: QUERIES[i % QUERIES.length], filters: {} }),
   );
+
+const ALL: AccessScope = { all: true };
+
+type DatabaseHandle = Awaited<ReturnType<typeof createDatabase>>;
+
+/** The statements admin search issues on Postgres, run directly: the floor of its latency. */
+async function bareSearch(database: DatabaseHandle, i: number): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  const { db } = database;
+  const parsed = parseQuery(QUERIES[i % QUERIES.length]!);
+  const stats = await searchRepository.queryTerms(db, parsed.positiveWords);
+  const hits = await searchRepository.bm25Search(db, {
+    plan: planQuery(stats.chunks, stats.terms),
+    must: toTsquery(parsed, { conditionsOnly: true }),
+    filters: { include_hidden: true },
+    access: ALL,
+    limit: ADMIN_SEARCH_CHUNKS,
+    scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS),
+  });
+  const seen = new Set<string>();
+  const shown = hits.filter((h) => !seen.has(h.document_id) && seen.add(h.document_id));
+  await searchRepository.loadChunks(db, shown.slice(0, ADMIN_SEARCH_DOCUMENTS), ALL);
+  return { status: 200, ms: performance.now() - started };
+}
 
 /** Probes at a steady pace until `until` settles: each loop waits for its answer before the next. */
 async function probeWhile(
@@ -142,6 +182,7 @@ function pdfOf(mb: number): Buffer {
 async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buffer) {
   const postgres = database === 'postgres' ? await startPostgres() : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-resp-'));
+  let direct: DatabaseHandle | undefined;
   const server = await spawnKas({
     KAS_MAX_UPLOAD_MB: String(Math.ceil(PDF_MB * 1.5)),
     KAS_MAX_BODY_MB: String(Math.ceil(DOC_MB * 2 + 2)),
@@ -173,12 +214,21 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
       await health(server.url);
       await search(server.url, i);
     }
-    const quietHealth: number[] = [];
-    const quietSearch: number[] = [];
-    for (let i = 0; i < QUIET_PROBES; i++) {
-      quietHealth.push((await health(server.url)).ms);
-      quietSearch.push((await search(server.url, i)).ms);
-    }
+    if (postgres)
+      direct = await createDatabase(
+        configFrom({ DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY }),
+        { poolSize: 1 },
+      );
+    const quietProbes = async () => {
+      const times = { health: [] as number[], search: [] as number[], floor: [] as number[] };
+      for (let i = 0; i < QUIET_PROBES; i++) {
+        times.health.push((await health(server.url)).ms);
+        times.search.push((await search(server.url, i)).ms);
+        if (direct) times.floor.push((await bareSearch(direct, i)).ms);
+      }
+      return times;
+    };
+    const quietTimes = await quietProbes();
 
     const started = performance.now();
     const ingestions = Promise.all(
@@ -191,14 +241,25 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
     );
     const upload = uploadPdf(server.url, pdf);
     const load = Promise.all([ingestions, upload]);
-    const [loadedHealth, loadedSearch, [ingested, uploaded]] = await Promise.all([
+    const [loadedHealth, loadedSearch, loadedFloor, [ingested, uploaded]] = await Promise.all([
       probeWhile(load, () => health(server.url), HEALTH_EVERY_MS),
       probeWhile(load, (i) => search(server.url, i), SEARCH_EVERY_MS),
+      direct ? probeWhile(load, (i) => bareSearch(direct!, i), SEARCH_EVERY_MS) : undefined,
       load,
     ]);
+    const afterTimes = await quietProbes();
     const flat = ingested.flat();
-    const quiet = { health: figures(quietHealth), search: figures(quietSearch) };
-    const loaded = { health: figures(loadedHealth.times), search: figures(loadedSearch.times) };
+    const withFloor = (times: { health: number[]; search: number[]; floor: number[] }) => ({
+      health: figures(times.health),
+      search: figures(times.search),
+      ...(times.floor.length ? { floor: figures(times.floor) } : {}),
+    });
+    const quiet = withFloor(quietTimes);
+    const loaded = withFloor({
+      health: loadedHealth.times,
+      search: loadedSearch.times,
+      floor: loadedFloor?.times ?? [],
+    });
     return {
       database,
       load_seconds: Number(((performance.now() - started) / 1000).toFixed(1)),
@@ -219,6 +280,7 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
       },
       quiet,
       loaded,
+      quiet_after: withFloor(afterTimes),
       probe_failures: loadedHealth.failures + loadedSearch.failures,
       targets: {
         health_p99_le_50ms: loaded.health.p99_ms <= 50,
@@ -226,6 +288,7 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
       },
     };
   } finally {
+    await direct?.close();
     await server.stop();
     await postgres?.stop();
     rmSync(dataDir, { recursive: true, force: true });

@@ -173,6 +173,11 @@ const ConfigSchema = z.object({
     .max(65_536)
     .refine((v) => v === 0 || v >= 128, { message: 'must be 0 (no cap) or at least 128 MB' })
     .default(0),
+  /**
+   * Ingestion transactions that run at once (each a group of documents); 0: half the machine's cores, at
+   * least 1, so that searches and chats keep CPU while documents are written.
+   */
+  KAS_INGEST_WRITERS: z.coerce.number().int().min(0).max(64).default(0),
   /** Worker threads that parse files and chunk large documents; 0: one fewer than the machine's cores (at least 1). */
   KAS_WORKER_THREADS: z.coerce.number().int().min(0).max(64).default(0),
   /** Heap of one parsing thread (MB): a file that needs more to read is refused (413). */

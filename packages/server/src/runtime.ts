@@ -22,6 +22,7 @@ import {
   describeDatabaseUrl,
   migrateToLatest,
 } from './db/database.ts';
+import * as documentsService from './documents/documents.service.ts';
 import { createIngestionState } from './documents/ingestion-queue.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { causeChain, createLogger, type Logger, loggableUrl } from './logger.ts';
@@ -148,6 +149,7 @@ export async function createRuntime(
         timeoutMs: config.KAS_WORKER_TIMEOUT_MS,
       }),
     };
+    await documentsService.discardPendingDocuments({ ctx: deps });
     const bootstrap = options.skipBootstrap
       ? ({ created: false } as const)
       : await apiKeysService.ensureBootstrapAdminKey({ ctx: deps, value: config.KAS_BOOTSTRAP_ADMIN_KEY });

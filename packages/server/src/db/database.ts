@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import { vector } from '@electric-sql/pglite-pgvector';
 import {
   type Expression,
   Kysely,
+  type KyselyPlugin,
   type LogEvent,
   PGliteDialect,
   PostgresDialect,
@@ -19,9 +21,12 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { StartupError } from '../errors.ts';
 import { acquireDataDirLock } from './lockfile.ts';
+import { PGliteThread, pgliteThreadDialect } from './pglite-thread.ts';
 import { ReadRouter } from './replicas.ts';
+
+export { inBackground } from './pglite-thread.ts';
+
 import type { Database } from './schema.ts';
-import { snapshotDataDir } from './snapshot.ts';
 
 export type Db = Kysely<Database>;
 export type DbExecutor = Kysely<Database> | Transaction<Database>;
@@ -232,6 +237,20 @@ function slowQueryLog(options: CreateDbOptions): { log?: (event: LogEvent) => vo
   };
 }
 
+/**
+ * Lets the event loop turn after every embedded statement. PGlite runs a statement synchronously on this
+ * thread and settles its promise without any I/O, so a loop of statements (a document's chunks, a
+ * maintenance round) runs as one chain of microtasks: no request (not even `/api/health`) was read
+ * until the whole loop ended, seconds later. One turn costs microseconds when nothing waits.
+ */
+const yieldAfterEachStatement: KyselyPlugin = {
+  transformQuery: (args) => args.node,
+  transformResult: async (args) => {
+    await nextTurn();
+    return args.result;
+  },
+};
+
 /** Most distinct statements prepared per process; beyond it (say, IN lists of every length) run unnamed. */
 const MAX_PREPARED = 1000;
 
@@ -318,50 +337,66 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
       },
     };
   }
-  let release = () => {};
-  let pglite = options.pglite;
-  let pgdata: string | undefined;
-  if (!pglite) {
-    if (options.inMemory) {
-      pglite = await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
-    } else {
-      pgdata = join(config.KAS_DATA_DIR, 'pgdata');
-      try {
-        release = acquireDataDirLock(config.KAS_DATA_DIR);
-        mkdirSync(pgdata, { recursive: true });
-      } catch (error) {
-        release();
-        throw dataDirError(config.KAS_DATA_DIR, error);
-      }
-      try {
-        pglite = await openPGlite(pgdata, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
-      } catch (error) {
-        release();
-        throw error;
-      }
-    }
-  }
-  const instance = pglite;
-  // Kysely's own PGlite dialect runs each transaction under PGlite's exclusive lock, so a rolled-back
-  // transaction can never be committed by a concurrent one (kysely-pglite loses rollbacks).
+  if (!options.pglite && !options.inMemory) return openDataDirOnThread(config, options);
+  const instance =
+    options.pglite ?? (await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB }));
+  // In this thread (tests, in-memory databases). Kysely's own PGlite dialect runs each transaction under
+  // PGlite's exclusive lock, so a rolled-back transaction can never be committed by a concurrent one
+  // (kysely-pglite loses rollbacks).
   const db = new Kysely<Database>({
     dialect: new PGliteDialect({ pglite: instance }),
+    plugins: [yieldAfterEachStatement],
     ...slowQueryLog(options),
   });
   return {
     db,
     read: db,
     kind: 'pglite',
-    snapshot: pgdata
-      ? () => snapshotDataDir(instance, pgdata)
-      : async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
+    snapshot: async () => new Uint8Array(await (await instance.dumpDataDir('gzip')).arrayBuffer()),
     wasmMemoryBytes: () =>
       (instance as unknown as { mod?: { wasmMemory?: WebAssembly.Memory } }).mod?.wasmMemory?.buffer
         .byteLength ?? 0,
     close: async () => {
       await db.destroy();
       if (!instance.closed) await instance.close();
-      release();
+    },
+  };
+}
+
+/**
+ * The server's embedded database: its data directory, locked against a second process, opened on a
+ * thread of its own (see pglite-thread.ts for why).
+ */
+async function openDataDirOnThread(config: Config, options: CreateDbOptions): Promise<DatabaseHandle> {
+  const pgdata = join(config.KAS_DATA_DIR, 'pgdata');
+  let release = () => {};
+  try {
+    release = acquireDataDirLock(config.KAS_DATA_DIR);
+    mkdirSync(pgdata, { recursive: true });
+  } catch (error) {
+    release();
+    throw dataDirError(config.KAS_DATA_DIR, error);
+  }
+  let thread: PGliteThread;
+  try {
+    thread = await PGliteThread.start({ pgdata, sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
+  } catch (error) {
+    release();
+    throw error;
+  }
+  const db = new Kysely<Database>({ dialect: pgliteThreadDialect(thread), ...slowQueryLog(options) });
+  return {
+    db,
+    read: db,
+    kind: 'pglite',
+    snapshot: async () => (await thread.request('snapshot')) as Uint8Array,
+    wasmMemoryBytes: () => thread.memoryBytes,
+    close: async () => {
+      try {
+        await db.destroy();
+      } finally {
+        release();
+      }
     },
   };
 }

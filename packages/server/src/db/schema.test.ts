@@ -183,6 +183,7 @@ const DATABASE: { [T in keyof Database]: readonly string[] } = {
     'time_updated',
     'access_external',
     'external_public',
+    'pending',
   ),
   external_group_members: columns<'external_group_members'>()('cc_pair_id', 'source', 'group_id', 'member'),
   index_attempt_errors: columns<'index_attempt_errors'>()(

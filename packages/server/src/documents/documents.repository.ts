@@ -140,7 +140,7 @@ export async function findDocumentState(db: DbExecutor, id: string): Promise<Doc
 }
 
 /** A document as ingestion writes it (hidden, boost and times are the database's). */
-export type DocumentRow = Omit<Document, 'hidden' | 'boost' | 'time_created' | 'time_updated'>;
+export type DocumentRow = Omit<Document, 'hidden' | 'pending' | 'boost' | 'time_created' | 'time_updated'>;
 
 /** Inserts or replaces a document; `inserted` is false when a row with that id already existed. */
 export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<{ inserted: boolean }> {
@@ -154,7 +154,8 @@ export async function upsertDocument(db: DbExecutor, row: DocumentRow): Promise<
   const result = await db
     .insertInto('documents')
     .values(values)
-    .onConflict((oc) => oc.column('id').doUpdateSet({ ...update, time_updated: new Date() }))
+    // A pending row (a staged write a crash interrupted) is replaced whole, so it is published too.
+    .onConflict((oc) => oc.column('id').doUpdateSet({ ...update, pending: false, time_updated: new Date() }))
     // Raw SQL: `xmax` is a system column, which no table type declares; 0 when the row was inserted.
     .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
     .executeTakeFirstOrThrow();
@@ -218,6 +219,8 @@ export interface DocumentState {
   content_hash: string;
   from_ingestion_api: boolean;
   cc_pair_ids: number[];
+  /** A staged write that never finished (see `insertPendingDocument`): to be replaced whole. */
+  pending: boolean;
 }
 
 /** What ingestion needs to know of existing documents, their rows locked for the transaction. */
@@ -229,6 +232,7 @@ export async function findDocumentStates(db: DbExecutor, ids: string[]): Promise
       'd.id',
       'd.content_hash',
       'd.from_ingestion_api',
+      'd.pending',
       arrayOf(
         eb
           .selectFrom('document_by_cc_pair as o')
@@ -328,6 +332,54 @@ export async function replaceChunks(
       .expression(chunkRows([{ id: documentId, chunks: chunks.slice(i, i + perStatement) }]))
       .execute();
   }
+}
+
+/**
+ * A new document written in stages: its row first, `pending` (every reader skips it), then its chunks
+ * in statements of its own (`insertChunks`), then `publishDocument` in one short transaction. Fails
+ * with a unique violation if the id exists.
+ */
+export async function insertPendingDocument(db: DbExecutor, row: DocumentRow): Promise<void> {
+  await db
+    .insertInto('documents')
+    .values({
+      ...row,
+      metadata: JSON.stringify(row.metadata),
+      primary_owners: JSON.stringify(row.primary_owners),
+      secondary_owners: JSON.stringify(row.secondary_owners),
+      pending: true,
+    })
+    .execute();
+}
+
+/** Adds chunks to a document (one statement whatever their number: eight bind parameters). */
+export async function insertChunks(db: DbExecutor, documentId: string, chunks: Chunk[]): Promise<void> {
+  await db
+    .insertInto('chunks')
+    .columns(CHUNK_COLUMNS)
+    .expression(chunkRows([{ id: documentId, chunks }]))
+    .execute();
+}
+
+/** Makes a pending document visible; false when it is no longer pending (deleted meanwhile). */
+export async function publishDocument(db: DbExecutor, documentId: string): Promise<boolean> {
+  const result = await db
+    .updateTable('documents')
+    .set({ pending: false })
+    .where('id', '=', documentId)
+    .where('pending', '=', true)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Deletes pending documents (with their chunks): this one, or every one (at start-up, after a crash). */
+export async function deletePendingDocuments(db: DbExecutor, documentId?: string): Promise<number> {
+  const result = await db
+    .deleteFrom('documents')
+    .where('pending', '=', true)
+    .$call((q) => (documentId === undefined ? q : q.where('id', '=', documentId)))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 export function addOwner(db: DbExecutor, documentId: string, ccPairId: number) {
@@ -430,6 +482,7 @@ export function listIngestedDocuments(db: DbExecutor, withinPairs: readonly numb
     .selectFrom('documents as d')
     .select(minimalInfo)
     .where('d.from_ingestion_api', '=', true)
+    .where('d.pending', '=', false)
     .$call((q) =>
       withinPairs === null
         ? q
@@ -470,11 +523,12 @@ export function findDocumentOrigin(db: DbExecutor, id: string) {
     .selectFrom('documents')
     .select(['id', 'from_ingestion_api'])
     .where('id', '=', id)
+    .where('pending', '=', false)
     .executeTakeFirst();
 }
 
 export function deleteDocument(db: DbExecutor, id: string) {
-  return db.deleteFrom('documents').where('id', '=', id).executeTakeFirst();
+  return db.deleteFrom('documents').where('id', '=', id).where('pending', '=', false).executeTakeFirst();
 }
 
 /** Documents in id order after `afterId`, for rebuilding the index in batches. */
@@ -482,6 +536,7 @@ export function listDocumentIdsAfter(db: DbExecutor, afterId: string | null, lim
   return db
     .selectFrom('documents')
     .select('id')
+    .where('pending', '=', false)
     .$call((q) => (afterId === null ? q : q.where('id', '>', afterId)))
     .orderBy('id')
     .limit(limit)

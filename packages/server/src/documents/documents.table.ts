@@ -27,6 +27,8 @@ export interface DocumentsTable {
   /** The `sync` source itself makes the document public (shared with anyone). */
   external_public: Generated<boolean>;
   hidden: Generated<boolean>;
+  /** Being written in stages (a large new document on the embedded database): invisible to every reader. */
+  pending: Generated<boolean>;
   boost: Generated<number>;
   time_created: CreatedAt;
   time_updated: CreatedAt;

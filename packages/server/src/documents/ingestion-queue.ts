@@ -9,8 +9,8 @@ export interface QueuedIngestion {
 
 /**
  * The ingestion queue of one application (in its deps): requests that arrive while batches are being
- * written form the next. Two batches may be in flight, so that the server prepares one while the
- * database writes the other (PGlite runs them one after the other anyway). Requests for one document id
+ * written form the next. `KAS_INGEST_WRITERS` batches may be in flight (PGlite runs them one after
+ * the other anyway). Requests for one document id
  * are written in the order they arrived: an id waits while a batch holding it is in flight.
  */
 export interface IngestionState {

@@ -58,6 +58,7 @@ export interface PreparedDocument {
   row: Omit<
     Document,
     | 'hidden'
+    | 'pending'
     | 'boost'
     | 'time_created'
     | 'time_updated'

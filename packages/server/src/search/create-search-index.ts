@@ -19,7 +19,12 @@ export function createSearchIndex(
         apiKey: config.MEILI_API_KEY,
         indexUid: config.MEILI_INDEX,
       })
-    : createPostgresSearchIndex(db, { logger, rowsWithRanking: !config.DATABASE_URL, read });
+    : createPostgresSearchIndex(db, {
+        logger,
+        rowsWithRanking: !config.DATABASE_URL,
+        embedded: !config.DATABASE_URL,
+        read,
+      });
   if (!config.KAS_EMBEDDING_BASE_URL) return keyword;
   logger.debug({ keyword: keyword.kind }, 'hybrid search with embeddings');
   return createHybridIndex({

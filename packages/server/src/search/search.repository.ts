@@ -4,9 +4,12 @@ import { closest, transpositionsOf } from '../edit-distance.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
 
-/** Access and filters on `documents d`, as SQL conditions (none for an admin without filters). */
+/**
+ * Access and filters on `documents d`, as SQL conditions; always at least that the document is not
+ * being written in stages (`pending`: its chunks arrive in several transactions before it is published).
+ */
 function documentConditionList(filters: IndexFilters, access: AccessScope): RawBuilder<unknown>[] {
-  const conditions: RawBuilder<unknown>[] = [];
+  const conditions: RawBuilder<unknown>[] = [sql`NOT d.pending`];
   if (!access.all) {
     conditions.push(
       sql`(d.is_public OR d.access_user_ids @> ARRAY[${access.user_id}]::uuid[] OR d.access_group_ids && ${access.group_ids}::int[] OR d.access_external && ${access.external}::text[])`,
@@ -324,18 +327,35 @@ export async function buildChampions(
   });
 }
 
-/** Folds the pending document-frequency deltas into `search_terms`; returns how many were folded. */
-export async function foldTermDeltas(db: DbExecutor): Promise<number> {
+/**
+ * Folds the pending document-frequency deltas into `search_terms` (at most `limit` of them, in one
+ * statement; all without it); returns how many were folded. Frequencies of zero are dropped unless
+ * `keepZeros` (a scan of every term, left to a quiet moment on the embedded database).
+ */
+export async function foldTermDeltas(
+  db: DbExecutor,
+  options: { limit?: number; keepZeros?: boolean } = {},
+): Promise<number> {
+  const moved =
+    options.limit === undefined
+      ? sql`DELETE FROM search_term_deltas`
+      : sql`DELETE FROM search_term_deltas
+          WHERE ctid = ANY(ARRAY(SELECT ctid FROM search_term_deltas LIMIT ${options.limit}))`;
   const result = await sql<{ folded: number }>`
-    WITH moved AS (DELETE FROM search_term_deltas RETURNING term, delta),
+    WITH moved AS (${moved} RETURNING term, delta),
     sums AS (SELECT term, sum(delta) AS delta, count(*) AS n FROM moved GROUP BY term),
     upserted AS (
       INSERT INTO search_terms (term, df) SELECT term, delta FROM sums ORDER BY term
       ON CONFLICT (term) DO UPDATE SET df = search_terms.df + excluded.df
     )
     SELECT coalesce(sum(n), 0)::int AS folded FROM sums`.execute(db);
-  await sql`DELETE FROM search_terms WHERE df <= 0 AND term NOT LIKE ${RESERVED_KEYS}`.execute(db);
+  if (!options.keepZeros) await dropZeroFrequencies(db);
   return result.rows[0]?.folded ?? 0;
+}
+
+/** Drops the statistics of terms no chunk holds any more. */
+export async function dropZeroFrequencies(db: DbExecutor): Promise<void> {
+  await sql`DELETE FROM search_terms WHERE df <= 0 AND term NOT LIKE ${RESERVED_KEYS}`.execute(db);
 }
 
 export interface LengthStatistics {

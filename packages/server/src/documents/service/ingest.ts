@@ -1,5 +1,12 @@
+import { availableParallelism } from 'node:os';
 import type { Actor } from '../../auth/roles.ts';
-import { type Db, type DbExecutor, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
+import {
+  type Db,
+  type DbExecutor,
+  inBackground,
+  isUniqueViolation,
+  retryOnConflict,
+} from '../../db/database.ts';
 import { AppError, toErrorResponse } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
@@ -36,6 +43,14 @@ async function updateExisting(
   ccPairId: number,
   perStatement: number,
 ): Promise<Outcome> {
+  if (state.pending) {
+    // Left by a staged write that never finished: replaced whole, as if new.
+    await documentsRepository.upsertDocument(trx, row);
+    await documentsRepository.replaceChunks(trx, row.id, chunks, false, perStatement);
+    await documentsRepository.addOwner(trx, row.id, ccPairId);
+    await documentsRepository.recomputeAccess(trx, [row.id]);
+    return { existed: false, changed: true };
+  }
   if (state.content_hash === row.content_hash) {
     if (state.cc_pair_ids.includes(ccPairId)) return { existed: true, changed: false };
     await documentsRepository.addOwner(trx, row.id, ccPairId);
@@ -50,25 +65,97 @@ async function updateExisting(
 }
 
 /**
- * Chunks written by one statement. The embedded database runs every statement on the event loop's
- * thread, and its triggers index ~2 ms of chunk per chunk: 16 chunks hold the loop ~40 ms at most, and
- * requests (health, other statements' callers) run in between. A Postgres server works on its own
- * thread: one statement for all (its arrays take eight bind parameters whatever the count).
+ * Chunks written by one statement of a transaction. The embedded database serves one statement at a
+ * time and its triggers index ~1–2 ms of chunk per chunk: 16 chunks keep others waiting ~20–40 ms at
+ * most. On Postgres the statement's parameters are still encoded on the event loop (node-postgres
+ * escapes every array element: ~50–100 ms for the 2,500 chunks of a 5 MB document), so a large
+ * document is sent in slices of 256 chunks (~10 ms each), with requests answered in between.
  */
 const PGLITE_CHUNKS_PER_STATEMENT = 16;
+const POSTGRES_CHUNKS_PER_STATEMENT = 256;
 
 function chunksPerStatement(ctx: Pick<Deps, 'dbKind'>): number {
-  return ctx.dbKind === 'pglite' ? PGLITE_CHUNKS_PER_STATEMENT : Number.POSITIVE_INFINITY;
+  return ctx.dbKind === 'pglite' ? PGLITE_CHUNKS_PER_STATEMENT : POSTGRES_CHUNKS_PER_STATEMENT;
+}
+
+/** Whether a new document of this many chunks is written in stages (`writeStaged`). */
+function isStaged(ctx: Pick<Deps, 'dbKind'>, chunks: number): boolean {
+  return ctx.dbKind === 'pglite' && chunks > STAGED_MIN_CHUNKS;
+}
+
+/**
+ * New documents of more chunks than this are written in stages on the embedded database
+ * (`writeStaged`). Measured there (2 cores, a 5 MB document of 2,505 chunks): 8 chunks per statement
+ * take ~9 ms (p50; p99 ~25–80 ms when the statement also merges the full-text index's pending list),
+ * so a search waits for at most one or two such statements, where it waited for a whole document's
+ * transaction (3–7 s) before.
+ */
+const STAGED_MIN_CHUNKS = 64;
+const STAGED_CHUNKS_PER_STATEMENT = 8;
+
+/**
+ * A large new document on the embedded database, written so that no statement or transaction holds
+ * its only connection for more than a few milliseconds, yet readers never see half of it: the row is
+ * inserted `pending` (every reader skips it), the chunks follow in small statements of their own, and
+ * one short transaction adds the owner and publishes it. If anything fails, the pending row and its
+ * chunks are deleted; after a crash, start-up deletes them (`discardPendingDocuments`).
+ * Undefined when a document with that id exists (the caller replaces it in one transaction).
+ */
+async function writeStaged(
+  ctx: Pick<Deps, 'db' | 'logger'>,
+  row: documentsRepository.DocumentRow,
+  chunks: Chunk[],
+  ccPairId: number,
+): Promise<Outcome | undefined> {
+  const { db } = ctx;
+  if (await documentsRepository.findDocumentState(db, row.id)) return undefined;
+  try {
+    await documentsRepository.insertPendingDocument(db, row);
+  } catch (error) {
+    if (isUniqueViolation(error)) return undefined;
+    throw error;
+  }
+  try {
+    for (let i = 0; i < chunks.length; i += STAGED_CHUNKS_PER_STATEMENT) {
+      await documentsRepository.insertChunks(db, row.id, chunks.slice(i, i + STAGED_CHUNKS_PER_STATEMENT));
+    }
+    await db.transaction().execute(async (trx) => {
+      await documentsRepository.addOwner(trx, row.id, ccPairId);
+      // Nothing deletes a pending document but this function (readers and deletes skip it).
+      if (!(await documentsRepository.publishDocument(trx, row.id)))
+        throw new Error('a pending document disappeared before it was published');
+    });
+  } catch (error) {
+    await documentsRepository
+      .deletePendingDocuments(db, row.id)
+      .catch((cause: unknown) => ctx.logger.warn({ err: cause }, 'a pending document could not be deleted'));
+    throw error;
+  }
+  return { existed: false, changed: true };
+}
+
+/**
+ * Deletes the documents that staged writes left pending (a crash between their first and last
+ * transaction): at start-up, before any request, so none of them is being written.
+ */
+export async function discardPendingDocuments({ ctx }: { ctx: Pick<Deps, 'db' | 'logger'> }): Promise<void> {
+  const deleted = await documentsRepository.deletePendingDocuments(ctx.db);
+  if (deleted) ctx.logger.info({ documents: deleted }, 'deleted documents whose writing was interrupted');
 }
 
 /** Writes a document and its chunks atomically; reports whether it existed and whether anything changed. */
 async function writeDocument(
-  db: Db,
+  ctx: Pick<Deps, 'db' | 'logger' | 'dbKind'>,
   row: documentsRepository.DocumentRow,
   chunks: Chunk[],
   ccPairId: number,
   perStatement: number,
 ): Promise<Outcome> {
+  const { db } = ctx;
+  if (isStaged(ctx, chunks.length)) {
+    const staged = await writeStaged(ctx, row, chunks, ccPairId);
+    if (staged) return staged;
+  }
   // The common case of bulk ingestion, a new id, is one statement.
   if (chunks.length <= perStatement && !(await documentsRepository.findDocumentState(db, row.id))) {
     try {
@@ -141,7 +228,7 @@ function resultOf(w: Written): IngestionResult {
 async function ingestOne(ctx: Deps, p: PreparedDocument): Promise<IngestionResult> {
   const pair = await resolvePair(ctx.db, p.ccPairId ?? (await systemPairIdOf(ctx)) ?? null);
   if (pair instanceof AppError) throw pair;
-  const outcome = await writeDocument(ctx.db, rowFor(p, pair), p.chunks, pair.id, chunksPerStatement(ctx));
+  const outcome = await writeDocument(ctx, rowFor(p, pair), p.chunks, pair.id, chunksPerStatement(ctx));
   const written = { p, pair, outcome };
   await indexWritten(ctx, [written]);
   return resultOf(written);
@@ -246,12 +333,14 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
 }
 
 /**
- * Batches written at once. The embedded database runs one transaction at a time: two, so that one is
- * prepared while the other is written. A Postgres server writes several on its own processes (the batch
- * benchmark, 8 clients × 100 documents: ~25 % more documents/s with four than with two).
+ * Batches written at once (`KAS_INGEST_WRITERS`; by default half the cores, at least 1). Each runs a
+ * writing transaction, which on Postgres keeps one server process busy (indexing ~1–2 ms per chunk): on
+ * 2 cores two such writers left a search's own process a third of the CPU, and its bare statements'
+ * p99 rose from 19 to 131 ms while 8 clients ingested 5 MB documents. One batch is still being written
+ * while the next one gathers the requests that arrive meanwhile (group commit).
  */
-function batchesInFlight(ctx: Pick<Deps, 'dbKind'>): number {
-  return ctx.dbKind === 'pglite' ? 2 : 4;
+function batchesInFlight(ctx: Pick<Deps, 'config'>): number {
+  return ctx.config.KAS_INGEST_WRITERS || Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
@@ -269,15 +358,18 @@ function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
 }
 
 /** Takes the next batch: at most one request per document id (a repeated id waits for the next batch). */
-function takeBatch(queue: IngestionState): Pending[] {
+function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] {
   const batch: Pending[] = [];
   const rest: Pending[] = [];
   const ids = new Set<string>();
   let chunks = 0;
   // Every queued request was pushed by `ingestDocument` below, as a `Pending`.
   for (const item of queue.pending as Pending[]) {
+    // A document written in stages goes alone (a batch is one transaction).
     const full =
-      batch.length >= BATCH_DOCUMENTS || (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS);
+      batch.length >= BATCH_DOCUMENTS ||
+      (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS) ||
+      (batch.length > 0 && (isStaged(ctx, chunks) || isStaged(ctx, item.p.chunks.length)));
     if (full || ids.has(item.documentId) || queue.busy.has(item.documentId)) {
       rest.push(item);
       continue;
@@ -293,11 +385,12 @@ function takeBatch(queue: IngestionState): Pending[] {
 function startBatches(ctx: Deps, queue: IngestionState) {
   queue.scheduled = false;
   while (queue.pending.length && queue.inFlight < batchesInFlight(ctx)) {
-    const batch = takeBatch(queue);
+    const batch = takeBatch(ctx, queue);
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
     queue.inFlight++;
-    void runBatch(ctx, batch)
+    // Bulk work: on the embedded database, reads waiting for its one connection go first.
+    void inBackground(() => runBatch(ctx, batch))
       .catch((error) => {
         for (const item of batch) item.reject(error);
       })
