@@ -342,9 +342,16 @@ describe('google_drive source', () => {
     await settle(pairId);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
     expect(await sees(hal)).toBe(true);
+    // The group's grant and the link share are removed at the source: the next poll (no file
+    // re-read) takes them away. Hal is removed from the shared drive's file as well.
     shared.permissions = [{ type: 'user', emailAddress: 'ann@corp.example', role: 'owner' }];
-    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    const inDrive = google.files.get('hdrive');
+    if (!inDrive) throw new Error('missing');
+    inDrive.permissions = [];
+    await admin().connectors.runOnce({ connector_id: connectorId });
     await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await halSeesDriveFile()).toBe(false);
     expect(await sees(hal)).toBe(false);
     expect(await sees(gus)).toBe(false);
     expect(await sees(ann)).toBe(true);
