@@ -58,6 +58,13 @@ export interface FakeRepo {
   /** The token has no push access: listing collaborators answers 403 ("List repository collaborators"). */
   collaboratorsForbidden?: boolean;
 }
+/** One request as received: method, path (an Enterprise `/api/v3` prefix removed) and query pairs. */
+export interface FakeGitHubCall {
+  method: string;
+  path: string;
+  query: [string, string][];
+}
+
 export interface FakeGitHub {
   url: string;
   owner: string;
@@ -85,6 +92,8 @@ export interface FakeGitHub {
   tokenUser: string;
   /** Requests received: path and query (`/api/v3` removed). */
   requests: string[];
+  /** Every request since the fake started (never cleared by tests): for the conformance check. */
+  calls: FakeGitHubCall[];
   /** Every answer waits this long (a slow source). */
   delayMs: number;
   close(): Promise<void>;
@@ -115,6 +124,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     treeLimit: 100_000,
     tokenUser: 'octocat',
     requests: [] as string[],
+    calls: [] as FakeGitHubCall[],
     delayMs: 0,
   };
   let base = '';
@@ -170,6 +180,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     const url = new URL(req.url ?? '/', base);
     const path = url.pathname.replace(/^\/api\/v3/, '');
     gh.requests.push(path + url.search);
+    gh.calls.push({ method: req.method ?? 'GET', path, query: [...url.searchParams] });
     if (gh.rateLimit.remaining > 0) {
       gh.rateLimit.remaining--;
       return send(
