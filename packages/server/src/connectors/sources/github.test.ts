@@ -524,6 +524,39 @@ describe('github source', () => {
     // Per repository, not per item, once per run: each private repository's collaborators.
     expect(gh.requests.filter((r) => r.includes('/collaborators'))).toHaveLength(2);
   });
+  it('sync access: an internal repository is seen by the organisation members and its collaborators; a member who leaves loses it on the next poll', async () => {
+    const hall = fakeRepo('hall', {
+      visibility: 'internal',
+      issues: [issue(1, 'Offsite', 'the internal wombat offsite')],
+      collaborators: ['cara-gh'],
+    });
+    gh.repos.push(hall);
+    gh.members = ['dan-gh', 'eve-gh'];
+    try {
+      const cara = await person('cara.gh@corp.test', { source: 'github', external_id: 'cara-gh' });
+      const dan = await person('dan.gh@corp.test', { source: 'github', external_id: 'dan-gh' });
+      const eve = await person('eve.gh@corp.test', { source: 'github', external_id: 'eve-gh' });
+      const fay = await person('fay.gh@corp.test', { source: 'github', external_id: 'fay-gh' });
+      const { connectorId, pairId } = await githubPair({ repositories: 'hall' }, {}, 'poll', 'sync');
+      await settle(pairId);
+      const offsite = web('hall/issues/1');
+      const finds = (token: string) => sees(token, 'internal wombat offsite', offsite);
+      expect(await finds(cara)).toBe(true);
+      expect(await finds(dan)).toBe(true);
+      expect(await finds(eve)).toBe(true);
+      expect(await finds(fay)).toBe(false);
+      // Eve leaves the organisation: the next poll reads no item, yet she no longer finds it.
+      gh.members = ['dan-gh'];
+      await admin().connectors.runOnce({ connector_id: connectorId });
+      await settle(pairId);
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+      expect(await finds(eve)).toBe(false);
+      expect(await finds(dan)).toBe(true);
+    } finally {
+      gh.members = [];
+    }
+  });
+
   it('a prune run (prune_freq) lists the ids the repositories still have and removes the deleted items', async () => {
     const tidy = fakeRepo('tidy', {
       issues: [
