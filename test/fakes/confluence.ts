@@ -13,6 +13,9 @@ import type { AddressInfo } from 'node:net';
  * - a content search expanding `ancestors.restrictions…` answers 404 for the whole page when one
  *   ancestor is a draft, outdated or trashed (CONFCLOUD-77618 / CONFCLOUD-76424, as Onyx documents
  *   them; a page's `brokenAncestor`), while `restriction/byOperation/read` of each page still answers;
+ * - Data Center (a Bearer personal access token here) ignores `expand=permissions` on a space; 9.1+
+ *   lists them at `/rest/api/space/{key}/permissions`, users by `userKey` (CONFSERVER-100505),
+ *   resolved with `/rest/api/user?key=`;
  * - attachments list their size in `extensions.fileSize` (Get attachments, REST API v1).
  */
 export interface FakeConfluencePage {
@@ -123,6 +126,8 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
       res.setHeader('retry-after', String(state.rateLimit.retryAfter));
       return json(res, 429, { message: 'Rate limited' });
     }
+    // A personal access token (Bearer) is Data Center's credential: the fake answers as Data Center.
+    const dataCenter = (req.headers.authorization ?? '').startsWith('Bearer ');
     const base = `http://${req.headers.host}/wiki`;
     const limit = Math.min(Number(url.searchParams.get('limit') ?? 25), state.pageSize);
     const start = Number(url.searchParams.get('cursor') ?? url.searchParams.get('start') ?? 0);
@@ -247,7 +252,8 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
         key,
         name: key,
         type: 'global',
-        ...(expand.includes('permissions')
+        // Data Center has no such expansion (its 9.1+ permissions API below answers instead).
+        ...(expand.includes('permissions') && !dataCenter
           ? {
               permissions: [
                 // Permissions other than read are listed too; kas must ignore them.
@@ -275,6 +281,29 @@ export async function startFakeConfluence(): Promise<FakeConfluence> {
           : {}),
         _links: { webui: `/spaces/${key}` },
       });
+    }
+    // Data Center 9.1+: `GET /rest/api/space/{key}/permissions`, users by userKey (CONFSERVER-100505).
+    const dcPermissions = /^\/wiki\/rest\/api\/space\/([^/]+)\/permissions$/.exec(path);
+    if (dcPermissions && dataCenter) {
+      const key = decodeURIComponent(dcPermissions[1] as string);
+      const perms = state.spaces.get(key);
+      if (!perms) return json(res, 404, { message: `No space with key : ${key}` });
+      const grant = (operationKey: string, subject: Record<string, string>) => ({
+        operation: { targetType: 'space', operationKey },
+        subject,
+        spaceKey: key,
+        spaceId: 131083,
+      });
+      return json(res, 200, [
+        grant('administer', { type: 'user', userKey: 'key-admin-only' }),
+        ...(perms.users ?? []).map((u) => grant('read', { type: 'user', userKey: `key-${u.accountId}` })),
+        ...(perms.groups ?? []).map((name) => grant('read', { type: 'group', name })),
+      ]);
+    }
+    if (path === '/wiki/rest/api/user' && dataCenter) {
+      const userKey = url.searchParams.get('key') ?? '';
+      if (!userKey.startsWith('key-')) return json(res, 404, { message: 'No user' });
+      return json(res, 200, { type: 'known', username: userKey.slice(4), userKey });
     }
     const members = /^\/wiki\/rest\/api\/group\/([^/]+)\/member$/.exec(path);
     if (members) {

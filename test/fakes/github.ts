@@ -53,11 +53,20 @@ export interface FakeRepo {
   collaborators: string[];
   /** No commit yet: its trees answer 409. */
   empty?: boolean;
+  /** `internal`: readable by the members of the organisation (its enterprise), listed with `private: true`. */
+  visibility?: 'internal';
   /** Issues disabled (`has_issues: false`): the issue listing answers 410. */
   has_issues?: boolean;
   /** The token has no push access: listing collaborators answers 403 ("List repository collaborators"). */
   collaboratorsForbidden?: boolean;
 }
+/** One request as received: method, path (an Enterprise `/api/v3` prefix removed) and query pairs. */
+export interface FakeGitHubCall {
+  method: string;
+  path: string;
+  query: [string, string][];
+}
+
 export interface FakeGitHub {
   url: string;
   owner: string;
@@ -83,8 +92,12 @@ export interface FakeGitHub {
   treeLimit: number;
   /** The login the token belongs to (`GET /user`). */
   tokenUser: string;
+  /** Logins of the organisation's members ("List organization members", `/orgs/{org}/members`). */
+  members: string[];
   /** Requests received: path and query (`/api/v3` removed). */
   requests: string[];
+  /** Every request since the fake started (never cleared by tests): for the conformance check. */
+  calls: FakeGitHubCall[];
   /** Every answer waits this long (a slow source). */
   delayMs: number;
   close(): Promise<void>;
@@ -114,7 +127,9 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     secondary: { remaining: 0, retryAfter: null as number | null, status: 403 as 403 | 429 },
     treeLimit: 100_000,
     tokenUser: 'octocat',
+    members: [] as string[],
     requests: [] as string[],
+    calls: [] as FakeGitHubCall[],
     delayMs: 0,
   };
   let base = '';
@@ -122,7 +137,9 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     id: gh.repos.indexOf(r) + 1,
     name: r.name,
     full_name: `${gh.owner}/${r.name}`,
-    private: r.private,
+    // An internal repository is private to outsiders: GitHub sends `private: true` with it.
+    private: r.private || r.visibility === 'internal',
+    visibility: r.visibility ?? (r.private ? 'private' : 'public'),
     default_branch: r.default_branch,
     html_url: `${base}/web/${gh.owner}/${r.name}`,
   });
@@ -170,6 +187,7 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
     const url = new URL(req.url ?? '/', base);
     const path = url.pathname.replace(/^\/api\/v3/, '');
     gh.requests.push(path + url.search);
+    gh.calls.push({ method: req.method ?? 'GET', path, query: [...url.searchParams] });
     if (gh.rateLimit.remaining > 0) {
       gh.rateLimit.remaining--;
       return send(
@@ -223,6 +241,15 @@ export async function startFakeGitHub(owner = 'acme'): Promise<FakeGitHub> {
       // The token user's own repositories, private ones included (affiliation=owner).
       const own = gh.ownerType === 'user' && gh.owner === gh.tokenUser ? gh.repos : [];
       return paged(req, res, own.map(repoJson));
+    }
+    m = /^\/orgs\/([^/]+)\/members$/.exec(path);
+    if (m) {
+      if (m[1] !== gh.owner || gh.ownerType !== 'org') return send(res, 404, { message: 'Not Found' });
+      return paged(
+        req,
+        res,
+        gh.members.map((login) => ({ login, type: 'User' })),
+      );
     }
     m = /^\/(orgs|users)\/([^/]+)\/repos$/.exec(path);
     if (m) {

@@ -1,11 +1,12 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
  * A local Slack Web API (the subset the slack connector calls): auth.test, conversations.list,
  * conversations.history, conversations.replies, conversations.members and users.info; cursor
  * pagination (`response_metadata.next_cursor`), bearer tokens (`ok: false, error: invalid_auth`),
- * 429 with Retry-After, `not_in_channel` and `thread_not_found` as Slack answers them.
+ * 429 with Retry-After, `not_in_channel` and `thread_not_found` as Slack answers them;
+ * `conversations.join` (POST, scope `channels:join`) for public channels.
  *
  * Rate limits as Slack documents them (docs.slack.dev/apis/web-api/rate-limits), when `tiers` is set:
  * each method has its tier's allowance per minute per workspace (Tier 2: 20, Tier 3: 50, Tier 4: 100;
@@ -47,8 +48,10 @@ export interface FakeSlack {
   rateLimit: { remaining: number; retryAfter: number };
   /** Per-method tier allowances (scaled by `scale`) per window of `windowMs` (Slack's: a minute); null: none. */
   tiers: { windowMs: number; scale: number; nonMarketplace?: boolean } | null;
-  /** Methods called, with their query. */
+  /** Methods called, with their query (a POST's form arguments as a query, prefixed `POST `). */
   requests: string[];
+  /** Scopes the bot token has, where a method checks one (`conversations.join` needs `channels:join`). */
+  scopes: Set<string>;
   close(): Promise<void>;
 }
 
@@ -61,6 +64,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     rateLimit: { remaining: 0, retryAfter: 1 },
     tiers: null as FakeSlack['tiers'],
     requests: [] as string[],
+    scopes: new Set<string>(['channels:join']),
   };
   const TIER: Record<string, number> = {
     'conversations.list': 20,
@@ -68,6 +72,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     'conversations.replies': 50,
     'conversations.info': 50,
     'conversations.members': 100,
+    'conversations.join': 50,
     'users.info': 100,
   };
   const windows = new Map<string, { start: number; used: number }>();
@@ -110,10 +115,26 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   };
   const isTop = (m: FakeSlackMessage) => !m.thread_ts || m.thread_ts === m.ts;
   const server: Server = createServer((req, res) => {
+    // Arguments come in the query string, or form-encoded in a POST body (docs.slack.dev "Using the Web API").
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    req.on('end', () => handle(req, res, body));
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse, body: string) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const method = url.pathname.replace(/^\/api/, '').replace(/^\//, '');
     const q = url.searchParams;
-    slack.requests.push(`${method}${url.search}`);
+    if (
+      req.method === 'POST' &&
+      (req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')
+    )
+      for (const [k, v] of new URLSearchParams(body)) q.set(k, v);
+    slack.requests.push(
+      `${req.method === 'POST' ? 'POST ' : ''}${method}${req.method === 'POST' ? `?${q}` : url.search}`,
+    );
     if (slack.rateLimit.remaining > 0) {
       slack.rateLimit.remaining--;
       return send(res, { ok: false, error: 'ratelimited' }, 429, {
@@ -184,6 +205,17 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           },
         });
       }
+      case 'conversations.join': {
+        // conversations.join (scope channels:join): public channels only; a private one answers
+        // method_not_supported_for_channel_type. Joining a channel the bot is in is a no-op.
+        if (req.method !== 'POST') return send(res, { ok: false, error: 'invalid_arguments' });
+        if (!slack.scopes.has('channels:join')) return send(res, { ok: false, error: 'missing_scope' });
+        if (!channel) return send(res, { ok: false, error: 'channel_not_found' });
+        if (channel.is_private)
+          return send(res, { ok: false, error: 'method_not_supported_for_channel_type' });
+        channel.is_member = true;
+        return send(res, { ok: true, channel: { id: channel.id, name: channel.name } });
+      }
       case 'conversations.members': {
         if (!channel) return send(res, { ok: false, error: 'channel_not_found' });
         const p = page(q, channel.members);
@@ -205,7 +237,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       default:
         return send(res, { ok: false, error: 'unknown_method' }, 404);
     }
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return Object.assign(slack, {

@@ -441,6 +441,19 @@ export async function pageErrors(db: DbExecutor, pairId: number, offset: number,
   return { items, total: n };
 }
 
+/** The items an attempt failed on: their document ids, and whether some failure named no document. */
+export async function failedItems(db: DbExecutor, attemptId: number) {
+  const rows = await db
+    .selectFrom('index_attempt_errors')
+    .select('document_id')
+    .where('index_attempt_id', '=', attemptId)
+    .execute();
+  return {
+    documentIds: [...new Set(rows.flatMap((r) => (r.document_id ? [r.document_id] : [])))],
+    unnamed: rows.some((r) => !r.document_id),
+  };
+}
+
 export async function insertAttemptErrors(
   db: DbExecutor,
   attemptId: number,

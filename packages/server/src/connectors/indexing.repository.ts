@@ -334,19 +334,16 @@ export async function markPairFailed(
   return row?.consecutive_failures ?? 0;
 }
 
-/** Where the last successful poll ended (the next poll window starts there, minus an overlap). */
-export async function lastSuccessfulPollEnd(db: DbExecutor, pairId: number): Promise<Date | null> {
-  const row = await db
+/** The pair's last attempt that completed (with or without per-item errors): its id, status and window. */
+export async function lastCompletedAttempt(db: DbExecutor, pairId: number) {
+  return db
     .selectFrom('index_attempts')
-    .select(['status', 'poll_range_start', 'poll_range_end'])
+    .select(['id', 'status', 'poll_range_start', 'poll_range_end'])
     .where('cc_pair_id', '=', pairId)
     .where('status', 'in', ['success', 'completed_with_errors'])
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  // Items that failed on their own are tried again: a run with errors does not move the window on.
-  if (row?.status === 'completed_with_errors') return row.poll_range_start;
-  return row?.poll_range_end ?? null;
 }
 
 /** Document ids of the pair not seen by a full run (vanished from the source). */

@@ -146,7 +146,18 @@ export async function runAttempt(
       attempt.from_beginning ||
       connector.input_type === 'load_state' ||
       !pair.last_successful_index_time;
-    const lastEnd = fullRun ? null : await indexingRepository.lastSuccessfulPollEnd(ctx.db, pair.id);
+    // After a run that ended with per-item errors, a source that reads items by id retries only the
+    // failed ones and the window moves on from that run's end; otherwise it reads again from its start.
+    const previous = fullRun ? undefined : await indexingRepository.lastCompletedAttempt(ctx.db, pair.id);
+    let retry: string[] = [];
+    let lastEnd: Date | null = previous?.poll_range_end ?? null;
+    if (previous?.status === 'completed_with_errors') {
+      const failed = source.loadItems
+        ? await connectorsRepository.failedItems(ctx.db, previous.id)
+        : { documentIds: [], unnamed: true };
+      if (failed.unnamed) lastEnd = previous.poll_range_start;
+      else retry = failed.documentIds;
+    }
     const start = lastEnd
       ? new Date(lastEnd.getTime() - POLL_OVERLAP_MS)
       : connector.indexing_start
@@ -177,11 +188,20 @@ export async function runAttempt(
       { source: connector.source, resumed: attempt.checkpoint !== null, resumed_from: attempt.resumed_from },
       'index attempt started',
     );
-    for await (const batch of source.load({
+    const loaded = source.load({
       ...runContext,
       checkpoint: (attempt.checkpoint ?? null) as never,
       window: { start, end },
-    })) {
+    });
+    // The retried items come first, once: a resumed attempt (with a checkpoint) has read them already.
+    const retried =
+      retry.length && attempt.checkpoint === null ? source.loadItems?.(runContext, retry) : null;
+    if (retried) log.info({ items: retry.length }, 'retrying the items the last run failed on');
+    async function* batches() {
+      if (retried) yield* retried;
+      yield* loaded;
+    }
+    for await (const batch of batches()) {
       if (controller.signal.aborted) break;
       const results = await documentsService.ingestMany({
         ctx,

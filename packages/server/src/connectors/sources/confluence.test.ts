@@ -167,6 +167,33 @@ describe('confluence source', () => {
     expect(await docIds(pairId)).toEqual([pageId('101'), pageId('102')]);
   });
 
+  it('sync access on Data Center: space readers from its permissions API (users by userKey); a reader removed loses the page on the next poll', async () => {
+    wiki.spaces.set('DCS', { users: [{ accountId: 'ann.dc' }], groups: ['dc-team'] });
+    wiki.groups.set('dc-team', [{ accountId: 'bob.dc', email: 'bob.dc@corp.example' }]);
+    page('700', 'Datacenter', 'the quokka failover plan', { space: 'DCS' });
+    const ann = await person('ann.dc@corp.example', { source: 'confluence', external_id: 'ann.dc' });
+    const bob = await person('bob.dc@corp.example');
+    const carl = await person('carl.dc@corp.example');
+    const { connectorId, pairId } = await pair(
+      { space: 'DCS', index_attachments: false },
+      { confluence_access_token: 'dc-pat' },
+      'sync',
+    );
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success' });
+    const finds = (token: string) => sees(token, 'quokka failover', pageId('700'));
+    expect(await finds(ann)).toBe(true);
+    expect(await finds(bob)).toBe(true);
+    expect(await finds(carl)).toBe(false);
+    // Ann's space permission is removed at the source; the page is not edited.
+    wiki.spaces.set('DCS', { users: [], groups: ['dc-team'] });
+    await admin().connectors.runOnce({ connector_id: connectorId });
+    await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await finds(ann)).toBe(false);
+    expect(await finds(bob)).toBe(true);
+  });
+
   it('fails with a clear reason on bad credentials and on a missing space', async () => {
     engSpace();
     const bad = await pair({}, { confluence_access_token: 'wrong' });
@@ -325,9 +352,11 @@ describe('confluence source', () => {
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
     expect(await sees(carl.token)).toBe(true);
     expect(await sees(bob.token)).toBe(true);
+    // Anonymous access withdrawn: a poll (no page changed, none re-read) takes it away again.
     wiki.spaces.set('SEC', { users: [{ accountId: 'acc-ann' }], groups: ['eng-team'] });
-    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    await admin().connectors.runOnce({ connector_id: connectorId });
     await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
     expect(await sees(carl.token)).toBe(false);
     expect(await sees(bob.token)).toBe(false);
     expect(await sees(ann.token)).toBe(true);
@@ -417,12 +446,15 @@ describe('confluence source', () => {
       erin: [],
     });
 
-    // The restriction of 501 changes, no page is edited: the next poll re-syncs every page's access.
+    // The restriction of 501 changes, no page is edited: the next poll re-syncs every page's access,
+    // its attachment's with it, without listing any page's attachments.
     (wiki.pages.get('501') as { restrictions?: unknown }).restrictions = {
       users: [{ accountId: 'acc-ann' }],
     };
+    const listings = wiki.hits.get('/wiki/rest/api/content/501/child/attachment') ?? 0;
     await admin().connectors.runOnce({ connector_id: connectorId });
     await settle(pairId);
+    expect(wiki.hits.get('/wiki/rest/api/content/501/child/attachment') ?? 0).toBe(listings);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
     expect(await visible()).toEqual({
       ann: ['500', '501', '503', 'att'],

@@ -7,6 +7,7 @@ import {
   type ExternalGroup,
   type JsonValue,
   type LoadArgs,
+  type PermissionEntry,
   RateLimitedError,
   type Source,
   type SourceBatch,
@@ -206,11 +207,13 @@ async function spaceAccess(args: Args): Promise<{ access: ExternalAccess; groups
     headersOf(args.credential),
   );
   if (!space) throw new SourceError('config', `Confluence space "${args.config.space}" not found`);
+  // Data Center has no `permissions` expansion: its 9.1+ space permissions API names them instead.
+  if (space.permissions === undefined) return dataCenterSpaceAccess(args);
   const emails = new Set<string>();
   const ids = new Set<string>();
   const groups = new Set<string>();
   let isPublic = false;
-  for (const permission of space.permissions ?? []) {
+  for (const permission of space.permissions) {
     if (permission.operation?.operation !== 'read' || permission.operation.targetType !== 'space') continue;
     if (permission.anonymousAccess) isPublic = true;
     for (const user of permission.subjects?.user?.results ?? []) {
@@ -223,6 +226,59 @@ async function spaceAccess(args: Args): Promise<{ access: ExternalAccess; groups
   return {
     access: {
       is_public: isPublic,
+      user_emails: [...emails],
+      user_ids: [...ids],
+      external_group_ids: [...groups],
+    },
+    groups: [...groups],
+  };
+}
+
+/** One grant of Data Center's `GET /rest/api/space/{key}/permissions` (9.1+; users by `userKey`, CONFSERVER-100505). */
+interface DataCenterSpacePermission {
+  operation?: { operationKey?: string; targetType?: string };
+  subject?: { type?: string; name?: string; userKey?: string };
+}
+
+/**
+ * Who may read a Data Center space: the `read`/`space` grants of its permissions API (Confluence
+ * 9.1+), users given by `userKey` and resolved to their user names (`/rest/api/user?key=`, as group
+ * members and restrictions name them). Without that API (older versions) no reader is found, so
+ * `sync` documents stay visible to no one (fails closed) and the run says so in the log.
+ */
+async function dataCenterSpaceAccess(args: Args): Promise<{ access: ExternalAccess; groups: string[] }> {
+  const base = args.config.wiki_base;
+  const space = encodeURIComponent(args.config.space);
+  const found = await getJson<DataCenterSpacePermission[] | { results?: DataCenterSpacePermission[] }>(
+    rest(args),
+    SERVICE,
+    `${base}/rest/api/space/${space}/permissions`,
+    headersOf(args.credential),
+  );
+  const grants = Array.isArray(found) ? found : (found?.results ?? []);
+  if (!found)
+    args.logger.warn(
+      'Confluence: the space permissions API (Data Center 9.1+) was not found; sync documents are visible to no one',
+    );
+  const emails = new Set<string>();
+  const ids = new Set<string>();
+  const groups = new Set<string>();
+  for (const grant of grants) {
+    if (grant.operation?.operationKey !== 'read' || grant.operation.targetType !== 'space') continue;
+    if (grant.subject?.type === 'group' && grant.subject.name) groups.add(grant.subject.name);
+    if (grant.subject?.type !== 'user' || !grant.subject.userKey) continue;
+    const user = await getJson<Subject>(
+      rest(args),
+      SERVICE,
+      `${base}/rest/api/user?key=${encodeURIComponent(grant.subject.userKey)}`,
+      headersOf(args.credential),
+    );
+    if (user?.username) ids.add(user.username);
+    if (user?.email) emails.add(user.email);
+  }
+  return {
+    access: {
+      is_public: false,
       user_emails: [...emails],
       user_ids: [...ids],
       external_group_ids: [...groups],
@@ -649,21 +705,25 @@ class PageAccess {
  * Current access of every page and attachment (permission sync on polls, which read only changed
  * pages): one pass over the space's pages with their restrictions, without bodies.
  */
-async function* permissions(args: Args): AsyncIterable<{ document_id: string; access: ExternalAccess }[]> {
+async function* permissions(args: Args): AsyncIterable<PermissionEntry[]> {
   await checkSpace(args);
   const resolver = new PageAccess(args);
   let url: string | null = searchUrl(args.config, null, RESTRICTIONS_EXPAND);
   while (url) {
     const result: SearchResult = await searchPage(args, url, resolver);
-    const batch: { document_id: string; access: ExternalAccess }[] = [];
+    const batch: PermissionEntry[] = [];
     for (const page of result.results) {
       // Its ancestors could not be read: its recorded access stays until a run can read them.
       if (page.unreadableAncestors) continue;
       const access = await resolver.of(page);
       batch.push({ document_id: pageUrl(args.config.wiki_base, page.id), access });
-      if (!args.config.index_attachments) continue;
-      for await (const att of attachmentsOf(args, page.id))
-        batch.push({ document_id: attachmentId(args.config.wiki_base, att), access });
+      // A page's attachments (`/download/attachments/{page id}/…`) share its access: one entry for
+      // them all, without listing them (a request per page on every run).
+      if (args.config.index_attachments)
+        batch.push({
+          document_id_prefix: `${args.config.wiki_base}/download/attachments/${page.id}/`,
+          access,
+        });
     }
     yield batch;
     url = result._links?.next ? resolveNext(args.config.wiki_base, result._links.next) : null;

@@ -1,8 +1,11 @@
 import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type FakeGitHub,
+  type FakeGitHubCall,
   type FakeIssue,
   fakeRepo,
   startFakeGitHub,
@@ -521,6 +524,39 @@ describe('github source', () => {
     // Per repository, not per item, once per run: each private repository's collaborators.
     expect(gh.requests.filter((r) => r.includes('/collaborators'))).toHaveLength(2);
   });
+  it('sync access: an internal repository is seen by the organisation members and its collaborators; a member who leaves loses it on the next poll', async () => {
+    const hall = fakeRepo('hall', {
+      visibility: 'internal',
+      issues: [issue(1, 'Offsite', 'the internal wombat offsite')],
+      collaborators: ['cara-gh'],
+    });
+    gh.repos.push(hall);
+    gh.members = ['dan-gh', 'eve-gh'];
+    try {
+      const cara = await person('cara.gh@corp.test', { source: 'github', external_id: 'cara-gh' });
+      const dan = await person('dan.gh@corp.test', { source: 'github', external_id: 'dan-gh' });
+      const eve = await person('eve.gh@corp.test', { source: 'github', external_id: 'eve-gh' });
+      const fay = await person('fay.gh@corp.test', { source: 'github', external_id: 'fay-gh' });
+      const { connectorId, pairId } = await githubPair({ repositories: 'hall' }, {}, 'poll', 'sync');
+      await settle(pairId);
+      const offsite = web('hall/issues/1');
+      const finds = (token: string) => sees(token, 'internal wombat offsite', offsite);
+      expect(await finds(cara)).toBe(true);
+      expect(await finds(dan)).toBe(true);
+      expect(await finds(eve)).toBe(true);
+      expect(await finds(fay)).toBe(false);
+      // Eve leaves the organisation: the next poll reads no item, yet she no longer finds it.
+      gh.members = ['dan-gh'];
+      await admin().connectors.runOnce({ connector_id: connectorId });
+      await settle(pairId);
+      expect(await latestAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+      expect(await finds(eve)).toBe(false);
+      expect(await finds(dan)).toBe(true);
+    } finally {
+      gh.members = [];
+    }
+  });
+
   it('a prune run (prune_freq) lists the ids the repositories still have and removes the deleted items', async () => {
     const tidy = fakeRepo('tidy', {
       issues: [
@@ -641,4 +677,118 @@ describe('github source', () => {
       gh.quota = { limit: 5000, windowMs: 3_600_000, status: 403, used: 0, resetAt: 0, refused: 0 };
     }
   }, 30_000);
+
+  // Last in the file: it checks the requests of every test above.
+  it("conformance: every request the source sent is an operation of GitHub's OpenAPI description, with declared parameters", () => {
+    expect(gh.calls.length).toBeGreaterThan(0);
+    const problems = conformanceProblems(gh.calls);
+    expect(problems).toEqual([]);
+    // The check itself finds what the description rejects.
+    expect(
+      conformanceProblems([
+        { method: 'GET', path: '/repos/acme/api/pulls', query: [['since', '2026-01-01T00:00:00Z']] },
+        { method: 'GET', path: '/repos/acme/api/issues', query: [['state', 'everything']] },
+        { method: 'DELETE', path: '/orgs/acme/repos', query: [] },
+        { method: 'GET', path: '/repos/acme/api/pull/1', query: [] },
+        { method: 'GET', path: '/orgs/acme/repos', query: [['per_page', '500']] },
+      ]),
+    ).toEqual([
+      'GET /repos/{owner}/{repo}/pulls: undeclared query parameter since',
+      'GET /repos/{owner}/{repo}/issues: state=everything not one of open, closed, all',
+      'DELETE /orgs/{org}/repos: no such method',
+      'GET /repos/acme/api/pull/1: no such path',
+      'GET /orgs/{org}/repos: per_page=500 above 100',
+    ]);
+  });
 });
+
+interface OpenApiParameter {
+  name: string;
+  in: 'query' | 'path' | 'header' | 'cookie';
+  required?: boolean;
+  schema?: { type?: string; enum?: unknown[]; minimum?: number; maximum?: number; format?: string };
+}
+type Operation = { parameters?: (OpenApiParameter | { $ref: string })[] };
+interface Description {
+  paths: Record<string, Record<string, Operation> & { parameters?: Operation['parameters'] }>;
+  components: { parameters: Record<string, OpenApiParameter> };
+}
+
+/**
+ * What GitHub's official OpenAPI description (npm `@octokit/openapi`, api.github.com) rejects in these
+ * requests: a path no operation has (matched against the templated paths, literal segments first), a
+ * method the path does not have, a query parameter the operation does not declare, a value outside the
+ * parameter's schema (enum, integer, boolean, date-time), a missing required query parameter.
+ */
+function conformanceProblems(calls: FakeGitHubCall[]): string[] {
+  const file = createRequire(import.meta.url).resolve('@octokit/openapi/generated/api.github.com.json');
+  const description = JSON.parse(readFileSync(file, 'utf8')) as Description;
+  const resolve = (p: OpenApiParameter | { $ref: string }): OpenApiParameter =>
+    '$ref' in p
+      ? (description.components.parameters[
+          p.$ref.replace('#/components/parameters/', '')
+        ] as OpenApiParameter)
+      : p;
+  const templates = Object.keys(description.paths).map((template) => {
+    const segments = template.split('/');
+    return {
+      template,
+      segments,
+      literals: segments.filter((x) => !x.startsWith('{')).length,
+    };
+  });
+  const valueProblem = (param: OpenApiParameter, value: string): string | null => {
+    const schema = param.schema ?? {};
+    if (schema.enum && !schema.enum.includes(value)) return `not one of ${schema.enum.join(', ')}`;
+    if (schema.type === 'integer') {
+      if (!/^-?\d+$/.test(value)) return 'not an integer';
+      const n = Number(value);
+      if (schema.minimum !== undefined && n < schema.minimum) return `below ${schema.minimum}`;
+      if (schema.maximum !== undefined && n > schema.maximum) return `above ${schema.maximum}`;
+      // The descriptions say "(max 100)" in words only.
+      if (param.name === 'per_page' && n > 100) return 'above 100';
+    }
+    if (schema.type === 'boolean' && value !== 'true' && value !== 'false') return 'not a boolean';
+    if (schema.format === 'date-time' && Number.isNaN(Date.parse(value))) return 'not a date-time';
+    return null;
+  };
+  const problems = new Set<string>();
+  for (const call of calls) {
+    const method = call.method.toLowerCase();
+    const segments = call.path.split('/').map(decodeURIComponent);
+    const found = templates
+      .filter(
+        (t) =>
+          t.segments.length === segments.length &&
+          t.segments.every((x, i) => x.startsWith('{') || x === segments[i]),
+      )
+      .sort((a, b) => b.literals - a.literals)[0];
+    if (!found) {
+      problems.add(`${call.method} ${call.path}: no such path`);
+      continue;
+    }
+    const item = description.paths[found.template] as Description['paths'][string];
+    const operation = item[method];
+    if (!operation) {
+      problems.add(`${call.method} ${found.template}: no such method`);
+      continue;
+    }
+    const params = [...(item.parameters ?? []), ...(operation.parameters ?? [])].map(resolve);
+    found.segments.forEach((x, i) => {
+      const param = params.find((p) => p.in === 'path' && `{${p.name}}` === x);
+      const bad = param && valueProblem(param, segments[i] as string);
+      if (bad) problems.add(`${call.method} ${found.template}: path ${x} "${segments[i]}" ${bad}`);
+    });
+    const query = new Map(call.query);
+    for (const [name, value] of call.query) {
+      const param = params.find((p) => p.in === 'query' && p.name === name);
+      if (!param) problems.add(`${call.method} ${found.template}: undeclared query parameter ${name}`);
+      const bad = param && valueProblem(param, value);
+      if (bad) problems.add(`${call.method} ${found.template}: ${name}=${value} ${bad}`);
+    }
+    for (const p of params)
+      if (p.in === 'query' && p.required && !query.has(p.name))
+        problems.add(`${call.method} ${found.template}: missing required ${p.name}`);
+  }
+  return [...problems];
+}

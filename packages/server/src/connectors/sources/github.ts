@@ -6,6 +6,7 @@ import { rateLimitedUntil } from './limits.ts';
 import {
   type EventVerdict,
   type ExternalAccess,
+  type ExternalGroup,
   type JsonValue,
   type LoadArgs,
   type PermissionEntry,
@@ -52,6 +53,8 @@ export type GitHubCredential = z.infer<typeof GitHubCredential>;
 interface Repo {
   full_name: string;
   private: boolean;
+  /** `internal`: readable by the organisation's (enterprise's) members, listed with `private: true`. */
+  visibility?: string;
   default_branch: string;
   html_url: string;
 }
@@ -301,6 +304,7 @@ async function get<T>(args: Args, url: string, nullStatuses: readonly number[] =
 const repoOf = (r: Repo): Repo => ({
   full_name: r.full_name,
   private: r.private,
+  ...(r.visibility ? { visibility: r.visibility } : {}),
   default_branch: r.default_branch,
   html_url: r.html_url,
 });
@@ -386,7 +390,40 @@ async function accessOf(args: Args, repo: Repo): Promise<ExternalAccess | undefi
     logins.catch(() => {});
     cache.set(repo.full_name, logins);
   }
-  return { is_public: false, user_emails: [], external_group_ids: [], user_ids: await logins };
+  // An internal repository is readable by every member of the organisation, and by its collaborators.
+  const members = repo.visibility === 'internal' ? [membersGroup(args)] : [];
+  return { is_public: false, user_emails: [], external_group_ids: members, user_ids: await logins };
+}
+
+/** The group of the owner organisation's members (internal repositories are theirs to read). */
+const membersGroup = (args: Args) => `${args.config.repo_owner.toLowerCase()}/members`;
+
+/**
+ * The owner organisation's members (`GET /orgs/{org}/members`), the audience of its internal
+ * repositories. Only members the token can see are listed (all of them for a member's token), so the
+ * others fail closed; internal repositories are readable by the whole enterprise, which kas narrows
+ * to this organisation. A user owner has no members.
+ */
+async function externalGroups(args: Args): Promise<ExternalGroup[]> {
+  const owner = encodeURIComponent(args.config.repo_owner);
+  let url: string | null = api(args, `/orgs/${owner}/members?per_page=${PER_PAGE}`);
+  const logins: string[] = [];
+  while (url) {
+    let page: { data: User[]; response: Response } | null;
+    try {
+      page = await get<User[]>(args, url);
+    } catch (error) {
+      if (!(error instanceof Forbidden)) throw error;
+      args.logger.warn(
+        'GitHub refused to list the organisation members: internal repositories go to their collaborators only',
+      );
+      return [];
+    }
+    if (!page) return [];
+    for (const user of page.data) logins.push(user.login.toLowerCase());
+    url = nextLink(page.response.headers.get('link'));
+  }
+  return [{ group_id: membersGroup(args), member_emails: [], member_ids: logins }];
 }
 const collaborators = new WeakMap<object, Map<string, Promise<string[]>>>();
 
@@ -824,5 +861,6 @@ export const githubSource: Source<GitHubConfig, GitHubCredential> = {
   load,
   listIds,
   permissions,
+  externalGroups,
   events: { verify, fetch: fetchRefs },
 };

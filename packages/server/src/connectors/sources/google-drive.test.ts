@@ -342,9 +342,16 @@ describe('google_drive source', () => {
     await settle(pairId);
     expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
     expect(await sees(hal)).toBe(true);
+    // The group's grant and the link share are removed at the source: the next poll (no file
+    // re-read) takes them away. Hal is removed from the shared drive's file as well.
     shared.permissions = [{ type: 'user', emailAddress: 'ann@corp.example', role: 'owner' }];
-    await admin().connectors.runOnce({ connector_id: connectorId, from_beginning: true });
+    const inDrive = google.files.get('hdrive');
+    if (!inDrive) throw new Error('missing');
+    inDrive.permissions = [];
+    await admin().connectors.runOnce({ connector_id: connectorId });
     await settle(pairId);
+    expect(await lastAttempt(pairId)).toMatchObject({ status: 'success', total_docs_indexed: 0 });
+    expect(await halSeesDriveFile()).toBe(false);
     expect(await sees(hal)).toBe(false);
     expect(await sees(gus)).toBe(false);
     expect(await sees(ann)).toBe(true);
@@ -464,7 +471,7 @@ describe('google_drive source', () => {
       });
       file('pflagged', { parents: ['folderP'], name: 'flagged.txt', refused: 'cannotDownloadFile' });
       file('pgood', { parents: ['folderP'], content: 'the perfectly fine quokka file' });
-      const { pairId } = await pair({ folder_ids: ['folderP'] });
+      const { connectorId, pairId } = await pair({ folder_ids: ['folderP'] });
       await settle(pairId);
       expect(await lastAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
       expect(await docIds(pairId)).toEqual([docId('pgood')]);
@@ -473,6 +480,22 @@ describe('google_drive source', () => {
       expect(messages).toContain('exportSizeLimitExceeded');
       expect(messages).toContain('cannotDownloadFile');
       expect(errors.items.map((e) => e.document_id).sort()).toEqual([docId('pbig'), docId('pflagged')]);
+
+      // The next run retries the two failed files only: the first run's files are not read again.
+      const flagged = google.files.get('pflagged');
+      if (!flagged) throw new Error('missing');
+      delete flagged.refused;
+      flagged.content = 'the flagged file, cleared';
+      google.requests.length = 0;
+      await admin().connectors.runOnce({ connector_id: connectorId });
+      await settle(pairId);
+      expect(await lastAttempt(pairId)).toMatchObject({ status: 'completed_with_errors' });
+      expect(await docIds(pairId)).toEqual([docId('pflagged'), docId('pgood')].sort());
+      expect(google.requests.filter((r) => r.includes('/files/pgood'))).toEqual([]);
+      expect(google.requests).toContain('GET /drive/v3/files/pflagged');
+      expect(google.requests.filter((r) => r.includes('/files/pbig')).length).toBeGreaterThan(0);
+      const again = await admin().connectors.errors({ cc_pair_id: pairId, page_num: 0, page_size: 5 });
+      expect(again.items[0]).toMatchObject({ document_id: docId('pbig') });
     } finally {
       google.exportLimitBytes = 10 * 1024 * 1024;
     }

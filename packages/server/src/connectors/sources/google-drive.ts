@@ -498,6 +498,74 @@ interface Checkpoint {
   offset?: number;
 }
 
+/** One file as a document, or its failure; null when it is not indexed (a type kas does not read, gone). */
+async function fileDocument(
+  args: Args,
+  tokens: TokenSource,
+  file: DriveFile,
+): Promise<SourceDocument | SourceDocumentFailure | null> {
+  const sync = args.accessType === 'sync';
+  const text = await textOf(args, tokens, file);
+  if (text === null) return null;
+  if (typeof text !== 'string') return text;
+  const id = documentIdOf(file);
+  const owner = file.owners?.[0];
+  let access: ExternalAccess | undefined;
+  try {
+    access = sync ? await permissionsOf(args, tokens, file) : undefined;
+  } catch (error) {
+    if (!(error instanceof FileRefused)) throw error;
+    return { document_id: id, link: file.webViewLink ?? null, message: error.message };
+  }
+  return {
+    id,
+    semantic_identifier: file.name,
+    title: file.name,
+    sections: [{ text, link: file.webViewLink ?? id }],
+    metadata: { mime_type: file.mimeType },
+    doc_updated_at: file.modifiedTime ? new Date(file.modifiedTime) : null,
+    ...(owner
+      ? {
+          primary_owners: [{ display_name: owner.displayName ?? null, email: owner.emailAddress ?? null }],
+        }
+      : {}),
+    ...(access ? { external_access: access } : {}),
+  };
+}
+
+/**
+ * The files a run before failed on, read again by id (`files.get`), without listing anything: a run
+ * after one that ended with per-item errors retries only those. A file gone or no longer readable is
+ * left out.
+ */
+async function* loadItems(args: Args, documentIds: string[]): AsyncIterable<SourceBatch> {
+  const tokens = new TokenSource(args);
+  const params = new URLSearchParams({ supportsAllDrives: 'true', fields: FILE_FIELDS });
+  const documents: SourceDocument[] = [];
+  const failures: SourceDocumentFailure[] = [];
+  for (const documentId of documentIds) {
+    const fileId = /^https:\/\/drive\.google\.com\/open\?id=(.+)$/.exec(documentId)?.[1];
+    if (!fileId) continue;
+    let file: DriveFile | null;
+    try {
+      file = await driveJson<DriveFile>(
+        args,
+        `${args.config.base_url}/drive/v3/files/${encodeURIComponent(fileId)}?${params}`,
+        await tokens.header(),
+      );
+    } catch (error) {
+      if (!(error instanceof FileRefused)) throw error;
+      failures.push({ document_id: documentId, message: error.message });
+      continue;
+    }
+    if (!file) continue;
+    const read = await fileDocument(args, tokens, file);
+    if (read && 'id' in read) documents.push(read);
+    else if (read) failures.push(read);
+  }
+  yield { documents, failures, checkpoint: null };
+}
+
 async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): AsyncIterable<SourceBatch> {
   const tokens = new TokenSource(args);
   const since = args.window.start;
@@ -506,7 +574,6 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
   let pageToken = saved?.pageToken ?? null;
   /** Files of the first page already done by an attempt stopped by a rate limit. */
   let skip = saved?.offset ?? 0;
-  const sync = args.accessType === 'sync';
   while (listings.length) {
     const listing = listings[0] as Listing;
     const page = await driveJson<{ files?: DriveFile[]; nextPageToken?: string; incompleteSearch?: boolean }>(
@@ -537,38 +604,9 @@ async function* load(args: LoadArgs<GoogleDriveConfig, GoogleDriveCredential>): 
       if (listing.folder && since && listed.modifiedTime && new Date(listed.modifiedTime) <= since) return;
       const file = listed.mimeType === SHORTCUT ? await shortcutTarget(args, tokens, listed) : listed;
       if (!file) return;
-      const text = await textOf(args, tokens, file);
-      if (text === null) return;
-      if (typeof text !== 'string') {
-        failures.push(text);
-        return;
-      }
-      const id = documentIdOf(file);
-      const owner = file.owners?.[0];
-      let access: ExternalAccess | undefined;
-      try {
-        access = sync ? await permissionsOf(args, tokens, file) : undefined;
-      } catch (error) {
-        if (!(error instanceof FileRefused)) throw error;
-        failures.push({ document_id: id, link: file.webViewLink ?? null, message: error.message });
-        return;
-      }
-      documents.push({
-        id,
-        semantic_identifier: file.name,
-        title: file.name,
-        sections: [{ text, link: file.webViewLink ?? id }],
-        metadata: { mime_type: file.mimeType },
-        doc_updated_at: file.modifiedTime ? new Date(file.modifiedTime) : null,
-        ...(owner
-          ? {
-              primary_owners: [
-                { display_name: owner.displayName ?? null, email: owner.emailAddress ?? null },
-              ],
-            }
-          : {}),
-        ...(access ? { external_access: access } : {}),
-      });
+      const read = await fileDocument(args, tokens, file);
+      if (read && 'id' in read) documents.push(read);
+      else if (read) failures.push(read);
     };
     const files = page?.files ?? [];
     for (let i = skip; i < files.length; i++) {
@@ -746,4 +784,5 @@ export const googleDriveSource: Source<GoogleDriveConfig, GoogleDriveCredential>
   listIds,
   permissions,
   externalGroups,
+  loadItems,
 };

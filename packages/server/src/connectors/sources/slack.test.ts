@@ -129,6 +129,35 @@ describe('slack source', () => {
     expect(await docIds(pairId)).toHaveLength(4);
   });
 
+  it('join_public_channels: the bot joins a public channel it is not in (conversations.join) and indexes it; without channels:join the reason is given', async () => {
+    const lobby = slack.channels.find((c) => c.id === 'C3');
+    if (!lobby) throw new Error('missing');
+    lobby.messages = [{ ts: '1767225610.000800', user: 'U1', text: 'welcome to the echidna lobby' }];
+    slack.scopes.delete('channels:join');
+    try {
+      const refused = await slackPair({ channels: ['lobby'], join_public_channels: true });
+      await settle(refused.pairId);
+      expect(await latestAttempt(refused.pairId)).toMatchObject({ status: 'completed_with_errors' });
+      const errors = await admin().connectors.errors({
+        cc_pair_id: refused.pairId,
+        page_num: 0,
+        page_size: 5,
+      });
+      expect(errors.items[0]?.failure_message).toContain('lacks the channels:join scope');
+    } finally {
+      slack.scopes.add('channels:join');
+    }
+    slack.requests.length = 0;
+    const { pairId } = await slackPair({ join_public_channels: true });
+    await settle(pairId);
+    expect(await latestAttempt(pairId)).toMatchObject({ status: 'success' });
+    expect(slack.requests.filter((r) => r.startsWith('POST conversations.join'))).toEqual([
+      'POST conversations.join?channel=C3',
+    ]);
+    expect(lobby.is_member).toBe(true);
+    expect(await docIds(pairId)).toContain('C3__1767225610.000800');
+  });
+
   it('fails on a bad token with a clear reason and waits out 429 with Retry-After', async () => {
     slack.token = 'xoxb-other';
     const { pairId } = await slackPair({ channels: ['general'] });

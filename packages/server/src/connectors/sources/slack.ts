@@ -28,6 +28,12 @@ const SlackConfig = z
     channels: z.array(z.string().trim().min(1)).optional(),
     channel_regex_enabled: z.boolean().default(false),
     /**
+     * Join the selected public channels the bot is not a member of (`conversations.join`, which needs
+     * the `channels:join` scope), so that they are indexed; off: such channels are reported on each
+     * run until someone invites the bot.
+     */
+    join_public_channels: z.boolean().default(false),
+    /**
      * Polls also look this far back for threads whose `latest_reply` is newer than the last run (new
      * replies to older threads); 0: only messages posted since the last run.
      */
@@ -66,6 +72,8 @@ interface Channel {
   id: string;
   name: string;
   is_private: boolean;
+  /** Whether the bot is in the channel (as listed; absent when unknown). */
+  is_member?: boolean;
 }
 interface Message {
   ts: string;
@@ -181,6 +189,44 @@ async function channelById(args: Args, id: string): Promise<Channel | null> {
   return { id: c.id, name: c.name, is_private: !!c.is_private };
 }
 
+/**
+ * Joins a public channel (`conversations.join`, POST, scope `channels:join`). Returns why it could
+ * not, or null once the bot is a member.
+ */
+async function joinChannel(args: Args, channel: Channel): Promise<string | null> {
+  const url = `${args.config.base_url.replace(/\/+$/, '')}/conversations.join`;
+  let response: Response;
+  try {
+    response = await args.fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${args.credential.slack_bot_token}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ channel: channel.id }).toString(),
+      signal: args.signal,
+    });
+  } catch (error) {
+    if (args.signal.aborted) throw error;
+    throw new SourceError('transient', 'Slack could not be reached', { cause: error });
+  }
+  const data = (await response.json().catch(() => null)) as Answer | null;
+  if (data?.error === 'ratelimited' || response.status === 429) {
+    const wait = retryAfterMs(response.headers.get('retry-after'));
+    throw rateLimitedUntil(
+      'Slack',
+      wait === null ? null : new Date(Date.now() + wait),
+      'is rate limiting requests',
+    );
+  }
+  if (data && AUTH_ERRORS.has(data.error ?? ''))
+    throw new SourceError('auth', `Slack refused the bot token (${data.error})`);
+  if (data?.ok) return null;
+  return data?.error === 'missing_scope'
+    ? 'the Slack app lacks the channels:join scope'
+    : `Slack did not let the bot join (${data?.error ?? `HTTP ${response.status}`})`;
+}
+
 async function listChannels(args: Args): Promise<Channel[]> {
   const all: Channel[] = [];
   let cursor = '';
@@ -196,7 +242,8 @@ async function listChannels(args: Args): Promise<Channel[]> {
       },
     );
     if (!page.ok) throw new SourceError('transient', `Slack could not list channels (${page.error})`);
-    for (const c of page.channels ?? []) all.push({ id: c.id, name: c.name, is_private: !!c.is_private });
+    for (const c of page.channels ?? [])
+      all.push({ id: c.id, name: c.name, is_private: !!c.is_private, is_member: !!c.is_member });
     cursor = page.response_metadata?.next_cursor ?? '';
   } while (cursor);
   const wanted = args.config.channels;
@@ -372,6 +419,16 @@ async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterabl
     const channel = channels[cp.index] as Channel;
     const documents: SourceDocument[] = [];
     const failures: SourceDocumentFailure[] = [];
+    let notJoined: string | null = null;
+    if (
+      args.config.join_public_channels &&
+      !channel.is_private &&
+      channel.is_member === false &&
+      !cp.cursor
+    ) {
+      notJoined = await joinChannel(args, channel);
+      if (!notJoined) channel.is_member = true;
+    }
     const page = await call<Answer & { messages?: Message[]; has_more?: boolean }>(
       args,
       'conversations.history',
@@ -388,7 +445,9 @@ async function* load(args: LoadArgs<SlackConfig, SlackCredential>): AsyncIterabl
         document_id: null,
         message:
           page.error === 'not_in_channel'
-            ? `The Slack bot is not a member of #${channel.name}: invite it to the channel`
+            ? notJoined
+              ? `The Slack bot could not join #${channel.name}: ${notJoined}`
+              : `The Slack bot is not a member of #${channel.name}: invite it to the channel${channel.is_private ? '' : ', or set join_public_channels'}`
             : `Slack could not read #${channel.name} (${page.error})`,
       });
     }

@@ -196,6 +196,12 @@ export interface Source<Config = unknown, Credential = unknown> {
   validateCredential(raw: unknown): Validation<Credential>;
   /** Streams the documents in batches; each batch carries the checkpoint to resume after it. */
   load(args: LoadArgs<Config, Credential>): AsyncIterable<SourceBatch>;
+  /**
+   * The current state of these documents, read by id (a run after one that ended with per-item
+   * errors retries only the failed items this way, and its window moves on). Ids the source no longer
+   * has are left out. Absent: such a run reads again from the start of the failed run's window.
+   */
+  loadItems?(args: SourceRunContext<Config, Credential>, documentIds: string[]): AsyncIterable<SourceBatch>;
   /** Every document id the source still has (for pruning). Absent: ids seen by a full `load` are used. */
   listIds?(args: SourceRunContext<Config, Credential>): AsyncIterable<string[]>;
   /**
