@@ -1,12 +1,17 @@
 /**
- * Retrieval evaluation on a real documentation corpus nobody here wrote: the PostgreSQL 15 manual
- * from Debian's `postgresql-doc-15` (~1,100 HTML pages; installed with apt-get when missing, skipped
- * with a message when that is impossible). The pages are ingested through the API, then `kas eval`
- * runs the golden set test/eval/postgresql-15.golden.jsonl (admin search and chat with the built-in
- * answerer) against the running service, on the embedded database and on Postgres. Beside it, a
- * page-level BM25 computed here over the same pages (k1 1.2, b 0.75, title tokens counted five times,
- * a short stop-word list) — the textbook baseline admin search must match.
- * `npm run bench -w test -- search-eval`; BENCH_EVAL_DATABASES=embedded|postgres to run one.
+ * Retrieval and answer evaluation on real documentation corpora nobody here wrote, read from Debian's
+ * packages (installed with apt-get when missing, skipped with a message when that is impossible):
+ * - `postgresql` (default): the PostgreSQL 15 manual from `postgresql-doc-15` (~1,100 HTML pages),
+ *   golden set test/eval/postgresql-15.golden.jsonl;
+ * - `python`: the Python 3.11 documentation's reStructuredText sources from `python3.11-doc` (library,
+ *   tutorial, howto and faq: ~450 pages), golden set test/eval/python-3.11.golden.jsonl, whose cases
+ *   carry `answer_contains` (the built-in answerer's answer must contain the identifier asked for).
+ * The pages are ingested through the API, then `kas eval` runs the golden set (admin search and chat
+ * with the built-in answerer) against the running service, on the embedded database and on Postgres.
+ * Beside it, a page-level BM25 computed here over the same pages (k1 1.2, b 0.75, title tokens counted
+ * five times, a short stop-word list) — the textbook baseline admin search must match.
+ * `npm run bench -w test -- search-eval`; BENCH_EVAL_CORPUS=postgresql|python (comma-separated for
+ * both); BENCH_EVAL_DATABASES=embedded|postgres to run one.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -18,23 +23,50 @@ import { startPostgres } from '../harness/postgres.ts';
 import { ADMIN_KEY, ENCRYPTION_KEY, spawnKas } from './documents.ts';
 
 const root = join(import.meta.dirname, '../..');
-const CORPUS = '/usr/share/doc/postgresql-doc-15/html';
-const GOLDEN = join(root, 'test/eval/postgresql-15.golden.jsonl');
 const CLIENTS = 8;
 
-function ensureCorpus(): boolean {
+interface Corpus {
+  name: string;
+  path: string;
+  debianPackage: string;
+  golden: string;
+  load(): Page[];
+  link(id: string): string;
+}
+
+const CORPORA: Record<string, Corpus> = {
+  postgresql: {
+    name: 'postgresql',
+    path: '/usr/share/doc/postgresql-doc-15/html',
+    debianPackage: 'postgresql-doc-15',
+    golden: join(root, 'test/eval/postgresql-15.golden.jsonl'),
+    load: loadPostgresPages,
+    link: (id) => `https://www.postgresql.org/docs/15/${id}`,
+  },
+  python: {
+    name: 'python',
+    path: '/usr/share/doc/python3.11/html/_sources',
+    debianPackage: 'python3.11-doc',
+    golden: join(root, 'test/eval/python-3.11.golden.jsonl'),
+    load: loadPythonPages,
+    link: (id) => `https://docs.python.org/3.11/${id}.html`,
+  },
+};
+
+function ensureCorpus(corpus: Corpus): boolean {
+  const CORPUS = corpus.path;
   if (existsSync(CORPUS)) return true;
-  console.log(`${CORPUS} is missing: installing postgresql-doc-15 with apt-get…`);
+  console.log(`${CORPUS} is missing: installing ${corpus.debianPackage} with apt-get…`);
   const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
   const run = (args: string[]) =>
     spawnSync(sudo[0] ?? args[0]!, [...sudo.slice(1), ...(sudo.length ? args : args.slice(1))], {
       stdio: 'inherit',
     });
   run(['apt-get', 'update']);
-  run(['apt-get', 'install', '-y', 'postgresql-doc-15']);
+  run(['apt-get', 'install', '-y', corpus.debianPackage]);
   if (existsSync(CORPUS)) return true;
   console.log(
-    'Skipped: postgresql-doc-15 could not be installed (needs apt-get and root or passwordless sudo).',
+    `Skipped: ${corpus.debianPackage} could not be installed (needs apt-get and root or passwordless sudo).`,
   );
   return false;
 }
@@ -46,7 +78,8 @@ interface Page {
 }
 
 /** Every page's title and readable text (the manual's navigation bars removed). */
-function loadPages(): Page[] {
+function loadPostgresPages(): Page[] {
+  const CORPUS = CORPORA.postgresql!.path;
   return readdirSync(CORPUS)
     .filter((f) => f.endsWith('.html'))
     .sort()
@@ -59,6 +92,25 @@ function loadPages(): Page[] {
       return { id: file, title: page.title ?? file, text: page.text };
     })
     .filter((p) => p.text.length > 0);
+}
+
+/** The reStructuredText sources as a user would add them: the text as is, titled by the first heading. */
+function loadPythonPages(): Page[] {
+  const base = CORPORA.python!.path;
+  return ['library', 'tutorial', 'howto', 'faq']
+    .flatMap((dir) =>
+      readdirSync(join(base, dir))
+        .filter((f) => f.endsWith('.rst.txt'))
+        .sort()
+        .map((file) => {
+          const text = readFileSync(join(base, dir, file), 'utf8');
+          const id = `${dir}/${file.replace(/\.rst\.txt$/, '')}`;
+          const heading = /^([^\n.*=:][^\n]*)\n[=*]{3,}\s*$/m.exec(text)?.[1];
+          const title = heading?.replace(/:\w+:`([^`]+)`/g, '$1').trim() ?? id;
+          return { id, title, text };
+        }),
+    )
+    .filter((p) => p.text.trim().length > 0);
 }
 
 // The in-process baseline: page-level BM25, k1 1.2, b 0.75, title ×5, a short stop-word list.
@@ -101,7 +153,7 @@ function baselineBm25(pages: Page[]) {
   };
 }
 
-async function ingest(url: string, pages: Page[]) {
+async function ingest(url: string, pages: Page[], corpus: Corpus) {
   const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
   let next = 0;
   let failures = 0;
@@ -117,7 +169,7 @@ async function ingest(url: string, pages: Page[]) {
             document: {
               id: page.id,
               semantic_identifier: page.title,
-              sections: [{ text: page.text, link: `https://www.postgresql.org/docs/15/${page.id}` }],
+              sections: [{ text: page.text, link: corpus.link(page.id) }],
               source: 'web',
             },
           }),
@@ -130,28 +182,28 @@ async function ingest(url: string, pages: Page[]) {
   return { pages: pages.length, failures, seconds: Math.round((performance.now() - started) / 100) / 10 };
 }
 
-function kasEval(url: string) {
+function kasEval(url: string, golden: string) {
   const result = spawnSync(
     process.execPath,
-    [join(root, 'packages/rest-bridge/src/cli.ts'), 'eval', GOLDEN, '--url', url, '--json'],
+    [join(root, 'packages/rest-bridge/src/cli.ts'), 'eval', golden, '--url', url, '--json'],
     { env: { ...process.env, KAS_API_KEY: ADMIN_KEY }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
   );
   if (result.status !== 0) throw new Error(`kas eval failed: ${result.stderr}`);
   return JSON.parse(result.stdout) as Awaited<ReturnType<typeof evaluationService.runEvaluation>>;
 }
 
-async function run(database: 'embedded' | 'postgres', pages: Page[]) {
+async function run(database: 'embedded' | 'postgres', pages: Page[], corpus: Corpus) {
   const postgres = database === 'postgres' ? await startPostgres() : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-eval-'));
   const kas = await spawnKas(
     postgres ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY } : { KAS_DATA_DIR: dataDir },
   );
   try {
-    const ingestion = await ingest(kas.url, pages);
+    const ingestion = await ingest(kas.url, pages, corpus);
     // Statistics are folded and weights settle in the background a second after the last write.
     await new Promise((r) => setTimeout(r, 5000));
-    const report = kasEval(kas.url);
-    return { database, ingestion, search: report.search, chat: report.chat, results: report.results };
+    const report = kasEval(kas.url, corpus.golden);
+    return { database, ingestion, ...report };
   } finally {
     await kas.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -159,24 +211,37 @@ async function run(database: 'embedded' | 'postgres', pages: Page[]) {
   }
 }
 
-if (ensureCorpus()) {
-  const pages = loadPages();
-  const cases = evaluationService.parseGoldenSet(readFileSync(GOLDEN, 'utf8'));
+for (const name of (process.env.BENCH_EVAL_CORPUS ?? 'postgresql').split(',')) {
+  const corpus = CORPORA[name];
+  if (!corpus)
+    throw new Error(`BENCH_EVAL_CORPUS: unknown corpus ${name} (${Object.keys(CORPORA).join(', ')})`);
+  if (ensureCorpus(corpus)) await evaluateCorpus(corpus);
+}
+
+async function evaluateCorpus(corpus: Corpus) {
+  const pages = corpus.load();
+  const cases = evaluationService.parseGoldenSet(readFileSync(corpus.golden, 'utf8'));
   const bm25 = baselineBm25(pages);
   const baseline = evaluationService.searchMetrics(
     cases.map((c) => ({ ranked: bm25(c.question), expected: new Set(c.document_ids) })),
   );
-  console.log(`corpus: ${pages.length} pages; golden set: ${cases.length} questions`);
+  console.log(`${corpus.name}: ${pages.length} pages; golden set: ${cases.length} questions`);
   console.log('in-process page-level BM25 (k1 1.2, b 0.75, title ×5):', JSON.stringify(baseline));
   const databases = (process.env.BENCH_EVAL_DATABASES ?? 'embedded,postgres').split(',') as (
     | 'embedded'
     | 'postgres'
   )[];
   for (const database of databases) {
-    const result = await run(database, pages);
+    const result = await run(database, pages, corpus);
     console.log(
       JSON.stringify(
-        { database, ingestion: result.ingestion, admin_search: result.search, chat: result.chat },
+        {
+          database,
+          ingestion: result.ingestion,
+          admin_search: result.search,
+          chat: result.chat,
+          unknown_document_ids: result.unknown_document_ids,
+        },
         null,
         2,
       ),
@@ -189,5 +254,9 @@ if (ensureCorpus()) {
     );
     for (const r of badChat)
       console.log(`  citation [1] not expected: ${r.question} → ${r.cited_documents?.join(', ')}`);
+    for (const r of result.results.filter((r) => r.answer_contains === false))
+      console.log(
+        `  answer lacks the expected text: ${r.question} → ${(r.answer ?? '(failed)').slice(0, 200)}`,
+      );
   }
 }
