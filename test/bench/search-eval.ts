@@ -240,7 +240,7 @@ async function evaluateCorpus(corpus: Corpus) {
           ingestion: result.ingestion,
           admin_search: result.search,
           chat: result.chat,
-          unknown_document_ids: result.unknown_document_ids,
+          missing_document_ids: result.missing_document_ids,
         },
         null,
         2,
@@ -254,7 +254,7 @@ async function evaluateCorpus(corpus: Corpus) {
     );
     for (const r of badChat)
       console.log(`  citation [1] not expected: ${r.question} → ${r.cited_documents?.join(', ')}`);
-    for (const r of result.results.filter((r) => r.answer_contains === false))
+    for (const r of result.results.filter((r) => r.answer_contains_expected === false))
       console.log(
         `  answer lacks the expected text: ${r.question} → ${(r.answer ?? '(failed)').slice(0, 200)}`,
       );
