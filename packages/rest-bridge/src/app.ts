@@ -8,6 +8,7 @@ import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
 import { createMcpRouter } from './mcp-routes.ts';
 import { createOAuthRouter } from './oauth-routes.ts';
+import { createOpenAiRouter } from './openai-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
@@ -147,6 +148,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
   });
 
   app.use('/api', api);
+  app.use('/v1', createOpenAiRouter({ deps, createContext }));
   app.use(createMcpRouter({ deps, createContext }));
   app.use(createOAuthRouter(deps));
   app.get('/', (_req, res) => {
