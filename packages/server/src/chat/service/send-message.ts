@@ -13,7 +13,9 @@ import { loadPersona } from '../persona.ts';
 import { answerReserve, tokens, tokensAtMost } from '../prompt.ts';
 import { assertDocumentSetsAccessible } from '../retrieval.ts';
 import { Channel } from './channel.ts';
+import { withHeartbeat } from './heartbeat.ts';
 import { type ChatDeps, createSessionRow, ownedSession } from './sessions.ts';
+import { startRecording } from './stream-buffer.ts';
 import { runTurn, type TurnPlan } from './turn.ts';
 import { failureError, TurnFold } from './turn-result.ts';
 
@@ -150,7 +152,8 @@ export async function startChatTurn({
       maxOutputTokens: options.maxOutputTokens,
     };
 
-    const channel = new Channel<ChatStreamLine>();
+    const recorder = startRecording(ctx, tree.assistant.id);
+    const channel = new Channel<ChatStreamLine>(recorder ? (line) => recorder.add(line) : undefined);
     if (created) channel.push({ chat_session_id: session.id });
     channel.push({
       user_message_id: tree.userCreated ? tree.userMessage.id : null,
@@ -177,7 +180,8 @@ export async function startChatTurn({
       .finally(() => {
         markStarted();
         channel.close();
-      });
+      })
+      .then(() => recorder?.flushed());
     return {
       sessionId: session.id,
       userMessageId: tree.userCreated ? tree.userMessage.id : null,
@@ -255,39 +259,6 @@ export async function* streamMessage({
 }): AsyncGenerator<ChatStreamLine> {
   const { lines } = await beginTurn({ ctx, input });
   yield* lines;
-}
-
-const HEARTBEAT: ChatStreamLine = {
-  placement: { turn_index: 0, tab_index: 0, sub_turn_index: null },
-  obj: { type: 'chat_heartbeat' },
-};
-
-/** The lines, plus a `chat_heartbeat` line whenever none came for `quietMs` (keeps proxies from timing out). */
-async function* withHeartbeat(
-  lines: AsyncIterable<ChatStreamLine>,
-  quietMs: number,
-): AsyncGenerator<ChatStreamLine> {
-  const iterator = lines[Symbol.asyncIterator]();
-  let pending = iterator.next();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    while (true) {
-      const quiet = new Promise<'quiet'>((resolve) => {
-        timer = setTimeout(() => resolve('quiet'), quietMs);
-      });
-      const next = await Promise.race([pending, quiet]);
-      clearTimeout(timer);
-      if (next === 'quiet') {
-        yield HEARTBEAT;
-        continue;
-      }
-      if (next.done) return;
-      yield next.value;
-      pending = iterator.next();
-    }
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** `stream: false`: the same turn, aggregated into one `ChatFullResponse`. */
