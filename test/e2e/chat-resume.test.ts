@@ -36,6 +36,38 @@ async function readLines(res: Response, take = Number.POSITIVE_INFINITY, abort?:
   return lines;
 }
 
+/** Reads SSE events (`id`, parsed `data`) until `take` of them (then cuts the connection) or the end. */
+async function readEvents(res: Response, take = Number.POSITIVE_INFINITY, abort?: AbortController) {
+  const events: Array<{ id: string | null; data: any }> = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  while (events.length < take) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end = buffer.indexOf('\n\n');
+    while (end !== -1 && events.length < take) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (!block.startsWith(':')) {
+        const lines = block.split('\n');
+        const data = lines.find((l) => l.startsWith('data: '))!.slice(6);
+        events.push({
+          id: lines.find((l) => l.startsWith('id: '))?.slice(4) ?? null,
+          data: data === '[DONE]' ? data : JSON.parse(data),
+        });
+      }
+      end = buffer.indexOf('\n\n');
+    }
+  }
+  if (events.length >= take) {
+    abort?.abort();
+    await reader.cancel().catch(() => {});
+  }
+  return events;
+}
+
 /** A stream's lines without the ids that differ between two runs. */
 function shape(lines: Json[]) {
   return lines.map((l) =>
@@ -140,6 +172,51 @@ describe('resumable chat streams across two processes on one Postgres', () => {
       await fetch(`${b.url}/api/chat/get-chat-session/${sessionId}`, { headers: alice })
     ).json();
     expect(after.run_in_progress).toBe(false);
+  });
+
+  it('resumes an OpenAI-compatible stream on B after N events on A, as /v1/chat/completions/{id}', async () => {
+    const body = JSON.stringify({
+      model: 'kas',
+      stream: true,
+      messages: [{ role: 'user', content: 'Count' }],
+    });
+    fake.enqueue({ tokens, delayMs: 5 });
+    const whole = await readEvents(
+      await fetch(`${a.url}/v1/chat/completions`, { method: 'POST', headers: alice, body }),
+    );
+    expect(whole.at(-1)!.data).toBe('[DONE]');
+
+    const K = 5;
+    fake.enqueue({ tokens, delayMs: 30 });
+    const abort = new AbortController();
+    const first = await readEvents(
+      await fetch(`${a.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: alice,
+        body,
+        signal: abort.signal,
+      }),
+      K,
+      abort,
+    );
+    const id = first[0]!.data.id as string;
+    const url = (base: string, after: number) =>
+      `${base}/v1/chat/completions/${id}?stream=true&starting_after=${after}`;
+    expect((await fetch(url(b.url, K - 1), { headers: bob })).status).toBe(404);
+    const rest = await readEvents(await fetch(url(b.url, K - 1), { headers: alice }));
+    const joined = [...first, ...rest];
+    expect(joined.map((e) => e.id)).toEqual([...whole.slice(0, -1).map((_, i) => String(i)), null]);
+    const strip = (events: typeof whole) =>
+      events.map((e) => (e.data === '[DONE]' ? e.data : { ...e.data, id: 'x', created: 0 }));
+    expect(strip(joined)).toEqual(strip(whole));
+    expect(
+      joined
+        .slice(0, -1)
+        .map((e) => e.data.choices[0].delta.content ?? '')
+        .join(''),
+    ).toBe(tokens.join(''));
+    const replay = await readEvents(await fetch(url(a.url, -1), { headers: alice }));
+    expect(replay).toEqual(joined);
   });
 
   it('answers 404 for a session with no streamed answer', async () => {

@@ -100,6 +100,20 @@ async function chatCompletions(options: OpenAiRouteOptions, req: Request, res: R
     }
     return;
   }
+  await writeSse(options, req, res, completion, -1);
+}
+
+/**
+ * The completion as SSE: each chunk an event with its sequence number as `id` (heartbeats are comments
+ * and take none, so a replay numbers the chunks alike), those up to `startingAfter` skipped.
+ */
+async function writeSse(
+  options: OpenAiRouteOptions,
+  req: Request,
+  res: Response,
+  completion: openaiService.Completion,
+  startingAfter: number,
+) {
   let gone = false;
   res.on('close', () => {
     gone = true;
@@ -115,14 +129,47 @@ async function chatCompletions(options: OpenAiRouteOptions, req: Request, res: R
   try {
     for await (const chunk of chunks) {
       if (gone) break;
-      res.write(chunk ? `id: ${sequence++}\ndata: ${JSON.stringify(chunk)}\n\n` : ': keep-alive\n\n');
+      if (!chunk) res.write(': keep-alive\n\n');
+      else if (sequence++ > startingAfter)
+        res.write(`id: ${sequence - 1}\ndata: ${JSON.stringify(chunk)}\n\n`);
     }
   } catch (error) {
-    if (!gone)
-      res.write(`id: ${sequence++}\ndata: ${JSON.stringify(errorBody(error, options, req).body)}\n\n`);
+    if (!gone) res.write(`id: ${sequence}\ndata: ${JSON.stringify(errorBody(error, options, req).body)}\n\n`);
   }
   if (!gone) res.write('data: [DONE]\n\n');
   res.end();
+}
+
+/**
+ * `GET /v1/chat/completions/{id}`: with `stream=true`, the completion's events after `starting_after`, then
+ * its live run to the end (the resume convention of OpenAI's Responses API), from any kas process; without
+ * it, the whole completion once it has ended.
+ */
+async function retrieveCompletion(options: OpenAiRouteOptions, req: Request, res: Response) {
+  let completion: openaiService.Completion;
+  const after = req.query.starting_after === undefined ? -1 : Number(req.query.starting_after);
+  try {
+    const ctx = await actorContext(options, req, res);
+    if (!Number.isInteger(after) || after < -1)
+      throw new AppError('INVALID_INPUT', 'starting_after: a sequence number (an integer, 0 or more)');
+    completion = await openaiService.resumeCompletion({
+      ctx,
+      completionId: String(req.params.completion_id),
+      includeUsage: req.query.include_usage === 'true',
+    });
+  } catch (error) {
+    sendOpenAiError(options, req, res, error);
+    return;
+  }
+  if (req.query.stream !== 'true') {
+    try {
+      res.json(await openaiService.completeChat({ completion }));
+    } catch (error) {
+      sendOpenAiError(options, req, res, error);
+    }
+    return;
+  }
+  await writeSse(options, req, res, completion, after);
 }
 
 /** `/v1`: the OpenAI-compatible surface (`{base_url}/v1` is the base URL a client configures). */
@@ -132,6 +179,7 @@ export function createOpenAiRouter(options: OpenAiRouteOptions): express.Router 
   router.get('/models', (req, res) => models(options, req, res));
   router.get('/models/:model', (req, res) => model(options, req, res));
   router.post('/chat/completions', (req, res) => chatCompletions(options, req, res));
+  router.get('/chat/completions/:completion_id', (req, res) => retrieveCompletion(options, req, res));
   router.use((req, res) => {
     sendOpenAiError(
       options,

@@ -18,5 +18,5 @@ export {
   stopSession,
   updateSharing,
 } from './service/sessions.ts';
-export { resumeStream } from './service/stream-buffer.ts';
+export { resumeAnswer, resumeStream } from './service/stream-buffer.ts';
 export { failureError, TurnFold, type TurnResult } from './service/turn-result.ts';

@@ -154,13 +154,45 @@ export async function startCompletion({
   }
   if (input.store === false) void begun.run.done.then(forget);
   return {
-    id: `chatcmpl-${begun.run.assistantMessageId}`,
-    created: Math.floor(Date.now() / 1000),
+    id: `${COMPLETION_PREFIX}${begun.run.assistantMessageId}`,
+    created: Math.floor(begun.run.startedAt.getTime() / 1000),
     model: input.model,
     chatSessionId: input.store === false ? null : sessionId,
     lines: begun.lines,
     promptTokens: input.messages.reduce((sum, m) => sum + tokens(textOf(m)), 0),
     includeUsage: input.stream_options?.include_usage === true,
+  };
+}
+
+const COMPLETION_PREFIX = 'chatcmpl-';
+
+/**
+ * A completion again, from its first line, following its live run: the same chunks as the first time
+ * (the model is named by the session's agent). 404 unless the caller's and still kept.
+ */
+export async function resumeCompletion({
+  ctx,
+  completionId,
+  includeUsage,
+}: {
+  ctx: OpenAiDeps;
+  completionId: string;
+  includeUsage: boolean;
+}): Promise<Completion> {
+  const messageId = completionId.startsWith(COMPLETION_PREFIX)
+    ? Number(completionId.slice(COMPLETION_PREFIX.length))
+    : Number.NaN;
+  if (!Number.isSafeInteger(messageId) || messageId < 1 || messageId > 2 ** 31 - 1)
+    throw new AppError('NOT_FOUND', `No completion ${JSON.stringify(completionId)}`);
+  const answer = await chatService.resumeAnswer({ ctx, messageId });
+  return {
+    id: completionId,
+    created: Math.floor(answer.startedAt.getTime() / 1000),
+    model: answer.personaId === 0 ? DEFAULT_MODEL : modelId(answer.personaId),
+    chatSessionId: answer.sessionId,
+    lines: answer.lines,
+    promptTokens: 0,
+    includeUsage,
   };
 }
 

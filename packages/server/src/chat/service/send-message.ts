@@ -31,6 +31,8 @@ export interface ChatRun {
   sessionId: string;
   userMessageId: number | null;
   assistantMessageId: number;
+  /** When the answer was begun (its row's time). */
+  startedAt: Date;
   lines: AsyncIterable<ChatStreamLine>;
   /** Settles when the model first answers; rejects when it failed before saying anything. */
   started: Promise<void>;
@@ -186,6 +188,7 @@ export async function startChatTurn({
       sessionId: session.id,
       userMessageId: tree.userCreated ? tree.userMessage.id : null,
       assistantMessageId: tree.assistant.id,
+      startedAt: new Date(tree.assistant.time_sent),
       lines: channel,
       started,
       done,

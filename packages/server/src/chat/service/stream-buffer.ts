@@ -139,6 +139,35 @@ export async function* resumeStream({
   );
 }
 
+/**
+ * One answer's kept lines from the start, following its live run, with heartbeats while it is quiet: for
+ * surfaces that name an answer rather than a session (the OpenAI surface's completion id). 404 unless the
+ * answer is the caller's and its lines are kept.
+ */
+export async function resumeAnswer({
+  ctx,
+  messageId,
+}: {
+  ctx: ChatDeps & { actor: Actor };
+  messageId: number;
+}): Promise<{ sessionId: string; personaId: number; startedAt: Date; lines: AsyncIterable<ChatStreamLine> }> {
+  const notFound = new AppError(
+    'NOT_FOUND',
+    'No resumable answer with this id (it ended too long ago, or is not yours)',
+  );
+  const message = await chatRepository.findMessage(ctx.db, messageId);
+  if (!message || message.message_type !== 'assistant') throw notFound;
+  const session = await chatRepository.findSession(ctx.db, message.chat_session_id);
+  if (!session || session.user_id !== ctx.actor.user_id || session.deleted) throw notFound;
+  if (!(await chatRepository.readStreamLines(ctx.db, messageId, 0, 1)).length) throw notFound;
+  return {
+    sessionId: session.id,
+    personaId: session.persona_id,
+    startedAt: new Date(message.time_sent),
+    lines: withHeartbeat(followMessage({ ctx, messageId, cursor: 0 }), ctx.config.KAS_CHAT_HEARTBEAT_MS),
+  };
+}
+
 /** The lines of one answer's run from `cursor` on, following it live until its last line. */
 export async function* followMessage({
   ctx,
