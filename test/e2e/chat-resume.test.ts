@@ -3,6 +3,7 @@
  * resumes the same answer from process B (same Postgres), and what it has equals the uninterrupted stream.
  */
 import type { ChildProcess } from 'node:child_process';
+import { createKasClient } from '@kas/sdk';
 import { createTestDatabase, type TestDatabase } from '@kas/server/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, startFakeOpenAi } from '../fakes/openai.ts';
@@ -217,6 +218,61 @@ describe('resumable chat streams across two processes on one Postgres', () => {
     ).toBe(tokens.join(''));
     const replay = await readEvents(await fetch(url(a.url, -1), { headers: alice }));
     expect(replay).toEqual(joined);
+  });
+
+  it('SDK: chat.stream() resumes by itself after the connection drops (here: to the other process)', async () => {
+    const K = 7;
+    const cutting: typeof fetch = async (input, init) => {
+      const url = String(input);
+      if (url.includes('/resume-stream')) return fetch(url.replace(a.url, b.url), init);
+      const res = await fetch(input, init);
+      if (!url.endsWith('/send-chat-message')) return res;
+      // A body that fails after K lines, as a dropped connection does.
+      const reader = res.body!.getReader();
+      let newlines = 0;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          if (newlines >= K) {
+            await reader.cancel();
+            controller.error(new TypeError('terminated'));
+            return;
+          }
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          const text = new TextDecoder().decode(value);
+          let cut = -1;
+          for (let i = 0; i < text.length && cut === -1; i++)
+            if (text[i] === '\n' && ++newlines === K) cut = i + 1;
+          controller.enqueue(cut === -1 ? value : new TextEncoder().encode(text.slice(0, cut)));
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const kas = createKasClient({
+      baseUrl: a.url,
+      apiKey: alice.authorization!.slice('Bearer '.length),
+      fetch: cutting,
+    });
+    expect(kas.openaiBaseUrl).toBe(`${a.url}/v1`);
+    fake.enqueue({ tokens, delayMs: 20 });
+    const lines: Json[] = [];
+    for await (const line of kas.chat.stream({ message: 'Count', chat_session_info: {} })) lines.push(line);
+    expect(lines.at(-1)).toMatchObject({ obj: { type: 'stop' } });
+    expect(lines.map((l) => l.obj?.content ?? '').join('')).toBe(tokens.join(''));
+    const replay = await readLines(await resume(a.url, alice, lines[0]!.chat_session_id, 0));
+    expect(lines).toEqual(replay);
+
+    fake.enqueue({ tokens, delayMs: 20 });
+    const off: Json[] = [];
+    const readAll = async () => {
+      for await (const line of kas.chat.stream(
+        { message: 'Count', chat_session_info: {} },
+        { resume: false },
+      ))
+        off.push(line);
+    };
+    await expect(readAll()).rejects.toThrow('terminated');
+    expect(off).toHaveLength(K);
   });
 
   it('answers 404 for a session with no streamed answer', async () => {
