@@ -8,6 +8,7 @@
  *   connectors 20,000-page local website through the web connector: pages/s, worker RSS, pause latency, two workers (issue: connectors)
  *   responsiveness /api/health and admin search p99 while 8 clients ingest 5 MB documents and one uploads a 20 MB PDF (issue 22)
  *   mcp        the MCP search tool's round trip vs the same admin search over REST; 50 concurrent MCP sessions
+ *   openai     /v1 first content token vs the NDJSON stream, 50 concurrent /v1 streams, resume's first replayed line
  *   idle-rss   idle memory of `kas serve` (first start, restart) vs the old defaults, and where it goes (issue: reliability)
  * `npm run bench -w test -- chat` runs only the named ones.
  */
@@ -23,6 +24,7 @@ const ALL = [
   'idle-rss',
   'responsiveness',
   'mcp',
+  'openai',
 ];
 const chosen = process.argv.slice(2).filter((name) => ALL.includes(name));
 let failed = 0;
