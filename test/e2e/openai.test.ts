@@ -253,8 +253,26 @@ describe('OpenAI-compatible API with a model provider', () => {
         KAS_LLM_BASE_URL: fake.baseURL,
         KAS_LLM_API_KEY: 'test-key',
         KAS_LLM_MODEL: 'fake-model',
+        KAS_CORS_ORIGINS: 'https://chat.example',
       },
     });
+  });
+
+  it('lets the browser origins of KAS_CORS_ORIGINS call /v1', async () => {
+    const preflight = await s.request('OPTIONS', '/v1/chat/completions', {
+      headers: {
+        origin: 'https://chat.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://chat.example');
+    const other = await s.request('GET', '/v1/models', {
+      key: s.adminKey,
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
   afterAll(async () => {
     await s?.close();

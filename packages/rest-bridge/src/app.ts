@@ -51,13 +51,14 @@ export function createHttpApp(deps: AppDeps): express.Express {
       },
     }),
   );
-  // CORS is off unless KAS_CORS_ORIGINS names the browser origins that may call the API.
+  // CORS is off unless KAS_CORS_ORIGINS names the browser origins that may call the API (and /v1, for
+  // browser-based chat clients).
   const origins = deps.config.KAS_CORS_ORIGINS?.split(',')
     .map((origin) => origin.trim())
     .filter(Boolean);
   if (origins?.length)
     app.use(
-      '/api',
+      ['/api', '/v1'],
       cors({
         origin: origins,
         allowedHeaders: ['authorization', 'content-type', 'content-encoding', 'trpc-accept', 'x-trpc-source'],
