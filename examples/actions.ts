@@ -2,7 +2,7 @@
  * Actions end to end: serves a small OpenAPI service and an MCP server (built with the MCP SDK) on random
  * ports, registers both with kas, enables one tool of each on a new agent, and asks a question that calls them,
  * printing the tool calls as they stream. Removing the MCP server then removes its tool from the agent.
- * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> node examples/actions.ts
+ * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> npm run -s example -- actions
  * kas must allow the local services (KAS_OUTBOUND_ALLOWLIST=127.0.0.1) and use a tool-calling model
  * (KAS_LLM_PROVIDER=openai or anthropic); the built-in answerer lists actions but does not call them.
  * Exits non-zero on any mismatch.

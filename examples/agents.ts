@@ -1,6 +1,6 @@
 /**
  * Creates an agent, shares it with a group and lists it as a member and as an outsider, through the SDK.
- * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> node examples/agents.ts
+ * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> npm run -s example -- agents
  * Exits non-zero on any mismatch; cleans up what it created.
  */
 import { ApiError, createKasClient } from '@kas/sdk';

@@ -1,6 +1,6 @@
 /**
  * Creates, lists, regenerates and deletes an API key through the SDK, checking each step.
- * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=svck-… node examples/api-keys.ts
+ * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=svck-… npm run -s example -- api-keys
  * Exits non-zero on any mismatch.
  */
 import { ApiError, createKasClient } from '@kas/sdk';

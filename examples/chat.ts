@@ -1,7 +1,7 @@
 /**
  * Ingests a document, asks about it with a streamed answer (REST NDJSON and tRPC), asks a follow-up with
  * the whole answer at once, and prints the cited answers.
- * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> node examples/chat.ts
+ * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> npm run -s example -- chat
  * Exits non-zero on any mismatch. Works with the built-in offline answerer (no LLM configured).
  */
 import { collectAnswer, createKasClient, isPacket } from '@kas/sdk';

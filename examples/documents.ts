@@ -1,7 +1,7 @@
 /**
  * Ingests a folder of Markdown files, updates one in place, searches them with and without filters, and
  * deletes them, through the SDK.
- * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> node examples/documents.ts [folder]
+ * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> npm run -s example -- documents [folder]
  * Exits non-zero on any mismatch.
  */
 import { readdirSync, readFileSync } from 'node:fs';

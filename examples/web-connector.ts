@@ -1,7 +1,7 @@
 /**
  * Indexes a local website end to end with the web connector, printing progress and ETA, then searches it.
  * The example serves the site itself (20 linked pages on a random port).
- * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> node examples/web-connector.ts
+ * Usage: KAS_URL=http://127.0.0.1:8080 KAS_API_KEY=<admin key> npm run -s example -- web-connector
  * The kas server must run its worker (`kas serve`) and allow the site: KAS_OUTBOUND_ALLOWLIST=127.0.0.1.
  * Exits non-zero on any mismatch.
  */

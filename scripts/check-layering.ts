@@ -50,7 +50,7 @@ export type Layer = (typeof LAYERS)[number];
  */
 export const PLACES: readonly (readonly [RegExp, Layer])[] = [
   // Leaves: import nothing of the app but other leaves.
-  [/^(errors|validation|config|timestamps|logger|memory)\.ts$/, 'leaves'],
+  [/^(errors|validation|config|timestamps|logger|memory|version|edit-distance)\.ts$/, 'leaves'],
   [/^db\/columns\.ts$/, 'leaves'],
   [/\.(table|schemas)\.ts$/, 'leaves'],
   // What a credential and a role are (parse, hash, display, expiry): pure, so schemas can name them.

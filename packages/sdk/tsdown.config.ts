@@ -10,4 +10,6 @@ export default defineConfig({
   deps: { neverBundle: ['@kas/server'] },
   dts: true,
   clean: true,
+  // The plugin-timings notice (the declaration bundler is slow) is noise in every build's output.
+  checks: { bundlerTimings: false },
 });

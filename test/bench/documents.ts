@@ -31,7 +31,7 @@ import {
   searchRepository,
   toTsquery,
 } from '@kas/server/testing';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -113,7 +113,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function spawnKas(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+export async function spawnKas(
+  env: Record<string, string>,
+): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     process.execPath,
@@ -145,6 +147,7 @@ export async function spawnKas(env: Record<string, string>): Promise<{ url: stri
   }
   return {
     url,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -228,6 +231,34 @@ async function benchIngestion(databases: ('embedded' | 'postgres')[] = ['embedde
   return results;
 }
 
+/**
+ * Chunks `from`..`to` of the search benchmarks' index, one ~150-word chunk per document, written by
+ * bare multi-row statements in transactions of 500 (the database's triggers weigh and count them).
+ */
+export async function seedChunks(db: Kysely<any>, from: number, to: number, random: () => number) {
+  const BATCH = 500;
+  for (let start = from; start < to; start += BATCH) {
+    const n = Math.min(BATCH, to - start);
+    const ids = Array.from({ length: n }, (_, i) => `chunk-doc-${start + i}`);
+    const titles = ids.map(() => text(random, 4));
+    const contents = ids.map(() => text(random, 150));
+    await db.transaction().execute(async (trx) => {
+      await sql`
+        INSERT INTO documents (id, semantic_id, title, link, source, from_ingestion_api, doc_updated_at,
+          content_hash, chunk_count, is_public, access_user_ids, access_group_ids, tags)
+        SELECT id, title, title, NULL, 'file', true, now() - (random() * interval '900 days'), '', 1, true,
+          '{}', '{}', '{}'
+        FROM unnest(${ids}::text[], ${titles}::text[]) AS t(id, title)`.execute(trx);
+      await sql`
+        INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+        SELECT id, 0, title, content, left(content, 200), NULL, 200
+        FROM unnest(${ids}::text[], ${titles}::text[], ${contents}::text[]) AS t(id, title, content)`.execute(
+        trx,
+      );
+    });
+  }
+}
+
 async function benchSearch(database: 'embedded' | 'postgres') {
   const postgres = database === 'postgres' ? await startPostgres() : undefined;
   // BENCH_SEARCH_DATA_DIR keeps the embedded index between runs (loaded when it holds too few chunks).
@@ -246,30 +277,10 @@ async function benchSearch(database: 'embedded' | 'postgres') {
   try {
     const random = rng(7);
     const loadStarted = performance.now();
-    const BATCH = 500;
     const stored = Number(
       (await sql<{ n: string }>`SELECT count(*) AS n FROM chunks`.execute(db)).rows[0]!.n,
     );
-    for (let start = stored >= SEARCH_CHUNKS ? SEARCH_CHUNKS : 0; start < SEARCH_CHUNKS; start += BATCH) {
-      const n = Math.min(BATCH, SEARCH_CHUNKS - start);
-      const ids = Array.from({ length: n }, (_, i) => `chunk-doc-${start + i}`);
-      const titles = ids.map(() => text(random, 4));
-      const contents = ids.map(() => text(random, 150));
-      await db.transaction().execute(async (trx) => {
-        await sql`
-          INSERT INTO documents (id, semantic_id, title, link, source, from_ingestion_api, doc_updated_at,
-            content_hash, chunk_count, is_public, access_user_ids, access_group_ids, tags)
-          SELECT id, title, title, NULL, 'file', true, now() - (random() * interval '900 days'), '', 1, true,
-            '{}', '{}', '{}'
-          FROM unnest(${ids}::text[], ${titles}::text[]) AS t(id, title)`.execute(trx);
-        await sql`
-          INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
-          SELECT id, 0, title, content, left(content, 200), NULL, 200
-          FROM unnest(${ids}::text[], ${titles}::text[], ${contents}::text[]) AS t(id, title, content)`.execute(
-          trx,
-        );
-      });
-    }
+    await seedChunks(db, stored >= SEARCH_CHUNKS ? SEARCH_CHUNKS : 0, SEARCH_CHUNKS, random);
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     // Fold the statistics, re-weight with the real average lengths and build champion lists, as the
     // service does in the background after writes.
@@ -282,6 +293,14 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     }
     const maintainSeconds = (performance.now() - maintainStarted) / 1000;
     await sql`ANALYZE`.execute(db);
+    const sizes = (
+      await sql<{ database: number; chunks: number; statistics: number }>`
+        SELECT pg_database_size(current_database())::float8 AS database,
+          pg_total_relation_size('chunks')::float8 AS chunks,
+          (pg_total_relation_size('search_terms') + pg_total_relation_size('search_champions'))::float8 AS statistics`.execute(
+        db,
+      )
+    ).rows[0]!;
 
     // Rare (ranks 5k-20k), mid-frequency (200-2k) and very common (0-20) terms, some as two-word queries.
     const qrandom = rng(99);
@@ -439,6 +458,11 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       load_seconds: Math.round(loadSeconds),
       maintenance_seconds: Math.round(maintainSeconds),
       maintenance_rounds: rounds,
+      index_mb: {
+        database: Math.round(sizes.database / 1e6),
+        chunks_table: Math.round(sizes.chunks / 1e6),
+        statistics_and_champions: Math.round(sizes.statistics / 1e6),
+      },
       top10_agreement_with_exhaustive_bm25: meanAgreement,
       ours_http: ours,
       bare_sql: bare,

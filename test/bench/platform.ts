@@ -91,10 +91,16 @@ export interface AuthLatency {
 function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
     let output = '';
+    // Listens only until the line is seen: the server's request log would otherwise pile up here.
     const onData = (data: Buffer) => {
       output += data;
       const match = pattern.exec(output);
-      if (match) resolve(match[0]);
+      if (!match) return;
+      child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
+      child.stdout?.resume();
+      child.stderr?.resume();
+      resolve(match[0]);
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);

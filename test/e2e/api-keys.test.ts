@@ -183,7 +183,7 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
   it('serves health without a key, the OpenAPI document and the docs page', async () => {
     const health = await s.request('GET', '/api/health');
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ status: 'ok' });
+    expect(await health.json()).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
     const doc = await (await s.request('GET', '/api/openapi.json')).json();
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(
@@ -205,5 +205,35 @@ describe.each(['pglite', 'postgres'] as const)('REST: API keys on %s', (db) => {
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('swagger-ui-bundle.js');
     expect((await s.request('GET', '/api/docs/assets/swagger-ui-bundle.js')).status).toBe(200);
+    // A key pasted into the page is not kept in the browser's storage.
+    expect(await (await s.request('GET', '/api/docs/init.js')).text()).toContain(
+      'persistAuthorization: false',
+    );
+    // One tag per group of operations: no two that differ only in case.
+    const tags = new Set<string>();
+    for (const operations of Object.values(doc.paths) as Record<string, { tags?: string[] }>[])
+      for (const operation of Object.values(operations))
+        for (const tag of operation.tags ?? []) tags.add(tag);
+    expect(
+      [...tags].filter((tag, _, all) =>
+        all.some((other) => other !== tag && other.toLowerCase() === tag.toLowerCase()),
+      ),
+    ).toEqual([]);
+  });
+
+  it('describes every operation in the docs page, under tags that differ by more than case', async () => {
+    const doc = (await (await s.request('GET', '/api/openapi.json')).json()) as {
+      paths: Record<string, Record<string, { description?: string; tags?: string[] }>>;
+    };
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ name: `${method} ${path}`, ...operation })),
+    );
+    expect(operations.filter((operation) => !operation.description?.trim()).map((o) => o.name)).toEqual([]);
+    const tags = [...new Set(operations.flatMap((operation) => operation.tags ?? []))];
+    const folded = tags.map((tag) => tag.toLowerCase());
+    expect(folded.filter((tag, i) => folded.indexOf(tag) !== i)).toEqual([]);
+    expect(await (await s.request('GET', '/api/docs/init.js')).text()).toContain(
+      'persistAuthorization: false',
+    );
   });
 });

@@ -183,13 +183,14 @@ describe('REST: chat with the built-in answerer', () => {
     ).toBe(200);
   });
 
-  it('filters by a document set the caller cannot see exactly as by an absent one: nothing matches', async () => {
+  it('refuses a document set the caller cannot see exactly as an absent one', async () => {
     const set = await s.request('POST', '/api/manage/admin/document-set', {
       key: s.adminKey,
       body: { name: 'secret-set', is_public: false },
     });
     expect(set.status).toBe(200);
-    const answers = [];
+    // Both refused in the same words: the answer does not tell a private set from an absent one.
+    const details = [];
     for (const name of ['secret-set', 'no-such-set']) {
       const res = await s.request('POST', '/api/chat/send-chat-message', {
         key: alice,
@@ -200,12 +201,12 @@ describe('REST: chat with the built-in answerer', () => {
           internal_search_filters: { document_set: [name] },
         },
       });
-      expect(res.status).toBe(200);
+      expect(res.status).toBe(400);
       const body = await res.json();
-      expect(body.top_documents ?? []).toEqual([]);
-      answers.push(body.answer);
+      expect(body.error_code).toBe('INVALID_INPUT');
+      details.push(body.detail.replace(name, 'X'));
     }
-    expect(answers[0]).toBe(answers[1]);
+    expect(details[0]).toBe(details[1]);
   });
 
   it('shares a session so that it can be read without a key, and only then', async () => {

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -140,5 +141,86 @@ describe('kas CLI', () => {
       env: cleanEnv({ KAS_DATA_DIR: tempDir() }),
     }).catch((e: { code: number; stderr: string }) => e);
     expect(badRole).toMatchObject({ code: 2 });
+  });
+
+  it('says what is missing or wrong, then the short usage of that command', async () => {
+    const env = { env: cleanEnv({ KAS_DATA_DIR: tempDir() }) };
+    const fails = (args: string[]) =>
+      run(process.execPath, [cli, ...args], env).then(
+        (r) => ({ code: 0, stderr: r.stderr }),
+        (e: { code: number; stderr: string }) => e,
+      );
+    const missing = await fails(['user', 'create']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^--email is missing\.\n\nUsage:\n {2}kas user create --email/);
+    // The short usage, not the whole list.
+    expect(missing.stderr).not.toMatch(/kas serve/);
+    const bad = await fails(['user', 'create', '--email', 'bad', '--role', 'admin']);
+    expect(bad).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--email must be an email address \(got "bad"\)/),
+    });
+    const token = await fails(['user', 'token', 'create']);
+    expect(token).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--email is missing[\s\S]*kas user token create/),
+    });
+    const noFile = await fails(['backup']);
+    expect(noFile).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/backup file to write is missing[\s\S]*kas backup <file>/),
+    });
+    const unknownOption = await fails(['api-key', 'create', '--rol', 'admin']);
+    expect(unknownOption).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--rol[\s\S]*kas api-key create/),
+    });
+    const noSub = await fails(['api-key']);
+    expect(noSub).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/api-key needs a command[\s\S]*kas api-key list/),
+    });
+  });
+
+  it('prints its version, the same as the health endpoint and the OpenAPI document', async () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'packages/server/package.json'), 'utf8'));
+    const printed = await run(process.execPath, [cli, '--version']);
+    expect(printed.stdout).toBe(`${version}\n`);
+    const server = await serve({ KAS_DATA_DIR: tempDir() });
+    expect(await (await fetch(`${server.url}/api/health`)).json()).toEqual({ status: 'ok', version });
+    const openapi = await (await fetch(`${server.url}/api/openapi.json`)).json();
+    expect(openapi.info.version).toBe(version);
+    await stop(server.child);
+  });
+
+  it('api-key list shows the keys; the commands on the embedded database say the server must be stopped', async () => {
+    const dataDir = tempDir();
+    const env = { env: cleanEnv({ KAS_DATA_DIR: dataDir }) };
+    const created = await run(process.execPath, [cli, 'api-key', 'create', '--name', 'reader'], env);
+    expect(created.stderr).toMatch(/No --role given: the role is basic/);
+    const listed = await run(process.execPath, [cli, 'api-key', 'list'], env);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+ROLE\s+KEY\s+EXPIRES\n/);
+    expect(listed.stdout).toMatch(/\n1\s+reader\s+basic\s+svck-\S+\s+never\n/);
+    expect(listed.stdout).not.toContain(created.stdout.trim());
+    const json = JSON.parse((await run(process.execPath, [cli, 'api-key', 'list', '--json'], env)).stdout);
+    expect(json).toEqual([expect.objectContaining({ api_key_name: 'reader', api_key_role: 'basic' })]);
+
+    const server = await serve({ KAS_DATA_DIR: dataDir });
+    for (const [args, hint] of [
+      [['user', 'create', '--email', 'ann@corp.example', '--role', 'basic'], 'PUT /api/manage/admin/users'],
+      [['user', 'token', 'create', '--email', 'ann@corp.example'], 'POST /api/user/pats'],
+      [['api-key', 'list'], 'GET /api/admin/api-key'],
+    ] as const) {
+      const refused = await run(process.execPath, [cli, ...args], env).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(refused).toMatchObject({ code: 1 });
+      const { stderr } = refused as { stderr: string };
+      expect(stderr).toMatch(/a running kas holds it/);
+      expect(stderr).toMatch(/Stop the server first/);
+      expect(stderr).toContain(hint);
+      expect(stderr).not.toMatch(/\n\s+at /);
+    }
+    await stop(server.child);
   });
 });

@@ -1,3 +1,4 @@
+import { createKasClient } from '@kas/sdk';
 import { documentsService } from '@kas/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -76,6 +77,41 @@ describe.each(['pglite', 'postgres'] as const)('REST: document ingestion and doc
       body: { query: 'HR portal', filters: {} },
     });
     expect((await gone.json()).documents).toEqual([]);
+  });
+
+  it('ingests a batch over REST and through the SDK, each document answered on its own', async () => {
+    const documents = Array.from({ length: 30 }, (_, i) => ({
+      id: `batch-e2e-${i}`,
+      semantic_identifier: `Batch ${i}`,
+      sections: [{ text: `Narwhal tusk survey, entry ${i}.` }],
+    }));
+    const res = await s.request('POST', '/api/svc-api/ingestion/batch', {
+      key: s.adminKey,
+      body: { documents: [...documents, { ...documents[0], sections: [{ text: 'bad \u0000' }] }] },
+    });
+    expect(res.status).toBe(200);
+    const { results } = await res.json();
+    expect(results.slice(0, 30)).toEqual(
+      documents.map((d) => ({ document_id: d.id, already_existed: false, error: null })),
+    );
+    expect(results[30]).toMatchObject({
+      document_id: 'batch-e2e-0',
+      already_existed: null,
+      error: { error_code: 'VALIDATION_ERROR' },
+    });
+    const kas = createKasClient({ baseUrl: s.url, apiKey: s.adminKey });
+    const again = await kas.documents.ingestBatch(documents.slice(0, 2));
+    expect(again).toEqual([
+      { document_id: 'batch-e2e-0', already_existed: true, error: null },
+      { document_id: 'batch-e2e-1', already_existed: true, error: null },
+    ]);
+    const found = await kas.documents.search('narwhal tusk');
+    expect(found.documents.length).toBeGreaterThan(0);
+    const refused = await s.request('POST', '/api/svc-api/ingestion/batch', {
+      key: basic.key,
+      body: { documents },
+    });
+    expect(refused.status).toBe(403);
   });
 
   it('lists the documents of a CC pair, and 404s an unknown pair', async () => {

@@ -131,6 +131,19 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('API reference', () =>
       const screenshot = await page.screenshot({ path: join(profile, 'docs.png'), fullPage: false });
       expect(screenshot.byteLength).toBeGreaterThan(10_000);
       expect(external).toEqual([]);
+
+      // A pasted key is not kept in browser storage (any script of the origin could read it), and a
+      // key an earlier version stored there is removed.
+      await page.evaluate(() => window.localStorage.setItem('authorized', '{"bearerAuth":"svck-old"}'));
+      await page.reload();
+      await page.getByText('Revoke an API key').first().waitFor({ timeout: 15_000 });
+      const stored = await page.evaluate(() => {
+        (
+          window as unknown as { ui: { preauthorizeApiKey(name: string, key: string): void } }
+        ).ui.preauthorizeApiKey('bearerAuth', 'svck-pasted');
+        return JSON.stringify({ ...window.localStorage, ...window.sessionStorage });
+      });
+      expect(stored).not.toContain('svck-');
     } finally {
       await browser.close();
       rmSync(profile, { recursive: true, force: true });

@@ -24,19 +24,22 @@ afterAll(async () => {
 });
 
 describe('the published SDK, outside this repository', () => {
-  it('packs, installs into an empty project, type-checks strictly and runs against a live server', async () => {
+  it('builds, packs and installs into an empty project with the documented command, type-checks strictly and runs against a live server', async () => {
     const npm = {
       cwd: project,
       env: { ...process.env, npm_config_update_notifier: 'false' },
       maxBuffer: 1 << 24,
     };
-    await run('npm', ['pack', join(root, 'packages/sdk'), '--pack-destination', project], npm);
-    const tarball = readdirSync(project).find((name) => name.endsWith('.tgz'));
-    expect(tarball).toBeDefined();
+    // The documented way to get the SDK before it is published: build, pack and install the tarball.
     writeFileSync(
       join(project, 'package.json'),
       JSON.stringify({ name: 'sdk-consumer', private: true, type: 'module' }),
     );
+    await run('npm', ['run', '-s', 'sdk:pack', '--', '--install', project], {
+      ...npm,
+      cwd: root,
+      env: { ...npm.env, npm_config_prefer_offline: 'true' },
+    });
     await run(
       'npm',
       [
@@ -44,17 +47,21 @@ describe('the published SDK, outside this repository', () => {
         '--no-audit',
         '--no-fund',
         '--prefer-offline',
-        `./${tarball}`,
         `typescript@${rootPackage.devDependencies.typescript}`,
         `@types/node@${rootPackage.devDependencies['@types/node']}`,
       ],
       npm,
     );
+    // The tarball carries its README (with the example below) and its license.
+    const installedPackage = join(project, 'node_modules/@kas/sdk');
+    expect(readdirSync(installedPackage).sort()).toEqual(
+      expect.arrayContaining(['LICENSE', 'README.md', 'dist', 'openapi.json', 'package.json']),
+    );
     for (const file of ['program.ts', 'tsconfig.json'])
       copyFileSync(join(root, 'test/sdk-consumer', file), join(project, file));
-    // The README's SDK example is compiled (and run) as written.
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    const example = /### SDK[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    // The SDK README's example, as installed, is compiled (and run) as written.
+    const readme = readFileSync(join(installedPackage, 'README.md'), 'utf8');
+    const example = /## Use[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(example).toBeDefined();
     writeFileSync(join(project, 'readme-example.ts'), example!);
     const tsconfig = JSON.parse(readFileSync(join(project, 'tsconfig.json'), 'utf8'));

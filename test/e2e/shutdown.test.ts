@@ -43,7 +43,8 @@ describe('graceful shutdown', () => {
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as { obj?: { type: string }; chat_session_id?: string });
-    expect(lines.at(-1)?.obj?.type).toBe('stop');
+    // Cut by the shutdown, which is not its user stopping it.
+    expect(lines.at(-1)?.obj).toEqual({ type: 'stop', stop_reason: 'shutdown' });
     const sessionId = lines.find((l) => l.chat_session_id)?.chat_session_id;
     expect(text).not.toContain('word199');
 
@@ -57,6 +58,40 @@ describe('graceful shutdown', () => {
     const answer = session.messages.find((m) => m.message_type === 'assistant')?.message ?? '';
     expect(answer).toContain('word0');
     expect(answer).not.toContain('word199');
+    expect(answer).toMatch(/Generation was cut short: the server was shutting down\.$/);
+    expect(answer).not.toMatch(/stopped by the user/);
     expect(await stop(second.child)).toBe(0);
+  }, 60_000);
+
+  it('lets an answer being streamed finish within KAS_SHUTDOWN_GRACE_S', async () => {
+    const env = {
+      KAS_DATA_DIR: tempDir(),
+      KAS_BOOTSTRAP_ADMIN_KEY: KEY,
+      KAS_SHUTDOWN_GRACE_S: '30',
+      ...fakeOpenAiEnv(fake),
+    };
+    const server = await serve(env, 20_000);
+    fake.enqueue({ tokens: Array.from({ length: 60 }, (_, i) => `word${i} `), delayMs: 50 });
+    const res = await fetch(`${server.url}/api/chat/send-chat-message`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Tell me a story', chat_session_info: {} }),
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    let exit: Promise<number | null> | undefined;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+      if (!exit && text.includes('word3')) exit = stop(server.child);
+    }
+    expect(await exit).toBe(0);
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { obj?: { type: string } });
+    expect(text).toContain('word59');
+    expect(lines.at(-1)?.obj).toEqual({ type: 'stop', stop_reason: null });
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './net.ts';
+import { startReplica } from './replica.ts';
 
 export interface PostgresServer {
   /** A superuser URL for the `postgres` database. */
@@ -11,6 +12,16 @@ export interface PostgresServer {
   port: number;
   urlFor(database: string): string;
   stop(): Promise<void>;
+  /** Starts a streaming replica of this server (replica.ts). */
+  startReplica(): Promise<PostgresServer>;
+}
+
+/** What a replica of a server needs: its data directory, binaries and the account it runs as. */
+export interface ServerFiles {
+  dir: string;
+  data: string;
+  postgres: string;
+  account: { uid: number; gid: number } | undefined;
 }
 
 const USER = 'kas';
@@ -60,6 +71,84 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
  * system temp directory: the checkout may sit in a directory that user cannot enter (e.g. `mktemp -d`).
  */
 export async function startPostgres(): Promise<PostgresServer> {
+  return startServerIn();
+}
+
+/**
+ * Runs `postgres` on a free port over `data` (made by initdb, or a base backup for a replica); retries
+ * with another port when it cannot bind. `onExit` removes what the server leaves behind.
+ */
+export async function runPostgres(options: {
+  postgres: string;
+  data: string;
+  run: string;
+  account: { uid: number; gid: number } | undefined;
+  onStopped: () => void;
+  extra?: string[];
+}): Promise<{ port: number; stop(): Promise<void>; kill(): Promise<void> }> {
+  const { postgres, data, run, account } = options;
+  const asAccount = account ? { uid: account.uid, gid: account.gid } : {};
+  const env = { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' };
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    const child = spawn(
+      postgres,
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-k',
+        run,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'fsync=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        'full_page_writes=off',
+        '-c',
+        'max_connections=300',
+        ...(options.extra ?? []),
+      ],
+      { ...asAccount, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout?.on('data', (d) => {
+      output = (output + d).slice(-4000);
+    });
+    child.stderr?.on('data', (d) => {
+      output = (output + d).slice(-4000);
+    });
+    const killOnExit = () => child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    const ended = (signal: NodeJS.Signals) => async () => {
+      process.off('exit', killOnExit);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill(signal);
+        await exited;
+      }
+      options.onStopped();
+    };
+    try {
+      await waitUntilReady(`postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`, child, () => output);
+      return { port, stop: ended('SIGINT'), kill: ended('SIGKILL') };
+    } catch (error) {
+      lastError = error;
+      process.off('exit', killOnExit);
+      child.kill('SIGKILL');
+      await new Promise((r) =>
+        child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r),
+      );
+    }
+  }
+  throw new Error(`Could not start Postgres: ${String(lastError)}`);
+}
+
+async function startServerIn(): Promise<PostgresServer> {
   const shipped = await shippedBinaries();
   const account = postgresAccount();
   const dir = mkdtempSync(join(tmpdir(), 'kas-pg-'));
@@ -138,6 +227,7 @@ export async function startPostgres(): Promise<PostgresServer> {
         url: urlFor('postgres'),
         port,
         urlFor,
+        startReplica: () => startReplica({ dir, data, postgres, account }, urlFor('postgres')),
         stop: async () => {
           process.off('exit', killOnExit);
           if (child.exitCode === null) {

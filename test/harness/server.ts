@@ -1,5 +1,5 @@
 import { type RunningServer, startServer } from '@kas/rest-bridge';
-import { type CreateDbOptions, configFrom, type Role } from '@kas/server';
+import { type CreateDbOptions, configFrom, type Logger, type Role } from '@kas/server';
 import { createTestDatabase, type TestDbKind, testDbKind } from '@kas/server/testing';
 
 export interface TestServer {
@@ -23,6 +23,8 @@ export async function startTestServer(
     env?: Record<string, string>;
     dbOptions?: CreateDbOptions;
     worker?: boolean;
+    /** Where the server logs (default: a logger at KAS_TEST_LOG_LEVEL, silent). */
+    logger?: Logger;
   } = {},
 ): Promise<TestServer> {
   const database = await createTestDatabase(options.db ?? testDbKind());
@@ -37,6 +39,7 @@ export async function startTestServer(
   const running = await startServer(config, {
     db: { ...database.dbOptions, ...options.dbOptions },
     worker: options.worker ?? false,
+    logger: options.logger,
   });
   const adminKey = config.KAS_BOOTSTRAP_ADMIN_KEY!;
   const request: TestServer['request'] = (method, path, { key, body, rawBody, headers } = {}) =>

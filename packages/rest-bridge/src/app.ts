@@ -10,6 +10,7 @@ import { createMcpRouter } from './mcp-routes.ts';
 import { createOAuthRouter } from './oauth-routes.ts';
 import { createOpenAiRouter } from './openai-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
+import { noteActor, requestId, requestLog } from './request-log.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
 function requestContext(deps: AppDeps, req: Request, res: Response) {
@@ -25,6 +26,7 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
       if (!res.headersSent) res.setHeader(name, value);
     },
     signal: controller.signal,
+    onActor: (actor) => noteActor(res, actor),
   });
 }
 
@@ -33,6 +35,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', deps.config.KAS_TRUST_PROXY);
+  app.use(requestLog(deps.logger));
   // API answers are not cached by validators: hashing every body for an ETag costs more than it saves.
   app.set('etag', false);
   // Security headers on every answer; the CSP lets /api/docs load only its own scripts and styles.
@@ -61,8 +64,21 @@ export function createHttpApp(deps: AppDeps): express.Express {
       ['/api', '/v1'],
       cors({
         origin: origins,
-        allowedHeaders: ['authorization', 'content-type', 'content-encoding', 'trpc-accept', 'x-trpc-source'],
-        exposedHeaders: ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'],
+        allowedHeaders: [
+          'authorization',
+          'content-type',
+          'content-encoding',
+          'trpc-accept',
+          'x-trpc-source',
+          'x-request-id',
+        ],
+        exposedHeaders: [
+          'RateLimit-Limit',
+          'RateLimit-Remaining',
+          'RateLimit-Reset',
+          'Retry-After',
+          'X-Request-Id',
+        ],
         maxAge: 600,
       }),
     );
@@ -116,9 +132,14 @@ export function createHttpApp(deps: AppDeps): express.Express {
         const failure = toErrorResponse(errors[0]);
         return { status: failure.status, headers: new Headers(failure.headers) };
       },
-      onError: ({ error, path }) => {
-        if (error.code === 'INTERNAL_SERVER_ERROR')
-          deps.logger.error({ err: error.cause ?? error, path }, 'trpc call failed');
+      onError: ({ error, path, req }) => {
+        if (error.code === 'INTERNAL_SERVER_ERROR') {
+          const res = (req as Request).res;
+          deps.logger.error(
+            { err: error.cause ?? error, path, req_id: res ? requestId(res) : undefined },
+            'trpc call failed',
+          );
+        }
       },
     }),
   );

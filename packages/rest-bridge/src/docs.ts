@@ -18,11 +18,16 @@ const PAGE = `<!doctype html>
 </body>
 </html>`;
 
-const INIT = `window.ui = SwaggerUIBundle({
+// A pasted key lives only as long as the page: browser storage would keep an admin key for any script
+// of this origin to read. Earlier versions persisted it (Swagger UI's "authorized" item): it is removed.
+const INIT = `try { window.localStorage.removeItem('authorized'); } catch (e) {}
+window.ui = SwaggerUIBundle({
   url: '/api/openapi.json',
   dom_id: '#swagger-ui',
   deepLinking: true,
-  persistAuthorization: true,
+  // A pasted key lives as long as the page: kept in the browser's storage it would outlive the session
+  // and be readable by any script of this origin.
+  persistAuthorization: false,
 });`;
 
 /** The interactive API reference at /api/docs, served from swagger-ui-dist with no internet access. */

@@ -1,11 +1,12 @@
 import { type Logger, toErrorResponse } from '@kas/server';
 import type { Response } from 'express';
+import { requestId } from './request-log.ts';
 
 /** Writes `{error_code, detail}` with the status and headers from the one error table. */
 export function sendError(res: Response, error: unknown, logger: Logger): void {
   const body = toErrorResponse(error);
   if (body.error_code === 'INTERNAL_ERROR')
-    logger.error({ err: error, url: res.req.originalUrl }, 'request failed');
+    logger.error({ err: error, url: res.req.originalUrl, req_id: requestId(res) }, 'request failed');
   if (res.headersSent) {
     res.end();
     return;

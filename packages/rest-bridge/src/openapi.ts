@@ -3,6 +3,7 @@ import {
   ERROR_CODES,
   ERROR_STATUS,
   type ErrorCode,
+  KAS_VERSION,
   type KasMeta,
   procedureMinRole,
   procedureReadsKey,
@@ -49,7 +50,7 @@ const ErrorBody: SchemaObject = {
 export function buildOpenApiDocument(): OpenAPIObject {
   const doc = generateOpenApiDocument(appRouter, {
     title: 'kas API',
-    version: '0.1.0',
+    version: KAS_VERSION,
     description:
       'kas, the self-hostable knowledge assistant service. Every request carries `Authorization: Bearer <API_KEY>`. ' +
       'Errors have the body `{ "error_code", "detail" }`.',

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import {
   AppError,
@@ -7,6 +7,7 @@ import {
   createRuntime,
   type Logger,
   type Runtime,
+  StartupError,
   startWorker,
   toErrorResponse,
   WORKER_TASKS,
@@ -50,17 +51,61 @@ function answerClientError(error: Error & { code?: string }, socket: Socket) {
   setTimeout(() => socket.destroy(), 5000).unref();
 }
 
+/** Why the port cannot be listened on, in one line (PORT and HOST are what to change). */
+function listenError(config: Config, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const at = `${config.HOST}:${config.PORT}`;
+  if (code === 'EADDRINUSE')
+    return new StartupError(
+      `Port ${config.PORT} is already in use on ${config.HOST} (another kas, or another program): stop it or set PORT to a free port.`,
+    );
+  if (code === 'EACCES')
+    return new StartupError(
+      `Not allowed to listen on ${at}: ports below 1024 need privileges; set PORT to 1024 or above.`,
+    );
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return new StartupError(`Cannot listen on ${at}: HOST is not an address of this machine.`);
+  return error;
+}
+
 /** Starts the API (and, unless disabled, the background worker) in this process. */
 export async function startServer(
   config: Config,
   options: { logger?: Logger; worker?: boolean; db?: CreateDbOptions } = {},
 ): Promise<RunningServer> {
-  const runtime = await createRuntime(config, { logger: options.logger, db: options.db });
+  // The port is taken first: a port in use fails before the database is opened or migrated, and before
+  // a first admin key is created that could then never be shown. Until the app is ready, requests are
+  // answered 503 (a health check sees "not yet").
+  const server = createServer();
+  const starting = (_req: IncomingMessage, res: ServerResponse) => {
+    const answer = toErrorResponse(new AppError('SERVICE_UNAVAILABLE', 'kas is starting; try again shortly'));
+    res.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' });
+    res.end(JSON.stringify({ error_code: answer.error_code, detail: answer.detail }));
+  };
+  server.on('request', starting);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.PORT, config.HOST, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    throw listenError(config, error);
+  }
+  let runtime: Runtime;
+  try {
+    runtime = await createRuntime(config, { logger: options.logger, db: options.db });
+  } catch (error) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    throw error;
+  }
   const worker = options.worker ? startWorker(runtime.deps, WORKER_TASKS) : undefined;
   const app = createHttpApp(runtime.deps);
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.PORT, config.HOST, (error?: Error) => (error ? reject(error) : resolve(s)));
-  });
+  server.off('request', starting);
+  server.on('request', app);
   server.keepAliveTimeout = 65_000;
   // Slow clients cannot hold connections open: headers within 20 s, the whole request within 60 s
   // (answers, streams included, are not limited by these).
@@ -82,16 +127,29 @@ export async function startServer(
      */
     close: () => {
       closing ??= (async () => {
+        const closingSince = Date.now();
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         server.on('request', (_req, res: { setHeader(name: string, value: string): void }) =>
           res.setHeader('connection', 'close'),
         );
-        runtime.deps.stopRegistry.stopAll();
+        // Answers being generated may finish within the grace period; those still running near its end
+        // are stopped (each saves its partial answer as cut by the shutdown and ends its stream with a
+        // `stop` packet), leaving up to 2 s of it for that.
+        const graceMs = config.KAS_SHUTDOWN_GRACE_S * 1000;
+        const { stopRegistry } = runtime.deps;
+        const stopping = setTimeout(() => stopRegistry.stopAll(), graceMs - Math.min(2000, graceMs / 4));
         // Keep-alive connections become idle as their last answer ends: close them as they do.
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.closeIdleConnections();
-        const grace = setTimeout(() => server.closeAllConnections(), config.KAS_SHUTDOWN_GRACE_S * 1000);
+        const grace = setTimeout(() => server.closeAllConnections(), graceMs);
         await drained;
+        // A generation whose client went away runs on without a connection: it too may finish in the grace.
+        const left = graceMs - (Date.now() - closingSince);
+        if (!(await stopRegistry.whenIdle(Math.max(0, left - Math.min(2000, graceMs / 4))))) {
+          stopRegistry.stopAll();
+          await stopRegistry.whenIdle(2000);
+        }
+        clearTimeout(stopping);
         clearInterval(sweep);
         clearTimeout(grace);
         await worker?.stop();

@@ -36,7 +36,7 @@ export type {
   IndexingProgress,
 } from './domains/connectors.ts';
 export { fileConnectorConfig } from './domains/connectors.ts';
-export type { IngestedDocument, SearchFilters } from './domains/documents.ts';
+export type { BatchIngestionResult, IngestedDocument, SearchFilters } from './domains/documents.ts';
 export { ApiError, type ApiErrorCode } from './errors.ts';
 export { ERROR_CODES, type ErrorCode, RETRYABLE_ERROR_CODES } from './generated/errors.ts';
 export type { components, paths } from './generated/openapi.ts';

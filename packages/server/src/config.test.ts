@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, unknownSettings } from './config.ts';
 
 describe('configuration', () => {
   it('has sane defaults', () => {
@@ -44,5 +44,40 @@ describe('configuration', () => {
 
   it('requires an encryption key with DATABASE_URL', () => {
     expect(() => loadConfig({ DATABASE_URL: 'postgres://localhost/kas' })).toThrow(/KAS_ENCRYPTION_KEY/);
+  });
+});
+
+describe('unknown settings', () => {
+  it('names each KAS_* variable that is no setting, with the closest setting', () => {
+    expect(
+      unknownSettings({
+        KAS_LOG_LEVLE: 'debug',
+        KAS_SHUTDOWN_GRACE: '30',
+        KAS_NOTHING_LIKE_IT: '1',
+        KAS_LOG_LEVEL: 'info',
+        KAS_URL: 'http://x',
+        KAS_TEST_DB: 'pglite',
+        PATH: '/bin',
+      }),
+    ).toEqual([
+      { name: 'KAS_LOG_LEVLE', closest: 'KAS_LOG_LEVEL' },
+      { name: 'KAS_NOTHING_LIKE_IT', closest: undefined },
+      { name: 'KAS_SHUTDOWN_GRACE', closest: 'KAS_SHUTDOWN_GRACE_S' },
+    ]);
+  });
+});
+
+describe('model provider settings', () => {
+  it('refuse a provider without a base URL or a key, instead of calling its public API with no key', () => {
+    expect(() => loadConfig({ KAS_LLM_PROVIDER: 'openai' })).toThrow(
+      /KAS_LLM_API_KEY: required when KAS_LLM_PROVIDER=openai and KAS_LLM_BASE_URL is unset \(that is the public OpenAI API\); for a local server .* set KAS_LLM_BASE_URL/,
+    );
+    expect(() => loadConfig({ KAS_LLM_PROVIDER: 'anthropic' })).toThrow(/the public Anthropic API/);
+    expect(
+      loadConfig({ KAS_LLM_PROVIDER: 'openai', KAS_LLM_API_KEY: 'sk-x' }).KAS_LLM_BASE_URL,
+    ).toBeUndefined();
+    expect(
+      loadConfig({ KAS_LLM_PROVIDER: 'openai', KAS_LLM_BASE_URL: 'http://ollama:11434/v1' }),
+    ).toBeDefined();
   });
 });

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { closest } from './edit-distance.ts';
 
 const booleanString = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalString = z
@@ -34,6 +35,19 @@ const ConfigSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
       .optional(),
   ),
+  /** Postgres streaming replicas (comma-separated URLs) that serve searches, listings and history; writes stay on DATABASE_URL. */
+  DATABASE_READ_URLS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^postgres(ql)?:\/\//, 'must be postgres:// or postgresql:// URLs'))),
+  /** A replica further behind the primary than this (ms) is skipped until it catches up. */
+  KAS_REPLICA_MAX_LAG_MS: z.coerce.number().int().min(0).max(3_600_000).default(2000),
   MEILI_URL: optionalUrl,
   MEILI_API_KEY: optionalString,
   MEILI_INDEX: z
@@ -173,6 +187,8 @@ const ConfigSchema = z.object({
   KAS_WORKER_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(120_000),
   /** Most chunks of one document (~512 tokens, ~2 KB of English each); a larger one is refused (413), a connector's listed as a per-document error. */
   KAS_MAX_DOCUMENT_CHUNKS: z.coerce.number().int().min(1).max(1_000_000).default(20_000),
+  /** Most documents one `POST /svc-api/ingestion/batch` request may carry (413 beyond; at most 1000). */
+  KAS_INGESTION_BATCH_MAX: z.coerce.number().int().min(1).max(1000).default(100),
   /** Most characters of text one file or page may yield when read (413 for an upload, a per-document error for a connector). */
   KAS_MAX_EXTRACTED_CHARS: z.coerce.number().int().min(1000).max(1_000_000_000).default(10_000_000),
   /** Most pages of a PDF that is read (413 beyond). */
@@ -249,6 +265,11 @@ const ConfigSchema = z.object({
   KAS_OAUTH_ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(60).max(86_400).default(3600),
   /** Lifetime of an OAuth refresh token (each refresh rotates it and starts a new lifetime), in days. */
   KAS_OAUTH_REFRESH_TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+  /**
+   * How long start-up waits for a Postgres that does not accept connections yet (not listening, starting
+   * up, its host not resolvable yet), in seconds; 0: fail at once. A refused password or a missing database fails at once.
+   */
+  KAS_DB_CONNECT_TIMEOUT_S: z.coerce.number().min(0).max(3600).default(60),
   /** A database statement that takes at least this long is logged at `warn` with its SQL (no parameters); 0: never. */
   KAS_SLOW_QUERY_MS: z.coerce.number().int().min(0).max(3_600_000).default(1000),
   KAS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -277,6 +298,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'Invalid configuration:\n  KAS_ENCRYPTION_KEY: required when DATABASE_URL is set (32 random bytes, base64)',
     );
   }
+  // Without a base URL the SDK calls the provider's public API, which refuses every request without a key.
+  if (config.KAS_LLM_PROVIDER !== 'builtin' && !config.KAS_LLM_BASE_URL && !config.KAS_LLM_API_KEY) {
+    const publicApi =
+      config.KAS_LLM_PROVIDER === 'openai' ? 'the public OpenAI API' : 'the public Anthropic API';
+    throw new ConfigError(
+      `Invalid configuration:\n  KAS_LLM_API_KEY: required when KAS_LLM_PROVIDER=${config.KAS_LLM_PROVIDER} and KAS_LLM_BASE_URL is unset ` +
+        `(that is ${publicApi}); for a local server (Ollama, vLLM, LiteLLM, llama.cpp) set KAS_LLM_BASE_URL to its address`,
+    );
+  }
+  if (config.DATABASE_READ_URLS.length && !config.DATABASE_URL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_READ_URLS: replicas need their primary in DATABASE_URL',
+    );
+  }
   if (config.KAS_OIDC_ISSUER && !config.KAS_OIDC_AUDIENCE) {
     throw new ConfigError(
       'Invalid configuration:\n  KAS_OIDC_AUDIENCE: required when KAS_OIDC_ISSUER is set (the client id tokens are issued for)',
@@ -288,6 +323,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   return config;
+}
+
+/** KAS_* variables that are not settings of the server but are read by kas's tools and examples. */
+const OTHER_KAS_VARIABLES = /^KAS_(URL|PROCESS_TUNED|TEST_\w+|FUZZ_\w+)$/;
+
+/**
+ * The KAS_* variables of an environment that are no setting (a misspelt one is otherwise ignored without
+ * a word), each with the setting whose name is closest, when one is a few edits away.
+ */
+export function unknownSettings(
+  env: Record<string, string | undefined> = process.env,
+): { name: string; closest: string | undefined }[] {
+  const known = Object.keys(ConfigSchema.shape);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('KAS_') && !known.includes(name) && !OTHER_KAS_VARIABLES.test(name))
+    .sort()
+    .map((name) => ({ name, closest: closest(name, known, Math.max(2, Math.floor(name.length / 4))) }));
 }
 
 /** A config for tests and tools: defaults plus the given overrides, validated the same way. */

@@ -18,7 +18,14 @@ import type { SearchIndex } from './search/search-index.ts';
 /** Long-lived dependencies, built once per process by `createRuntime`. */
 export interface AppDeps {
   config: Config;
+  /** The primary: writes, and reads that must see this process's own writes. */
   db: Db;
+  /**
+   * Reads that a streaming replica may serve (searches, chat retrieval, listings, history) when
+   * DATABASE_READ_URLS is set: never behind the last access change, at most KAS_REPLICA_MAX_LAG_MS behind
+   * otherwise, the primary when no replica qualifies. The same handle as `db` without replicas.
+   */
+  dbRead: Db;
   dbKind: 'pglite' | 'postgres';
   logger: Logger;
   rateLimiter: RateLimiter;
@@ -75,6 +82,8 @@ export interface RequestInfo {
    * OAuth access tokens (the MCP endpoint); unset elsewhere, where such tokens are refused.
    */
   resource?: string | undefined;
+  /** Told the caller once the credential is authenticated (the transport's request log names it). */
+  onActor?(actor: Actor): void;
 }
 
 /**
@@ -99,6 +108,7 @@ export function createInnerContext(deps: AppDeps, request: Partial<RequestInfo> 
       setHeader: request.setHeader ?? (() => {}),
       signal: request.signal,
       resource: request.resource,
+      onActor: request.onActor,
     },
     actor: null,
   };

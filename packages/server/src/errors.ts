@@ -59,6 +59,12 @@ export const RETRYABLE_ERROR_CODES = ERROR_CODES.filter((code) => isRetryableSta
  * The one error type domain code throws: a plain Error, translated by each transport through
  * `toErrorResponse`. `detail` is written for API consumers; internals go in `cause` and the log.
  */
+/**
+ * kas cannot start, for a reason its message says in full for the operator (a database that does not
+ * answer, a port in use, a data directory that is a file): printed as is, without a stack.
+ */
+export class StartupError extends Error {}
+
 export class AppError extends Error {
   readonly error_code: ErrorCode;
   readonly detail: string;

@@ -7,7 +7,7 @@ export * as apiKeysService from './api-keys/api-keys.service.ts';
 export { type Actor, Role } from './auth/roles.ts';
 export { createBackup, restoreBackup } from './backup/backup.ts';
 export type { ChatStreamLine } from './chat/chat.schemas.ts';
-export { type Config, ConfigError, configFrom, loadConfig } from './config.ts';
+export { type Config, ConfigError, configFrom, loadConfig, unknownSettings } from './config.ts';
 export { type AppDeps, type Context, createInnerContext } from './context.ts';
 export { type CreateDbOptions, createDatabase, migrateToLatest, openPGlite } from './db/database.ts';
 export { DataDirLockedError } from './db/lockfile.ts';
@@ -18,6 +18,7 @@ export {
   ERROR_STATUS,
   type ErrorCode,
   RETRYABLE_ERROR_CODES,
+  StartupError,
   toErrorResponse,
 } from './errors.ts';
 export * as evaluationService from './evaluation/evaluation.service.ts';
@@ -41,5 +42,6 @@ export { type AppRouter, appRouter, createCaller } from './router.ts';
 export { createRuntime, type Runtime } from './runtime.ts';
 export { admit, authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';
 export * as usersService from './users/users.service.ts';
+export { KAS_VERSION } from './version.ts';
 export { WORKER_TASKS } from './worker/tasks.ts';
 export { startWorker } from './worker/worker.ts';

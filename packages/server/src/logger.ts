@@ -16,7 +16,14 @@ export function usePrettyLogs(config: LogConfig, isTerminal: boolean): boolean {
 export function createLogger(config: LogConfig, destination: NodeJS.WritableStream = process.stdout): Logger {
   const options = { level: config.KAS_LOG_LEVEL, base: { service: 'kas' } };
   const isTerminal = Boolean((destination as { isTTY?: boolean }).isTTY);
-  if (!usePrettyLogs(config, isTerminal)) return pino(options, destination);
+  if (!usePrettyLogs(config, isTerminal)) {
+    // JSON to standard output goes through pino's asynchronous destination: a line is written at once
+    // when no write is in flight, and lines that arrive meanwhile go out together in the next write, so
+    // the request log costs no system call per request under load. pino flushes it on exit.
+    if (destination === process.stdout)
+      return pino(options, pino.destination({ dest: process.stdout.fd, sync: false }));
+    return pino(options, destination);
+  }
   // A synchronous stream rather than pino's worker-thread transport: nothing to start or flush at exit.
   return pino(
     options,
@@ -28,4 +35,34 @@ export function createLogger(config: LogConfig, destination: NodeJS.WritableStre
       translateTime: 'SYS:HH:MM:ss.l',
     }),
   );
+}
+
+/**
+ * An error's message followed by its causes' ("fetch failed: connect ECONNREFUSED 127.0.0.1:9"), the
+ * real reason a library's generic message ("Connection error.") hides.
+ */
+export function causeChain(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    const message =
+      current instanceof Error
+        ? current.message || current.name
+        : typeof current === 'string'
+          ? current
+          : JSON.stringify(current);
+    if (message && !parts.includes(message)) parts.push(message);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return parts.join(': ') || 'unknown error';
+}
+
+/** A URL without its query and credentials, safe to log (tokens travel in either). */
+export function loggableUrl(url: string | URL): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
 }

@@ -7,7 +7,7 @@
  * 726 MB on a restart, 1,024 MB on a first start, when it lives at 220–360 MB before and after. No V8
  * option short of `--liftoff-only` bounds it (none of loop unrolling/peeling, inlining, wasm-opt, the
  * tiering budget, eager or lazy compilation, compilation tasks, code space reservation, GC or malloc
- * options changed it; upstream: nodejs/node#63421). See the README's memory section.
+ * options changed it; upstream: nodejs/node#63421). See docs/configuration.md's memory section.
  */
 import { totalmem } from 'node:os';
 import process from 'node:process';

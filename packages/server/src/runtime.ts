@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
 import * as authSync from './auth/auth-sync.repository.ts';
@@ -13,10 +15,16 @@ import { createSourceRegistry } from './connectors/sources/index.ts';
 import type { AppDeps } from './context.ts';
 import { createCpuPool } from './cpu-pool/cpu-pool.ts';
 import { createSecretBox, loadEncryptionKey } from './crypto/secret-box.ts';
-import { type CreateDbOptions, createDatabase, type DatabaseHandle, migrateToLatest } from './db/database.ts';
+import {
+  type CreateDbOptions,
+  createDatabase,
+  type DatabaseHandle,
+  describeDatabaseUrl,
+  migrateToLatest,
+} from './db/database.ts';
 import { createIngestionState } from './documents/ingestion-queue.ts';
 import { createLlmProvider } from './llm/index.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { causeChain, createLogger, type Logger, loggableUrl } from './logger.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
 import { createAuthFailureLimiter, createRateLimiter } from './rate-limit.ts';
 import { createSearchIndex } from './search/create-search-index.ts';
@@ -35,19 +43,56 @@ export async function createRuntime(
   options: { logger?: Logger; db?: CreateDbOptions; skipBootstrap?: boolean } = {},
 ): Promise<Runtime> {
   const logger = options.logger ?? createLogger(config);
+  let opening: NodeJS.Timeout | undefined;
+  if (!options.db?.pglite && !options.db?.inMemory) {
+    const firstStart = !config.DATABASE_URL && !existsSync(join(config.KAS_DATA_DIR, 'pgdata', 'PG_VERSION'));
+    logger.info(
+      config.DATABASE_URL
+        ? `connecting to Postgres at ${describeDatabaseUrl(config.DATABASE_URL).where}`
+        : firstStart
+          ? `creating the embedded database in ${config.KAS_DATA_DIR} (first start: this takes a few seconds)`
+          : `opening the embedded database in ${config.KAS_DATA_DIR}`,
+    );
+    // Opening the embedded database compiles its WebAssembly (and creates it on a first start): seconds
+    // on a loaded machine, said every 5 s so the wait is not silent.
+    const started = Date.now();
+    if (!config.DATABASE_URL)
+      opening = setInterval(
+        () =>
+          logger.info(`still opening the embedded database (${Math.round((Date.now() - started) / 1000)} s)`),
+        5000,
+      );
+  }
   const database = await createDatabase(config, {
     onPoolError: (error) =>
       logger.warn({ err: error }, 'idle database connection failed; the pool will reconnect'),
     slowQueryMs: config.KAS_SLOW_QUERY_MS,
+    onReplicaChange: ({ url, usable, reason }) =>
+      usable
+        ? logger.info({ replica: url }, 'read replica in use')
+        : logger.warn({ replica: url, reason }, 'read replica skipped; its reads go to the primary'),
     onSlowQuery: (statement, ms) =>
       logger.warn({ ms, sql: statement.slice(0, 500) }, 'slow database statement'),
+    onWaiting: (message) => logger.warn(message),
     ...options.db,
-  });
+  }).finally(() => clearInterval(opening));
   let authCache: AuthCache | undefined;
   try {
-    const applied = await migrateToLatest(database.db);
+    const applied = await migrateToLatest(database.db, (message) => logger.info(message));
     if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    const outbound = createOutbound(outboundOptionsFrom(config));
+    const outbound = createOutbound({
+      ...outboundOptionsFrom(config),
+      onFailure: ({ method, url, error }) =>
+        logger.warn(
+          {
+            method,
+            endpoint: loggableUrl(url),
+            code: (error as { code?: unknown }).code,
+            cause: causeChain(error),
+          },
+          'outbound request failed',
+        ),
+    });
     const authFailures = createAuthFailureLimiter({
       limit: config.KAS_AUTH_FAILURES_PER_MINUTE,
       pool: database.pool,
@@ -75,6 +120,7 @@ export async function createRuntime(
     const deps: AppDeps = {
       config,
       db: database.db,
+      dbRead: database.read,
       dbKind: database.kind,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
@@ -82,8 +128,8 @@ export async function createRuntime(
       secrets: createSecretBox(
         loadEncryptionKey(config, { inMemory: Boolean(options.db?.inMemory || options.db?.pglite) }),
       ),
-      search: createSearchIndex(config, database.db, logger),
-      llm: createLlmProvider(config),
+      search: createSearchIndex(config, { db: database.db, read: database.read }, logger),
+      llm: createLlmProvider(config, logger),
       ingestion: createIngestionState(),
       // On Postgres a stop may be requested in another process: the registry polls for it.
       stopRegistry: new StopRegistry(
@@ -95,7 +141,7 @@ export async function createRuntime(
       outbound,
       sources: createSourceRegistry(),
       indexing: createIndexingState(`${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`),
-      oidc: createOidcVerifier(config, outbound.fetch),
+      oidc: createOidcVerifier(config, outbound.fetch, logger),
       cpu: createCpuPool({
         threads: config.KAS_WORKER_THREADS,
         memoryMb: config.KAS_WORKER_MEMORY_MB,

@@ -3,5 +3,6 @@
  * and the restart with kas's memory settings), so that restart costs a bare Node start. Loading
  * `@kas/server` first took 1.5-3 s more (measured on the 2-core test machine).
  */
-export { type Config, configFrom, loadConfig } from './config.ts';
+export { type Config, configFrom, loadConfig, unknownSettings } from './config.ts';
 export { restartTuned, tunedRestart } from './memory.ts';
+export { KAS_VERSION } from './version.ts';

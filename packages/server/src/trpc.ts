@@ -66,7 +66,9 @@ async function authenticateCaller(ctx: Context): Promise<Actor> {
   if (ctx.actor) return ctx.actor;
   const { deps, req } = ctx;
   try {
-    return await authenticate({ ctx: deps, authorization: req.authorization, resource: req.resource });
+    const actor = await authenticate({ ctx: deps, authorization: req.authorization, resource: req.resource });
+    req.onActor?.(actor);
+    return actor;
   } catch (error) {
     if (error instanceof AppError && error.error_code === 'UNAUTHENTICATED') {
       await deps.authFailures.assertAllowed(req.clientAddress);

@@ -5,6 +5,8 @@ import type { RequestBody } from '../types.ts';
 type S = components['schemas'];
 /** A document to ingest: `semantic_identifier`, `sections` and optional `id`, `source`, `metadata`, … */
 export type IngestedDocument = S['IngestedDocument'];
+/** One document's answer in a batch: `document_id`, `already_existed`, or its own `error`. */
+export type BatchIngestionResult = S['BatchIngestionResult'];
 /** Admin search filters: `source_type`, `document_set`, `time_cutoff`, `tags`. */
 export type SearchFilters = S['BaseFilters'];
 
@@ -18,6 +20,17 @@ export function documentsApi(rest: KasRestClient) {
           body: { document, ...(ccPairId === undefined ? {} : { cc_pair_id: ccPairId }) },
         }),
       ),
+    /**
+     * Ingests up to the server's batch limit (`KAS_INGESTION_BATCH_MAX`, default 100) documents in one
+     * request, written together; each is answered on its own, in order: `document_id` and
+     * `already_existed`, or the `error` that refused that document alone.
+     */
+    ingestBatch: (documents: IngestedDocument[], ccPairId?: number): Promise<S['BatchIngestionResult'][]> =>
+      unwrap(
+        rest.POST('/api/svc-api/ingestion/batch', {
+          body: { documents, ...(ccPairId === undefined ? {} : { cc_pair_id: ccPairId }) },
+        }),
+      ).then((output) => output.results),
     /** Every document ingested through the API. */
     list: (): Promise<S['DocMinimalInfo'][]> => unwrap(rest.GET('/api/svc-api/ingestion')),
     /** Deletes an API-ingested document from the index and the database. */

@@ -8,7 +8,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness check */
+        /**
+         * Liveness check
+         * @description Answers 200 with the version of kas while the process serves requests. Needs no key: for load balancers and container health checks.
+         */
         get: operations["health-check"];
         put?: never;
         post?: never;
@@ -45,7 +48,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List API keys */
+        /**
+         * List API keys
+         * @description Every API key, masked (`api_key_display`), with its name, role, expiry and service-account user. The full value appears only when a key is created or regenerated. Admin.
+         */
         get: operations["apiKeys-list"];
         put?: never;
         /**
@@ -89,11 +95,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key */
+        /**
+         * Revoke an API key
+         * @description Deletes the key and its service-account user; the key is refused (401) from the next request. Admin.
+         */
         delete: operations["apiKeys-delete"];
         options?: never;
         head?: never;
-        /** Rename an API key or change its role */
+        /**
+         * Rename an API key or change its role
+         * @description Changes only the fields given: name, role, expiry (`expires_in_days` from now; null: never) and whether the key may mint personal tokens. Applies from the next request. Admin.
+         */
         patch: operations["apiKeys-update"];
         trace?: never;
     };
@@ -144,7 +156,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's chat sessions */
+        /**
+         * List the caller's chat sessions
+         * @description The caller's sessions, newest first, `page_size` at a time; pass the `time_created` of the last one as `before` for the next page.
+         */
         get: operations["chat-listSessions"];
         put?: never;
         post?: never;
@@ -207,7 +222,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Share or unshare a chat session */
+        /**
+         * Share or unshare a chat session
+         * @description `public` lets anyone with the session id read it without a key (`is_shared=true`); `private` takes that back.
+         */
         patch: operations["chat-updateSharing"];
         trace?: never;
     };
@@ -338,7 +356,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's projects */
+        /**
+         * List the caller's projects
+         * @description The projects the caller created, oldest first, each with its number of chats.
+         */
         get: operations["projects-list"];
         put?: never;
         /**
@@ -369,7 +390,10 @@ export interface paths {
         delete: operations["projects-delete"];
         options?: never;
         head?: never;
-        /** Update a project */
+        /**
+         * Update a project
+         * @description Changes only the fields given (name, description, instructions); another user's project → 404.
+         */
         patch: operations["projects-update"];
         trace?: never;
     };
@@ -380,7 +404,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List global token budgets */
+        /**
+         * List global token budgets
+         * @description The budgets on the tokens of all chat messages of the instance together, oldest first. Admin.
+         */
         get: operations["tokenBudgets-listGlobal"];
         put?: never;
         /**
@@ -401,7 +428,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List per-user token budgets */
+        /**
+         * List per-user token budgets
+         * @description The budgets that apply to every user (and API key) separately, oldest first. Admin.
+         */
         get: operations["tokenBudgets-listUsers"];
         put?: never;
         /**
@@ -422,7 +452,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List all group token budgets */
+        /**
+         * List all group token budgets
+         * @description The budgets of every user group, each naming its `group_id`. Admin.
+         */
         get: operations["tokenBudgets-listGroups"];
         put?: never;
         post?: never;
@@ -439,7 +472,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a group's token budgets */
+        /**
+         * List a group's token budgets
+         * @description The budgets on the tokens of the members of this user group together. Admin.
+         */
         get: operations["tokenBudgets-listGroup"];
         put?: never;
         /**
@@ -461,10 +497,16 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Update a token budget */
+        /**
+         * Update a token budget
+         * @description Replaces its amount (`token_budget`, thousands of tokens), `period_hours` and `enabled` flag; its scope stays. Admin.
+         */
         put: operations["tokenBudgets-update"];
         post?: never;
-        /** Delete a token budget */
+        /**
+         * Delete a token budget
+         * @description Removes the budget of any scope; chats are no longer counted against it. Admin.
+         */
         delete: operations["tokenBudgets-delete"];
         options?: never;
         head?: never;
@@ -478,7 +520,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List documents ingested through this API */
+        /**
+         * List documents ingested through this API
+         * @description Every document added with `POST /api/svc-api/ingestion` that the caller manages (curators: the pairs they manage).
+         */
         get: operations["documents-listIngested"];
         put?: never;
         /**
@@ -486,6 +531,26 @@ export interface paths {
          * @description Creates the document, or replaces it in place when its id exists (unchanged content is not re-indexed). An omitted id is derived from the content. `already_existed` is true when the id existed before the call.
          */
         post: operations["documents-ingest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/svc-api/ingestion/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest several documents
+         * @description Each document is ingested as by `POST /svc-api/ingestion` (created, replaced in place, or left alone when unchanged; idempotent by id), and written together with the others in a few statements. Each is answered on its own, in the order sent: its `document_id` and `already_existed`, or the `error` that refused that document alone. At most `KAS_INGESTION_BATCH_MAX` documents (default 100; 413 beyond).
+         */
+        post: operations["documents-ingestBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -519,7 +584,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the documents of a CC pair */
+        /**
+         * List the documents of a CC pair
+         * @description The documents a connector-credential pair owns (id, title, link).
+         */
         get: operations["documents-listCcPairDocuments"];
         put?: never;
         post?: never;
@@ -563,7 +631,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a document set */
+        /**
+         * Delete a document set
+         * @description Removes the set; its documents stay (in their CC pairs) and leave the set at once. An admin, or the curator who created it.
+         */
         delete: operations["documentSets-delete"];
         options?: never;
         head?: never;
@@ -637,7 +708,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List agent labels */
+        /**
+         * List agent labels
+         * @description Labels used to group agents in a picker. Any role.
+         */
         get: operations["personas-labels-list"];
         put?: never;
         /**
@@ -668,7 +742,10 @@ export interface paths {
         delete: operations["personas-labels-delete"];
         options?: never;
         head?: never;
-        /** Rename an agent label */
+        /**
+         * Rename an agent label
+         * @description Renames a label on every agent that carries it.
+         */
         patch: operations["personas-labels-update"];
         trace?: never;
     };
@@ -813,7 +890,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Show or hide an agent in the picker */
+        /**
+         * Show or hide an agent in the picker
+         * @description An unlisted agent still works by id but is left out of other users' agent lists.
+         */
         patch: operations["personas-setListed"];
         trace?: never;
     };
@@ -830,7 +910,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Feature an agent or not */
+        /**
+         * Feature an agent or not
+         * @description Sets `is_featured`, which clients use to show an agent first.
+         */
         patch: operations["personas-setFeatured"];
         trace?: never;
     };
@@ -847,7 +930,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Make an agent public or private */
+        /**
+         * Make an agent public or private
+         * @description A public agent is visible to every user; a private one to its owner and the users and groups it is shared with. Owner, editors or admins.
+         */
         patch: operations["personas-setPublic"];
         trace?: never;
     };
@@ -1192,7 +1278,10 @@ export interface paths {
         delete: operations["connectors-delete"];
         options?: never;
         head?: never;
-        /** Update a connector */
+        /**
+         * Update a connector
+         * @description Replaces a connector's configuration; the next index attempt uses it. Moving a linked connector to another origin needs the credential's secrets entered again (400 `SECRET_REENTRY_REQUIRED`).
+         */
         patch: operations["connectors-update"];
         trace?: never;
     };
@@ -1243,7 +1332,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List credentials */
+        /**
+         * List credentials
+         * @description The credentials the caller may manage, optionally of one `source`; secrets are masked as `********`.
+         */
         get: operations["connectors-listCredentials"];
         put?: never;
         /**
@@ -1264,7 +1356,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a credential */
+        /**
+         * Get a credential
+         * @description One credential with its secrets masked as `********`.
+         */
         get: operations["connectors-getCredential"];
         put?: never;
         post?: never;
@@ -1333,7 +1428,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** CC pair details */
+        /**
+         * CC pair details
+         * @description Status, access type, documents indexed, the running attempt's progress (`docs_done`, `docs_total`, `docs_per_second`, `eta_seconds`, `waiting_until`), the last failure and the webhook events queue.
+         */
         get: operations["connectors-getPair"];
         put?: never;
         post?: never;
@@ -1370,7 +1468,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Index attempts of a CC pair, newest first */
+        /**
+         * Index attempts of a CC pair, newest first
+         * @description Each attempt's status, documents indexed, errors and checkpoint origin (`resumed_from`), `page_size` at a time.
+         */
         get: operations["connectors-indexAttempts"];
         put?: never;
         post?: never;
@@ -1387,7 +1488,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Per-document errors of a CC pair, newest first */
+        /**
+         * Per-document errors of a CC pair, newest first
+         * @description Items an attempt could not index (too large, refused by the source, a broken link) with their reason and link; the other items were indexed.
+         */
         get: operations["connectors-errors"];
         put?: never;
         post?: never;
@@ -1548,7 +1652,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List MCP servers */
+        /**
+         * List MCP servers
+         * @description MCP servers the caller may manage (curators: those scoped to groups they curate).
+         */
         get: operations["mcp-list"];
         put?: never;
         post?: never;
@@ -1565,7 +1672,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an MCP server */
+        /**
+         * Get an MCP server
+         * @description One MCP server with its authentication settings (secrets masked) and its stored tools.
+         */
         get: operations["mcp-get"];
         put?: never;
         post?: never;
@@ -1604,7 +1714,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Update an MCP server and select its tools */
+        /**
+         * Update an MCP server and select its tools
+         * @description Renames or re-describes a server, changes its groups and chooses which of its tools agents may use. Its URL never changes: create a new server to move.
+         */
         post: operations["mcp-update"];
         delete?: never;
         options?: never;
@@ -1639,7 +1752,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** MCP servers, with whether the caller is authenticated to each */
+        /**
+         * MCP servers, with whether the caller is authenticated to each
+         * @description Servers the caller may use and, for per-user authentication, whether the caller has connected (a key or an OAuth sign-in).
+         */
         get: operations["mcp-listForUser"];
         put?: never;
         post?: never;
@@ -1679,7 +1795,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove your key for an MCP server */
+        /**
+         * Remove your key for an MCP server
+         * @description Forgets the caller's own key or OAuth tokens for the server; its tools are left out of the caller's chats until they connect again.
+         */
         delete: operations["mcp-deleteCredentials"];
         options?: never;
         head?: never;
@@ -1753,7 +1872,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List OAuth configurations */
+        /**
+         * List OAuth configurations
+         * @description Every OAuth configuration for actions, with the `redirect_uri` to register at the provider; client secrets are never returned.
+         */
         get: operations["oauthConfigs-list"];
         put?: never;
         post?: never;
@@ -1770,9 +1892,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an OAuth configuration */
+        /**
+         * Get an OAuth configuration
+         * @description One OAuth configuration; the client secret is never returned.
+         */
         get: operations["oauthConfigs-get"];
-        /** Update an OAuth configuration */
+        /**
+         * Update an OAuth configuration
+         * @description Changes its endpoints, client or scopes. Moving `token_url` to another origin needs `client_secret` given again; users then connect again.
+         */
         put: operations["oauthConfigs-update"];
         post?: never;
         /**
@@ -1835,7 +1963,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Forget your token for an OAuth configuration */
+        /**
+         * Forget your token for an OAuth configuration
+         * @description Deletes the caller's stored tokens for this configuration; the caller connects again to use its actions.
+         */
         delete: operations["oauthConfigs-disconnect"];
         options?: never;
         head?: never;
@@ -2001,7 +2132,8 @@ export interface components {
             } | {
                 /** @constant */
                 type: "stop";
-                stop_reason: "user_cancelled" | null;
+                /** @description null: the answer is complete; user_cancelled: stopped through stop-chat-session; shutdown: cut short because the server was shutting down */
+                stop_reason: ("user_cancelled" | "shutdown") | null;
             } | {
                 /** @constant */
                 type: "chat_heartbeat";
@@ -2317,6 +2449,22 @@ export interface components {
             /** @description The semantic_identifier given at ingestion */
             semantic_id: string;
             link: string | null;
+        };
+        IngestBatchOutput: {
+            /** @description One per document, in the order sent */
+            results: components["schemas"]["BatchIngestionResult"][];
+        };
+        BatchIngestionResult: {
+            /** @description The document id (derived from the content when omitted); null when the document was refused before one was known */
+            document_id: string | null;
+            /** @description As for a single document; null when this document failed */
+            already_existed: boolean | null;
+            /** @description Why this document alone was not ingested (the others are unaffected); null on success */
+            error: components["schemas"]["BatchItemError"] | null;
+        };
+        BatchItemError: {
+            error_code: string;
+            detail: string;
         };
         DocumentSet: {
             id: number;
@@ -2931,6 +3079,8 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ok";
+                        /** @description The version of kas that answers, e.g. 0.1.0 */
+                        version: string;
                     };
                 };
             };
@@ -6631,6 +6781,125 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IngestionResult"];
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Insufficient permissions */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflicts with an existing resource */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Request body over KAS_MAX_BODY_MB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Malformed request body or parameter */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description URL and headers over 16 KB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    "documents-ingestBatch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The documents, each ingested as by `POST /svc-api/ingestion`; at most `KAS_INGESTION_BATCH_MAX` (default 100) */
+                    documents: components["schemas"]["IngestedDocument"][];
+                    /** @description Owning CC pair; default the system ingestion CC pair */
+                    cc_pair_id?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestBatchOutput"];
                 };
             };
             /** @description Invalid input */

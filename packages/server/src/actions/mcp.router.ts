@@ -37,14 +37,28 @@ export const mcpRouter = router({
     .mutation(({ ctx, input }) => actionsService.createMcpServer({ ctx: serviceContext(ctx), input })),
 
   list: curatorProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/mcp/servers', tags, summary: 'List MCP servers' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/mcp/servers',
+        tags,
+        summary: 'List MCP servers',
+        description: 'MCP servers the caller may manage (curators: those scoped to groups they curate).',
+      },
+    })
     .input(McpServerIdInput.partial())
     .output(McpServerList)
     .query(({ ctx }) => actionsService.listMcpServers({ ctx: serviceContext(ctx), purpose: 'manage' })),
 
   get: curatorProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/mcp/servers/{server_id}', tags, summary: 'Get an MCP server' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/mcp/servers/{server_id}',
+        tags,
+        summary: 'Get an MCP server',
+        description: 'One MCP server with its authentication settings (secrets masked) and its stored tools.',
+      },
     })
     .input(McpServerIdInput)
     .output(McpServerSnapshot)
@@ -79,6 +93,8 @@ export const mcpRouter = router({
         path: '/admin/mcp/servers/update',
         tags,
         summary: 'Update an MCP server and select its tools',
+        description:
+          'Renames or re-describes a server, changes its groups and chooses which of its tools agents may use. Its URL never changes: create a new server to move.',
       },
     })
     .input(McpServerUpdateInput)
@@ -111,6 +127,8 @@ export const mcpRouter = router({
         path: '/mcp/servers',
         tags,
         summary: 'MCP servers, with whether the caller is authenticated to each',
+        description:
+          'Servers the caller may use and, for per-user authentication, whether the caller has connected (a key or an OAuth sign-in).',
       },
     })
     .input(McpServerIdInput.partial())
@@ -138,6 +156,8 @@ export const mcpRouter = router({
         path: '/mcp/user-credentials/{server_id}',
         tags,
         summary: 'Remove your key for an MCP server',
+        description:
+          "Forgets the caller's own key or OAuth tokens for the server; its tools are left out of the caller's chats until they connect again.",
       },
     })
     .input(McpServerIdInput)

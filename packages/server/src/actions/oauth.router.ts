@@ -33,7 +33,14 @@ export const oauthConfigsRouter = router({
 
   list: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: '/admin/oauth-config', tags, summary: 'List OAuth configurations' },
+      openapi: {
+        method: 'GET',
+        path: '/admin/oauth-config',
+        tags,
+        summary: 'List OAuth configurations',
+        description:
+          'Every OAuth configuration for actions, with the `redirect_uri` to register at the provider; client secrets are never returned.',
+      },
     })
     .input(z.object({}))
     .output(z.array(OAuthConfigSnapshot))
@@ -46,6 +53,7 @@ export const oauthConfigsRouter = router({
         path: '/admin/oauth-config/{oauth_config_id}',
         tags,
         summary: 'Get an OAuth configuration',
+        description: 'One OAuth configuration; the client secret is never returned.',
       },
     })
     .input(OAuthConfigIdInput)
@@ -61,6 +69,8 @@ export const oauthConfigsRouter = router({
         path: '/admin/oauth-config/{oauth_config_id}',
         tags,
         summary: 'Update an OAuth configuration',
+        description:
+          'Changes its endpoints, client or scopes. Moving `token_url` to another origin needs `client_secret` given again; users then connect again.',
       },
     })
     .input(OAuthConfigUpdateInput)
@@ -123,6 +133,8 @@ export const oauthConfigsRouter = router({
         path: '/oauth-config/{oauth_config_id}/token',
         tags,
         summary: 'Forget your token for an OAuth configuration',
+        description:
+          "Deletes the caller's stored tokens for this configuration; the caller connects again to use its actions.",
       },
     })
     .input(OAuthConfigIdInput)

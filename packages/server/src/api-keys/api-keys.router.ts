@@ -27,7 +27,16 @@ export const apiKeysRouter = router({
     .query(({ ctx }) => apiKeysService.describeCaller({ actor: ctx.actor })),
 
   list: adminProcedure
-    .meta({ openapi: { method: 'GET', path: '/admin/api-key', tags, summary: 'List API keys' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/admin/api-key',
+        tags,
+        summary: 'List API keys',
+        description:
+          'Every API key, masked (`api_key_display`), with its name, role, expiry and service-account user. The full value appears only when a key is created or regenerated. Admin.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(ApiKeyDescriptor))
     .query(({ ctx }) => apiKeysService.listApiKeys({ ctx: serviceContext(ctx) })),
@@ -70,6 +79,8 @@ export const apiKeysRouter = router({
         path: '/admin/api-key/{api_key_id}',
         tags,
         summary: 'Rename an API key or change its role',
+        description:
+          'Changes only the fields given: name, role, expiry (`expires_in_days` from now; null: never) and whether the key may mint personal tokens. Applies from the next request. Admin.',
       },
     })
     .input(UpdateApiKeyInput)
@@ -79,7 +90,14 @@ export const apiKeysRouter = router({
   delete: adminProcedure
     .meta({
       noContent: true,
-      openapi: { method: 'DELETE', path: '/admin/api-key/{api_key_id}', tags, summary: 'Revoke an API key' },
+      openapi: {
+        method: 'DELETE',
+        path: '/admin/api-key/{api_key_id}',
+        tags,
+        summary: 'Revoke an API key',
+        description:
+          'Deletes the key and its service-account user; the key is refused (401) from the next request. Admin.',
+      },
     })
     .input(ApiKeyIdInput)
     .output(z.void())

@@ -1,6 +1,7 @@
 import { createRemoteJWKSet, customFetch, errors, type JWTPayload, jwtVerify } from 'jose';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
+import { causeChain, type Logger } from '../logger.ts';
 import type { OutboundFetch } from '../outbound/outbound.ts';
 import type { Role } from './roles.ts';
 
@@ -51,13 +52,32 @@ function describeFailure(error: unknown): AppError {
     return new AppError('SERVICE_UNAVAILABLE', 'The OIDC issuer keys could not be loaded; try again');
   }
   if (error instanceof errors.JOSEError) return unauthenticated('Invalid OIDC token');
+  if (blockedByGuard(error))
+    return new AppError(
+      'SERVICE_UNAVAILABLE',
+      'The OIDC issuer is at a private or loopback address, which the outbound guard refuses: an admin may allow it with KAS_OUTBOUND_ALLOWLIST',
+      { cause: error },
+    );
   return new AppError('SERVICE_UNAVAILABLE', 'The OIDC issuer could not be reached; try again', {
     cause: error,
   });
 }
 
+/** Whether the outbound guard refused the address (somewhere in the error's causes: jose wraps its fetch's). */
+function blockedByGuard(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    if ((current as { code?: unknown }).code === 'BLOCKED_ADDRESS') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** The verifier for `KAS_OIDC_ISSUER`, or null when OIDC sign-in is off. Discovery runs on first use. */
-export function createOidcVerifier(config: Config, fetch: OutboundFetch): OidcVerifier | null {
+export function createOidcVerifier(
+  config: Config,
+  fetch: OutboundFetch,
+  logger?: Logger,
+): OidcVerifier | null {
   const issuer = config.KAS_OIDC_ISSUER;
   const audience = config.KAS_OIDC_AUDIENCE;
   if (!issuer || !audience) return null;
@@ -108,7 +128,19 @@ export function createOidcVerifier(config: Config, fetch: OutboundFetch): OidcVe
           requiredClaims: ['exp', 'sub'],
         }));
       } catch (error) {
-        throw describeFailure(error);
+        const failure = describeFailure(error);
+        // The provider failing is the operator's to fix (a token refused is the caller's): logged with
+        // the endpoint and the real cause, which the answer does not carry.
+        if (failure.error_code === 'SERVICE_UNAVAILABLE')
+          logger?.warn(
+            {
+              issuer,
+              endpoint: `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
+              cause: causeChain(error),
+            },
+            'OIDC issuer failed',
+          );
+        throw failure;
       }
       const email = payload.email;
       if (typeof email !== 'string' || !email.includes('@')) {

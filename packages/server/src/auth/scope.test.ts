@@ -13,7 +13,7 @@ import {
 } from './scope.ts';
 
 // The one scope rule: who is admin, member of and curator of which groups, and for each kind of
-// resource whether a curator needs every group or any (the README's permission table).
+// resource whether a curator needs every group or any (the permission table of docs/security.md).
 let t: TestRuntime;
 
 beforeAll(async () => {

@@ -65,8 +65,8 @@ export interface GroupScoped {
 
 /**
  * Who manages and who uses each kind of resource, written once. "Manage" is edit, delete, and for
- * management endpoints also read; "use" is read or run by people who do not manage it. The README's
- * permission table repeats this; `scope.test.ts` checks every line.
+ * management endpoints also read; "use" is read or run by people who do not manage it. The permission table
+ * of docs/security.md repeats this; `scope.test.ts` checks every line.
  *
  * - Management by a curator always needs every group of the resource curated (`curatesAll`): a
  *   resource shared with a group someone else curates is not theirs alone to change. A resource with

@@ -63,6 +63,8 @@ export const chatRouter = router({
         path: '/chat/get-user-chat-sessions',
         tags,
         summary: "List the caller's chat sessions",
+        description:
+          "The caller's sessions, newest first, `page_size` at a time; pass the `time_created` of the last one as `before` for the next page.",
       },
     })
     .input(ListChatSessionsInput)
@@ -111,6 +113,8 @@ export const chatRouter = router({
         path: '/chat/chat-session/{session_id}',
         tags,
         summary: 'Share or unshare a chat session',
+        description:
+          '`public` lets anyone with the session id read it without a key (`is_shared=true`); `private` takes that back.',
       },
     })
     .input(UpdateSharingInput)

@@ -284,7 +284,13 @@ export const PacketObj = z.discriminatedUnion('type', [
       .object({ is_auth_error: z.boolean(), status_code: z.number().int().nullable(), message: z.string() })
       .nullable(),
   }),
-  z.object({ type: z.literal('stop'), stop_reason: z.enum(['user_cancelled']).nullable() }),
+  z.object({
+    type: z.literal('stop'),
+    stop_reason: z.enum(['user_cancelled', 'shutdown']).nullable().meta({
+      description:
+        'null: the answer is complete; user_cancelled: stopped through stop-chat-session; shutdown: cut short because the server was shutting down',
+    }),
+  }),
   /** Keep-alive: sent when nothing else was for a while (15 s). */
   z.object({ type: z.literal('chat_heartbeat') }),
 ]);

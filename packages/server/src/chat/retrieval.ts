@@ -12,7 +12,7 @@ export const MAX_CHUNKS = 25;
 
 /** Chunks for a query, through the document index, with the caller's access (403 for a hidden document set). */
 export async function retrieve(args: {
-  ctx: { db: Db; search: SearchIndex };
+  ctx: { dbRead: Db; search: SearchIndex };
   actor: Actor;
   query: string;
   filters: RetrievalFilters;
@@ -108,7 +108,7 @@ export async function assertDocumentSetsAccessible({
   actor,
   names,
 }: {
-  ctx: { db: Db; search: SearchIndex };
+  ctx: { dbRead: Db; search: SearchIndex };
   actor: Actor;
   names: string[];
 }): Promise<void> {

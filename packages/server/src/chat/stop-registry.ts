@@ -12,6 +12,9 @@ interface ActiveRun {
 
 const POLL_MS = 50;
 
+/** The abort reason of a generation stopped because the server shuts down (not by its user). */
+export const SHUTDOWN_STOP = 'shutdown';
+
 /**
  * The generations running in this process (one registry per application, in its deps). A stop is a
  * timestamp on the session row, so it reaches the process that generates wherever it was requested:
@@ -47,9 +50,20 @@ export class StopRegistry {
     };
   }
 
-  /** Shutdown: every generation in this process stops, saving its partial answer and ending its stream. */
+  /**
+   * Shutdown: every generation in this process stops, saving its partial answer and ending its stream;
+   * its signal's reason is `SHUTDOWN_STOP`, so the answer is not said to be stopped by its user.
+   */
   stopAll(): void {
-    for (const run of this.runs) run.controller.abort();
+    for (const run of this.runs) run.controller.abort(SHUTDOWN_STOP);
+  }
+
+  /** Resolves once no generation runs in this process, or after `timeoutMs`; true when none runs. */
+  async whenIdle(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.runs.size > 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, deadline - Date.now())));
+    return this.runs.size === 0;
   }
 
   stopLocal(sessionId: string): void {

@@ -71,6 +71,8 @@ export const connectorsRouter = router({
         path: '/manage/admin/connector/{connector_id}',
         tags,
         summary: 'Update a connector',
+        description:
+          "Replaces a connector's configuration; the next index attempt uses it. Moving a linked connector to another origin needs the credential's secrets entered again (400 `SECRET_REENTRY_REQUIRED`).",
       },
     })
     .input(ConnectorUpdateInput)
@@ -149,6 +151,8 @@ export const connectorsRouter = router({
         path: '/manage/credential',
         tags: credentialTags,
         summary: 'List credentials',
+        description:
+          'The credentials the caller may manage, optionally of one `source`; secrets are masked as `********`.',
       },
     })
     .input(CredentialListInput)
@@ -164,6 +168,7 @@ export const connectorsRouter = router({
         path: '/manage/credential/{credential_id}',
         tags: credentialTags,
         summary: 'Get a credential',
+        description: 'One credential with its secrets masked as `********`.',
       },
     })
     .input(CredentialIdInput)
@@ -280,6 +285,8 @@ export const connectorsRouter = router({
         path: '/manage/admin/cc-pair/{cc_pair_id}',
         tags,
         summary: 'CC pair details',
+        description:
+          "Status, access type, documents indexed, the running attempt's progress (`docs_done`, `docs_total`, `docs_per_second`, `eta_seconds`, `waiting_until`), the last failure and the webhook events queue.",
       },
     })
     .input(CcPairIdInput)
@@ -316,6 +323,8 @@ export const connectorsRouter = router({
         path: '/manage/admin/cc-pair/{cc_pair_id}/index-attempts',
         tags,
         summary: 'Index attempts of a CC pair, newest first',
+        description:
+          "Each attempt's status, documents indexed, errors and checkpoint origin (`resumed_from`), `page_size` at a time.",
       },
     })
     .input(PageInput)
@@ -329,6 +338,8 @@ export const connectorsRouter = router({
         path: '/manage/admin/cc-pair/{cc_pair_id}/errors',
         tags,
         summary: 'Per-document errors of a CC pair, newest first',
+        description:
+          'Items an attempt could not index (too large, refused by the source, a broken link) with their reason and link; the other items were indexed.',
       },
     })
     .input(PageInput)

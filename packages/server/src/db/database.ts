@@ -17,7 +17,9 @@ import {
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { StartupError } from '../errors.ts';
 import { acquireDataDirLock } from './lockfile.ts';
+import { ReadRouter } from './replicas.ts';
 import type { Database } from './schema.ts';
 import { snapshotDataDir } from './snapshot.ts';
 
@@ -34,6 +36,13 @@ export function arrayOf<T>(subquery: Expression<{ [column: string]: T }>) {
 
 export interface DatabaseHandle {
   db: Db;
+  /**
+   * The handle for reads that may be served by a streaming replica (DATABASE_READ_URLS): searches,
+   * listings, history. The same as `db` without replicas. Writes and reads of one's own writes use `db`.
+   */
+  read: Db;
+  /** The replica routing, when replicas are configured (status for diagnostics and tests). */
+  replicas?: ReadRouter;
   kind: 'pglite' | 'postgres';
   /** The node-postgres pool in server mode; used by stores that speak pg directly. */
   pool?: pg.Pool;
@@ -102,6 +111,113 @@ export interface CreateDbOptions {
   onSlowQuery?: (sql: string, ms: number) => void;
   /** 0: no statement is reported. */
   slowQueryMs?: number;
+  /** Told while start-up waits for a Postgres that does not accept connections yet (a line for the log). */
+  onWaiting?: (message: string) => void;
+  /** A replica was skipped or taken back for reads (DATABASE_READ_URLS). */
+  onReplicaChange?: (event: { url: string; usable: boolean; reason: string }) => void;
+}
+
+/** Connection failures that a Postgres starting (or its container, its DNS name) resolves by itself. */
+const TRANSIENT_CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  // cannot_connect_now: "the database system is starting up" (or shutting down, or in recovery)
+  '57P03',
+  // too_many_connections: others will leave
+  '53300',
+]);
+
+function isTransientConnectError(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === 'string') return TRANSIENT_CONNECT_CODES.has(code);
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|ECONNREFUSED/i.test(message);
+}
+
+/** Where DATABASE_URL points, without its password: `user@host:port/database`. */
+export function describeDatabaseUrl(connectionString: string): {
+  where: string;
+  user: string;
+  database: string;
+} {
+  try {
+    const url = new URL(connectionString);
+    const host = url.hostname || url.searchParams.get('host') || 'localhost';
+    const database =
+      decodeURIComponent(url.pathname.slice(1)) || decodeURIComponent(url.username) || 'postgres';
+    return {
+      where: `${host}:${url.port || 5432}/${database}`,
+      user: decodeURIComponent(url.username) || 'postgres',
+      database,
+    };
+  } catch {
+    return { where: 'DATABASE_URL', user: 'postgres', database: 'postgres' };
+  }
+}
+
+/**
+ * Waits until Postgres accepts a connection, for up to KAS_DB_CONNECT_TIMEOUT_S: a container that starts
+ * before its database waits for it. A refused password or a missing database does not go away by
+ * waiting: it fails at once, in one line that says which.
+ */
+export async function waitForPostgres(
+  connectionString: string,
+  timeoutS: number,
+  onWaiting: (message: string) => void = () => {},
+): Promise<void> {
+  const { where, user, database } = describeDatabaseUrl(connectionString);
+  const deadline = Date.now() + timeoutS * 1000;
+  let lastReport = 0;
+  for (let attempt = 1; ; attempt++) {
+    const client = new pg.Client({
+      connectionString,
+      connectionTimeoutMillis: Math.max(1000, Math.min(10_000, deadline - Date.now())),
+    });
+    // A connection dropped while it is being made is reported through connect()'s rejection.
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.end().catch(() => {});
+      if (attempt > 1) onWaiting(`Postgres at ${where} accepts connections now`);
+      return;
+    } catch (error) {
+      await client.end().catch(() => {});
+      const code = (error as { code?: unknown }).code;
+      const cause = error instanceof Error ? error.message : String(error);
+      if (code === '28P01')
+        throw new StartupError(
+          `Postgres at ${where} refused the password of user "${user}": check the password in DATABASE_URL.`,
+        );
+      if (code === '28000')
+        throw new StartupError(`Postgres at ${where} refused user "${user}": ${cause} (check DATABASE_URL).`);
+      if (code === '3D000')
+        throw new StartupError(
+          `The database "${database}" does not exist on Postgres at ${where.split('/')[0]}: create it ` +
+            `(createdb ${database}, or CREATE DATABASE) or fix the name in DATABASE_URL.`,
+        );
+      if (!isTransientConnectError(error))
+        throw new StartupError(`Could not connect to Postgres at ${where}: ${cause}`);
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new StartupError(
+          `Postgres at ${where} did not accept connections within ${timeoutS} s (last error: ${cause}). ` +
+            'Check that it runs and DATABASE_URL points to it; KAS_DB_CONNECT_TIMEOUT_S sets how long to wait.',
+        );
+      if (Date.now() - lastReport >= 10_000) {
+        lastReport = Date.now();
+        onWaiting(
+          `waiting for Postgres at ${where} (${cause}); retrying for up to ${Math.ceil(left / 1000)} s more`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, left)));
+    }
+  }
 }
 
 /** Kysely's `log` hook reporting slow statements, or nothing when none are to be reported. */
@@ -143,14 +259,64 @@ function prepareStatements(pool: pg.Pool): void {
   });
 }
 
+/** A data directory that cannot be used, said in one line (a file in its place, no permission, a read-only disk). */
+function dataDirError(dataDir: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const path = (error as NodeJS.ErrnoException).path ?? dataDir;
+  if (code === 'EEXIST' || code === 'ENOTDIR')
+    return new StartupError(
+      `KAS_DATA_DIR ${dataDir} cannot be used: ${code === 'EEXIST' ? `${path} is a file` : `a part of ${path} is a file`}, ` +
+        'not a directory. Point KAS_DATA_DIR at a directory (it is created when missing).',
+    );
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
+    return new StartupError(
+      `KAS_DATA_DIR ${dataDir} cannot be used: ${code === 'EROFS' ? 'the file system is read-only' : 'permission denied'} at ${path}.`,
+    );
+  return error;
+}
+
 export async function createDatabase(config: Config, options: CreateDbOptions = {}): Promise<DatabaseHandle> {
   if (config.DATABASE_URL) {
+    await waitForPostgres(config.DATABASE_URL, config.KAS_DB_CONNECT_TIMEOUT_S, options.onWaiting);
     const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: options.poolSize ?? 10 });
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
-    return { db, kind: 'postgres', pool, close: () => db.destroy() };
+    if (!config.DATABASE_READ_URLS.length)
+      return { db, read: db, kind: 'postgres', pool, close: () => db.destroy() };
+    const replicas = new ReadRouter({
+      primary: pool,
+      primaryUrl: config.DATABASE_URL,
+      replicaUrls: config.DATABASE_READ_URLS,
+      maxLagMs: config.KAS_REPLICA_MAX_LAG_MS,
+      poolSize: options.poolSize ?? 10,
+      onPool: prepareStatements,
+      ...(options.onReplicaChange ? { onChange: options.onReplicaChange } : {}),
+    });
+    const read = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: replicas.pool() }),
+      ...slowQueryLog(options),
+    });
+    try {
+      await replicas.start();
+    } catch (error) {
+      await replicas.close();
+      await db.destroy();
+      throw error;
+    }
+    return {
+      db,
+      read,
+      replicas,
+      kind: 'postgres',
+      pool,
+      close: async () => {
+        await read.destroy();
+        await replicas.close();
+        await db.destroy();
+      },
+    };
   }
   let release = () => {};
   let pglite = options.pglite;
@@ -159,9 +325,14 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     if (options.inMemory) {
       pglite = await openPGlite(undefined, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
     } else {
-      release = acquireDataDirLock(config.KAS_DATA_DIR);
       pgdata = join(config.KAS_DATA_DIR, 'pgdata');
-      mkdirSync(pgdata, { recursive: true });
+      try {
+        release = acquireDataDirLock(config.KAS_DATA_DIR);
+        mkdirSync(pgdata, { recursive: true });
+      } catch (error) {
+        release();
+        throw dataDirError(config.KAS_DATA_DIR, error);
+      }
       try {
         pglite = await openPGlite(pgdata, { sharedBuffersMb: config.KAS_PGLITE_SHARED_BUFFERS_MB });
       } catch (error) {
@@ -179,6 +350,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
   });
   return {
     db,
+    read: db,
     kind: 'pglite',
     snapshot: pgdata
       ? () => snapshotDataDir(instance, pgdata)
@@ -198,25 +370,52 @@ const MIGRATIONS_DIR = join(import.meta.dirname, 'migrations');
 
 /** Loads `migrations/NNNN_name.ts`; each exports `up(db)`. */
 class DirectoryMigrationProvider implements MigrationProvider {
+  /** Told before each migration runs. */
+  onApply: ((name: string) => void) | undefined;
+
   async getMigrations(): Promise<Record<string, Migration>> {
     const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{4}_.+\.ts$/.test(f)).sort();
     const migrations: Record<string, Migration> = {};
     for (const file of files) {
-      migrations[file.replace(/\.ts$/, '')] = (await import(join(MIGRATIONS_DIR, file))) as Migration;
+      const name = file.replace(/\.ts$/, '');
+      const migration = (await import(join(MIGRATIONS_DIR, file))) as Migration;
+      migrations[name] = {
+        ...migration,
+        up: async (db) => {
+          this.onApply?.(name);
+          await migration.up(db);
+        },
+      };
     }
     return migrations;
   }
 }
 
-export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+export async function migrateToLatest(
+  db: Kysely<any>,
+  onProgress?: (message: string) => void,
+): Promise<string[]> {
+  const provider = new DirectoryMigrationProvider();
   // Migrations are written in parallel branches and land in any order: one numbered below the last
   // applied one is still applied (each migration touches its own tables, so their order between
   // branches does not matter), where Kysely would otherwise refuse to start.
-  const migrator = new Migrator({
-    db,
-    provider: new DirectoryMigrationProvider(),
-    allowUnorderedMigrations: true,
-  });
+  const migrator = new Migrator({ db, provider, allowUnorderedMigrations: true });
+  if (onProgress) {
+    // A first start (or an upgrade) runs them all, which takes seconds on a slow machine: say so, and
+    // where it is every 2 s, so the wait is not silent.
+    const pending = (await migrator.getMigrations()).filter((m) => !m.executedAt).length;
+    if (pending) {
+      onProgress(`applying ${pending} database migration${pending > 1 ? 's' : ''} (first start or upgrade)`);
+      let done = 0;
+      let reported = Date.now();
+      provider.onApply = (name) => {
+        done++;
+        if (Date.now() - reported < 2000) return;
+        reported = Date.now();
+        onProgress(`migrating: ${done}/${pending} (${name})`);
+      };
+    }
+  }
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

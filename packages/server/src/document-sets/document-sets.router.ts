@@ -47,6 +47,8 @@ export const documentSetsRouter = router({
         path: '/manage/admin/document-set/{document_set_id}',
         tags,
         summary: 'Delete a document set',
+        description:
+          'Removes the set; its documents stay (in their CC pairs) and leave the set at once. An admin, or the curator who created it.',
       },
     })
     .input(DocumentSetIdInput)

@@ -4,6 +4,8 @@ import {
   CcPairIdInput,
   DocMinimalInfo,
   DocumentIdInput,
+  IngestBatchInput,
+  IngestBatchOutput,
   IngestDocumentInput,
   IngestionResult,
 } from './documents.schemas.ts';
@@ -30,6 +32,26 @@ export const documentsRouter = router({
       documentsService.ingestDocument({ ctx: serviceContext(ctx), input, actor: ctx.actor }),
     ),
 
+  ingestBatch: curatorProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/svc-api/ingestion/batch',
+        tags,
+        summary: 'Ingest several documents',
+        description:
+          'Each document is ingested as by `POST /svc-api/ingestion` (created, replaced in place, or left alone ' +
+          'when unchanged; idempotent by id), and written together with the others in a few statements. ' +
+          'Each is answered on its own, in the order sent: its `document_id` and `already_existed`, or the ' +
+          '`error` that refused that document alone. At most `KAS_INGESTION_BATCH_MAX` documents (default 100; 413 beyond).',
+      },
+    })
+    .input(IngestBatchInput)
+    .output(IngestBatchOutput)
+    .mutation(({ ctx, input }) =>
+      documentsService.ingestBatch({ ctx: serviceContext(ctx), input, actor: ctx.actor }),
+    ),
+
   listIngested: curatorProcedure
     .meta({
       openapi: {
@@ -37,6 +59,8 @@ export const documentsRouter = router({
         path: '/svc-api/ingestion',
         tags,
         summary: 'List documents ingested through this API',
+        description:
+          'Every document added with `POST /api/svc-api/ingestion` that the caller manages (curators: the pairs they manage).',
       },
     })
     .input(z.object({}))
@@ -71,6 +95,7 @@ export const documentsRouter = router({
         path: '/svc-api/connector-docs/{cc_pair_id}',
         tags,
         summary: 'List the documents of a CC pair',
+        description: 'The documents a connector-credential pair owns (id, title, link).',
       },
     })
     .input(CcPairIdInput)

@@ -75,6 +75,52 @@ export const IngestionResult = z
   .meta({ id: 'IngestionResult' });
 export type IngestionResult = z.infer<typeof IngestionResult>;
 
+/**
+ * Most documents one batch request may carry whatever the setting (`KAS_INGESTION_BATCH_MAX` is the
+ * operator's limit, at most this); bounds the request before it is read into documents.
+ */
+export const INGESTION_BATCH_CEILING = 1000;
+
+export const IngestBatchInput = z.object({
+  documents: z.array(IngestedDocument).min(1).max(INGESTION_BATCH_CEILING).meta({
+    description:
+      'The documents, each ingested as by `POST /svc-api/ingestion`; at most `KAS_INGESTION_BATCH_MAX` (default 100)',
+  }),
+  cc_pair_id: IngestDocumentInput.shape.cc_pair_id,
+});
+export type IngestBatchInput = z.infer<typeof IngestBatchInput>;
+
+export const BatchItemError = z
+  .object({
+    error_code: z.string(),
+    detail: z.string(),
+  })
+  .meta({ id: 'BatchItemError' });
+export type BatchItemError = z.infer<typeof BatchItemError>;
+
+export const BatchIngestionResult = z
+  .object({
+    document_id: z.string().nullable().meta({
+      description:
+        'The document id (derived from the content when omitted); null when the document was refused before one was known',
+    }),
+    already_existed: z.boolean().nullable().meta({
+      description: 'As for a single document; null when this document failed',
+    }),
+    error: BatchItemError.nullable().meta({
+      description: 'Why this document alone was not ingested (the others are unaffected); null on success',
+    }),
+  })
+  .meta({ id: 'BatchIngestionResult' });
+export type BatchIngestionResult = z.infer<typeof BatchIngestionResult>;
+
+export const IngestBatchOutput = z
+  .object({
+    results: z.array(BatchIngestionResult).meta({ description: 'One per document, in the order sent' }),
+  })
+  .meta({ id: 'IngestBatchOutput' });
+export type IngestBatchOutput = z.infer<typeof IngestBatchOutput>;
+
 export const DocMinimalInfo = z
   .object({
     document_id: z.string(),

@@ -1,5 +1,5 @@
 export { loadIndexedDocuments, refreshCcPairDocuments, reindexAll, syncIndex } from './service/index-sync.ts';
-export { ingestDocument } from './service/ingest.ts';
+export { ingestBatch, ingestDocument, ingestMany } from './service/ingest.ts';
 export {
   createCcPair,
   deleteIngestedDocument,

@@ -8,7 +8,7 @@ export const filesRouter = router({
       openapi: {
         method: 'POST',
         path: '/chat/file',
-        tags: ['chat'],
+        tags: ['Chat'],
         summary: 'Upload files to attach to a chat message',
         description:
           'Multipart form with one or more `files` fields (text, Markdown, PDF, DOCX). All or nothing: one ' +

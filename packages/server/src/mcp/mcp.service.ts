@@ -66,7 +66,7 @@ export async function search({
   ctx,
   input,
 }: {
-  ctx: ActorContext<'db' | 'search'>;
+  ctx: ActorContext<'db' | 'dbRead' | 'search'>;
   input: McpSearchInput;
 }): Promise<McpSearchOutput> {
   assertMayUse(ctx.actor, 'search');
@@ -93,12 +93,12 @@ export async function fetchDocument({
   ctx,
   input,
 }: {
-  ctx: ActorContext<'db'>;
+  ctx: ActorContext<'db' | 'dbRead'>;
   input: McpFetchInput;
 }): Promise<McpFetchOutput> {
   assertMayUse(ctx.actor, 'fetch');
   const access = await accessScopeOf(ctx, ctx.actor);
-  const chunks = await searchRepository.loadDocumentChunks(ctx.db, input.id, access);
+  const chunks = await searchRepository.loadDocumentChunks(ctx.dbRead, input.id, access);
   const first = chunks[0];
   if (!first) throw new AppError('DOCUMENT_NOT_FOUND', `Document ${JSON.stringify(input.id)} not found`);
   return {

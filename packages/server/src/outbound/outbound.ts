@@ -45,6 +45,8 @@ export interface OutboundLimits {
 
 export interface OutboundOptions extends OutboundLimits {
   allowlist: readonly string[];
+  /** Told of each request that fails for good (refused, unreachable, timed out; not aborted), for the log. */
+  onFailure?: (failure: { method: string; url: string; error: OutboundError | Error }) => void;
 }
 
 /** `fetch` with the guard and the caps; `init.outbound` overrides limits for one call. */
@@ -363,7 +365,7 @@ async function fetchFollowing(
 /** Builds the one HTTP client for the outside world. */
 export function createOutbound(options: OutboundOptions): Outbound {
   const guard = new AddressGuard(options.allowlist);
-  const { allowlist: _allowlist, ...defaults } = options;
+  const { allowlist: _allowlist, onFailure, ...defaults } = options;
   const withLimits = (overrides: Partial<OutboundLimits>): OutboundFetch => {
     const base = { ...defaults, ...overrides };
     return async (input, init) => {
@@ -378,7 +380,11 @@ export function createOutbound(options: OutboundOptions): Outbound {
         } catch (error) {
           const retryable =
             error instanceof OutboundError && (error.code === 'NETWORK' || error.code === 'TIMEOUT');
-          if (!retryable || attempt >= retries || deadline?.aborted) throw error;
+          if (!retryable || attempt >= retries || deadline?.aborted) {
+            if (!(error instanceof OutboundError && error.code === 'ABORTED'))
+              onFailure?.({ method: prepared.method, url: prepared.url.toString(), error: error as Error });
+            throw error;
+          }
         }
         if (response && (!RETRY_STATUSES.has(response.status) || attempt >= retries)) return response;
         const asked = response ? retryAfterMs(response.headers.get('retry-after')) : null;

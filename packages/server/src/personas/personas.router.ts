@@ -34,7 +34,13 @@ const labelTags = ['Agent labels'];
 const labelsRouter = router({
   list: basicProcedure
     .meta({
-      openapi: { method: 'GET', path: '/persona/labels', tags: labelTags, summary: 'List agent labels' },
+      openapi: {
+        method: 'GET',
+        path: '/persona/labels',
+        tags: labelTags,
+        summary: 'List agent labels',
+        description: 'Labels used to group agents in a picker. Any role.',
+      },
     })
     .input(z.object({}))
     .output(z.array(PersonaLabel))
@@ -63,6 +69,7 @@ const labelsRouter = router({
         path: '/admin/persona/label/{label_id}',
         tags: labelTags,
         summary: 'Rename an agent label',
+        description: 'Renames a label on every agent that carries it.',
       },
     })
     .input(UpdateLabelInput)
@@ -224,6 +231,7 @@ export const personasRouter = router({
         path: '/admin/persona/{persona_id}/listed',
         tags,
         summary: 'Show or hide an agent in the picker',
+        description: "An unlisted agent still works by id but is left out of other users' agent lists.",
       },
     })
     .input(SetListedInput)
@@ -243,6 +251,7 @@ export const personasRouter = router({
         path: '/admin/persona/{persona_id}/featured',
         tags,
         summary: 'Feature an agent or not',
+        description: 'Sets `is_featured`, which clients use to show an agent first.',
       },
     })
     .input(SetFeaturedInput)
@@ -262,6 +271,8 @@ export const personasRouter = router({
         path: '/persona/{persona_id}/public',
         tags,
         summary: 'Make an agent public or private',
+        description:
+          'A public agent is visible to every user; a private one to its owner and the users and groups it is shared with. Owner, editors or admins.',
       },
     })
     .input(SetPublicInput)

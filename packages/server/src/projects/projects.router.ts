@@ -7,7 +7,15 @@ const tags = ['Projects'];
 
 export const projectsRouter = router({
   list: basicProcedure
-    .meta({ openapi: { method: 'GET', path: '/user/projects', tags, summary: "List the caller's projects" } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/user/projects',
+        tags,
+        summary: "List the caller's projects",
+        description: 'The projects the caller created, oldest first, each with its number of chats.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(UserProject))
     .query(({ ctx }) => projectsService.listProjects({ ctx: serviceContext(ctx) })),
@@ -28,7 +36,14 @@ export const projectsRouter = router({
 
   update: basicProcedure
     .meta({
-      openapi: { method: 'PATCH', path: '/user/projects/{project_id}', tags, summary: 'Update a project' },
+      openapi: {
+        method: 'PATCH',
+        path: '/user/projects/{project_id}',
+        tags,
+        summary: 'Update a project',
+        description:
+          "Changes only the fields given (name, description, instructions); another user's project → 404.",
+      },
     })
     .input(UpdateProjectInput)
     .output(UserProject)

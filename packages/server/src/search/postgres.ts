@@ -67,8 +67,11 @@ export function createPostgresSearchIndex(
      * ms slower, measured on the benchmark's index).
      */
     rowsWithRanking?: boolean;
+    /** Where searches read (a replica router, db/replicas.ts); writes and maintenance use `db`. */
+    read?: Db;
   } = {},
 ): PostgresSearchIndex {
+  const read = options.read ?? db;
   const rowsWithRanking = options.rowsWithRanking ?? false;
   const few = options.fewResults ?? 3;
   const limits = { ...DEFAULT_PLAN_LIMITS, ...options.limits };
@@ -222,7 +225,7 @@ export function createPostgresSearchIndex(
     request: SearchRequest,
     stemmed = false,
   ): Promise<SearchHit[]> => {
-    const stats = await searchRepository.queryTerms(db, words, { stemmed });
+    const stats = await searchRepository.queryTerms(read, words, { stemmed });
     const plan = planQuery(stats.chunks, stats.terms, limits);
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
@@ -237,13 +240,14 @@ export function createPostgresSearchIndex(
       limit: request.limit,
       rows: rowsWithRanking ? request.rows : undefined,
     };
-    const hits = await searchRepository.bm25Search(db, {
+    const hits = await searchRepository.bm25Search(read, {
       ...args,
       scoredChampions: championsToScore(request.limit, limits),
     });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
-    if (hits.length < request.limit && plan.champions.length) return searchRepository.bm25SearchAll(db, args);
+    if (hits.length < request.limit && plan.champions.length)
+      return searchRepository.bm25SearchAll(read, args);
     return hits;
   };
 
@@ -292,17 +296,17 @@ export function createPostgresSearchIndex(
     async search(request: SearchRequest) {
       const { query, limit, fallbacks } = request;
       const parsed = parseQuery(query);
-      if (!toTsquery(parsed)) return searchRepository.recentChunks(db, request);
+      if (!toTsquery(parsed)) return searchRepository.recentChunks(read, request);
       let hits = await rank(parsed, parsed.positiveWords, request);
       const threshold = fallbacks === false ? 0 : Math.min(limit, few);
       if (hits.length < threshold) {
         // Prefix fallback: words as typed may be the start of indexed terms ("replica" → "replication").
         const candidates = parsed.positiveWords.filter((w) => w.length >= 3);
-        const expanded = await searchRepository.termsWithPrefix(db, candidates, 3);
+        const expanded = await searchRepository.termsWithPrefix(read, candidates, 3);
         if (expanded.length) hits = appendFallback(hits, await rank(parsed, expanded, request, true), limit);
       }
       if (hits.length < threshold) {
-        const corrections = await searchRepository.correctWords(db, parsed.positiveWords);
+        const corrections = await searchRepository.correctWords(read, parsed.positiveWords);
         if (corrections.size) {
           const corrected = parsed.positiveWords.map((w) => corrections.get(w) ?? w);
           hits = appendFallback(hits, await rank(parsed, corrected, request), limit);

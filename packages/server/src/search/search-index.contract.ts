@@ -201,6 +201,9 @@ export function searchIndexContract(
       expect(await ids(admin, 'kubern')).toContain('pub-kube');
       expect(await ids(admin, 'kubernetas')).toContain('pub-kube');
       expect(await ids(admin, 'salaryes')).toContain('pub-payroll');
+      // Two neighbouring letters swapped is one typo, as any other (trigrams alone miss these).
+      expect((await ids(admin, 'borwn')).sort()).toEqual(['pub-fox', 'pub-fox2']);
+      expect(await ids(admin, 'qucik dog')).toContain('pub-fox');
       if (t.deps.search.kind === 'postgres') {
         // Callers that relax the query themselves (chat) can skip the fallbacks' extra queries.
         const exactOnly = await searchService.searchChunks({
@@ -217,7 +220,13 @@ export function searchIndexContract(
       expect(await ids(admin, 'ingress', { source_type: ['confluence'] })).toEqual(['pub-kube']);
       expect(await ids(admin, 'salaries', { document_set: ['Finance'] })).toEqual(['pub-payroll']);
       expect(await ids(admin, 'ingress', { document_set: ['Finance'] })).toEqual([]);
-      expect(await ids(admin, 'ingress', { document_set: ['No such set'] })).toEqual([]);
+      // A set that does not exist would match nothing: refused, naming it.
+      await expect(ids(admin, 'ingress', { document_set: ['Finance', 'No such set'] })).rejects.toMatchObject(
+        {
+          error_code: 'INVALID_INPUT',
+          detail: expect.stringMatching(/^No document set named "No such set" among the sets you can search/),
+        },
+      );
       const recent = await ids(admin, 'ingress', { time_cutoff: '2024-05-15T00:00:00Z' });
       expect(recent.sort()).toEqual(['priv-user', 'pub-kube']);
       expect(await ids(admin, 'ingress', { tags: [{ tag_key: 'env', tag_value: 'staging' }] })).toEqual([
@@ -241,9 +250,13 @@ export function searchIndexContract(
       expect(await ids(userB, 'ingress')).toEqual(expect.arrayContaining(['pub-kube', 'pub-ingress-title']));
     });
 
-    it('filters by a document set the user cannot see as by an absent one: nothing matches', async () => {
-      expect(await ids(userB, '', { document_set: ['Hidden set'] })).toEqual([]);
-      expect(await ids(userB, '', { document_set: ['No such set'] })).toEqual([]);
+    it('refuses a document set the user cannot see as an absent one, in the same words', async () => {
+      const hidden = await ids(userB, '', { document_set: ['Hidden set'] }).catch((error: unknown) => error);
+      const absent = await ids(userB, '', { document_set: ['No such set'] }).catch((error: unknown) => error);
+      expect(hidden).toMatchObject({ error_code: 'INVALID_INPUT' });
+      expect((hidden as { detail: string }).detail.replace('Hidden set', 'X')).toBe(
+        (absent as { detail: string }).detail.replace('No such set', 'X'),
+      );
     });
 
     it('lists the most recent documents for an empty query', async () => {

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import { closest, transpositionsOf } from '../edit-distance.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
 
@@ -506,19 +507,39 @@ export function clearVocabulary(db: DbExecutor) {
   return sql`DELETE FROM search_vocabulary`.execute(db);
 }
 
-/** For each word that is not in the vocabulary, the most similar word that is (pg_trgm), if any. */
+/**
+ * For each word that is not in the vocabulary, the closest word that is, if any: of the most similar
+ * words by trigrams (pg_trgm) and the words made by swapping two neighbouring letters (which trigrams
+ * miss: "deamon" shares too few with "daemon"), the one fewest edits away, a swap counting as one.
+ */
 export async function correctWords(db: DbExecutor, words: string[]): Promise<Map<string, string>> {
   if (!words.length) return new Map();
-  const result = await sql<{ word: string; term: string | null }>`
-    SELECT w.word, (
-      SELECT v.term FROM search_vocabulary v
+  const swaps = words.flatMap((word) => transpositionsOf(word).map((variant) => ({ word, variant })));
+  const result = await sql<{ word: string; term: string }>`
+    SELECT w.word, c.term, c.score
+    FROM unnest(${words}::text[]) AS w(word)
+    CROSS JOIN LATERAL (
+      SELECT v.term, similarity(v.term, w.word) AS score FROM search_vocabulary v
       WHERE v.term % w.word
       ORDER BY similarity(v.term, w.word) DESC, v.term
-      LIMIT 1
-    ) AS term
-    FROM unnest(${words}::text[]) AS w(word)
-    WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary v WHERE v.term = w.word)`.execute(db);
-  return new Map(result.rows.filter((r) => r.term).map((r) => [r.word, r.term!]));
+      LIMIT 5
+    ) c
+    WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary v WHERE v.term = w.word)
+    UNION ALL
+    SELECT s.word, v.term, similarity(v.term, s.word) AS score
+    FROM unnest(${swaps.map((s) => s.word)}::text[], ${swaps.map((s) => s.variant)}::text[]) AS s(word, variant)
+    JOIN search_vocabulary v ON v.term = s.variant
+    WHERE NOT EXISTS (SELECT 1 FROM search_vocabulary x WHERE x.term = s.word)
+    ORDER BY 1, 3 DESC, 2`.execute(db);
+  // Rows come in order of similarity for each word: a tie in edits keeps the more similar word.
+  const candidates = new Map<string, string[]>();
+  for (const row of result.rows) candidates.set(row.word, [...(candidates.get(row.word) ?? []), row.term]);
+  const corrections = new Map<string, string>();
+  for (const [word, terms] of candidates) {
+    const best = closest(word, terms, Number.POSITIVE_INFINITY);
+    if (best) corrections.set(word, best);
+  }
+  return corrections;
 }
 
 /**

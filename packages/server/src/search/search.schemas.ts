@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { closest } from '../edit-distance.ts';
 import { TimestampInput } from '../timestamps.ts';
 import { WellFormedString } from '../validation.ts';
 
@@ -7,18 +8,34 @@ export const Tag = z
   .meta({ id: 'Tag', description: 'A metadata key and one of its values' });
 export type Tag = z.infer<typeof Tag>;
 
+const FILTER_KEYS = ['source_type', 'document_set', 'time_cutoff', 'tags'];
+
+function unknownFilters(keys: string[]): string {
+  const named = keys.map((key) => {
+    const near = closest(key, FILTER_KEYS, 3);
+    return near ? `"${key}" (did you mean ${near}?)` : `"${key}"`;
+  });
+  return `unknown filter ${named.join(', ')}; the filters are ${FILTER_KEYS.join(', ')}`;
+}
+
+/** A misspelt filter would otherwise be ignored (unfiltered results): an unknown key is refused, named. */
 export const BaseFilters = z
-  .object({
-    source_type: z.array(WellFormedString).nullish().meta({ description: 'Only these source types' }),
-    document_set: z
-      .array(WellFormedString)
-      .nullish()
-      .meta({ description: 'Only documents in these document sets (names)' }),
-    time_cutoff: TimestampInput.nullish().meta({
-      description: 'Only documents updated at or after this time',
-    }),
-    tags: z.array(Tag).nullish().meta({ description: 'Only documents with any of these tags' }),
-  })
+  .strictObject(
+    {
+      source_type: z.array(WellFormedString).nullish().meta({ description: 'Only these source types' }),
+      document_set: z
+        .array(WellFormedString)
+        .nullish()
+        .meta({ description: 'Only documents in these document sets (names)' }),
+      time_cutoff: TimestampInput.nullish().meta({
+        description: 'Only documents updated at or after this time',
+      }),
+      tags: z.array(Tag).nullish().meta({ description: 'Only documents with any of these tags' }),
+    },
+    {
+      error: (issue) => (issue.code === 'unrecognized_keys' ? unknownFilters(issue.keys) : undefined),
+    },
+  )
   .meta({ id: 'BaseFilters' });
 export type BaseFilters = z.infer<typeof BaseFilters>;
 

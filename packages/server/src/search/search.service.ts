@@ -3,6 +3,7 @@ import { memberGroupIds } from '../auth/scope.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Db } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
+import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
 import { highlighter } from './highlight.ts';
 import { parseQuery } from './query-parser.ts';
@@ -10,12 +11,13 @@ import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
 import { type AccessScope, chunkKey, encodeTag, type IndexFilters } from './search-index.ts';
 
-type Deps = ServiceContext<'db' | 'search'>;
+/** Searches read `dbRead` (a replica when configured, never behind the last access change). */
+type Deps = ServiceContext<'dbRead' | 'search'>;
 
 /** Filters a caller (admin search, chat retrieval, an agent's scope) may put on a search. */
 export interface ChunkSearchFilters {
   source_type?: string[] | null | undefined;
-  /** Document set names. Every named set must be visible to the actor (else 403). */
+  /** Document set names. Every named set must exist and be visible to the actor (else 400, naming it). */
   document_set?: string[] | null | undefined;
   /** Document set ids (an agent's `document_set_ids`); combined with `document_set` as "in any of them". */
   document_set_ids?: number[] | null | undefined;
@@ -53,11 +55,11 @@ export interface SearchChunk {
  * What the actor may see: everything for admins, else public documents, their own, their groups', and
  * those a `sync` source lists for one of their external principals.
  */
-export async function accessScopeOf(ctx: { db: Db }, actor: Actor): Promise<AccessScope> {
+export async function accessScopeOf(ctx: { dbRead: Db }, actor: Actor): Promise<AccessScope> {
   if (actor.role === 'admin') return { all: true };
   const [group_ids, external] = await Promise.all([
-    memberGroupIds(ctx.db, actor),
-    identityRepository.externalPrincipalsOfUser(ctx.db, actor.user_id),
+    memberGroupIds(ctx.dbRead, actor),
+    identityRepository.externalPrincipalsOfUser(ctx.dbRead, actor.user_id),
   ]);
   return { all: false, user_id: actor.user_id, group_ids, external };
 }
@@ -67,10 +69,20 @@ async function resolveFilters(ctx: Deps, actor: Actor, filters: ChunkSearchFilte
     actor.role === 'admin' ? ({ all: true } as const) : { all: false as const, user_id: actor.user_id };
   let documentSets: string[] | undefined;
   if (filters.document_set?.length || filters.document_set_ids?.length) {
-    const byName = await documentSetsRepository.findSetsByName(ctx.db, filters.document_set ?? [], viewer);
-    const byId = await documentSetsRepository.findSetsById(ctx.db, filters.document_set_ids ?? [], viewer);
-    // A set the caller may not see filters like an unknown one (matches nothing): answering otherwise
-    // would tell them that a private set of that name or id exists.
+    const byName = await documentSetsRepository.findSetsByName(ctx.dbRead, filters.document_set ?? [], viewer);
+    const byId = await documentSetsRepository.findSetsById(ctx.dbRead, filters.document_set_ids ?? [], viewer);
+    // A set named in a filter that does not exist would silently match nothing: refused, naming it. One
+    // the caller may not see is refused alike (answering otherwise would tell them that a private set of
+    // that name exists). An id (an agent's sets) filters like an absent set: a deleted set is not the
+    // caller's mistake.
+    const visible = new Set(byName.filter((s) => s.visible).map((s) => s.name));
+    const unknown = (filters.document_set ?? []).filter((name) => !visible.has(name));
+    if (unknown.length)
+      throw new AppError(
+        'INVALID_INPUT',
+        `No document set named ${unknown.map((name) => JSON.stringify(name)).join(', ')} among the sets you can search ` +
+          '(GET /api/manage/document-set lists them; names are case-sensitive)',
+      );
     documentSets = [...new Set([...byName, ...byId].filter((s) => s.visible).map((s) => s.name))];
   }
   const cutoff = filters.time_cutoff ? new Date(filters.time_cutoff) : undefined;
@@ -130,7 +142,7 @@ export async function searchChunks({
   }
   // Rows the index did not return with the ranking are loaded here.
   const missing = hits.filter((h) => !h.row);
-  const loaded = missing.length ? await searchRepository.loadChunks(ctx.db, missing, access) : [];
+  const loaded = missing.length ? await searchRepository.loadChunks(ctx.dbRead, missing, access) : [];
   const byKey = new Map(loaded.map((r) => [chunkKey(r), r]));
   for (const hit of hits) if (hit.row) byKey.set(chunkKey(hit), hit.row);
   const mark = highlighter(parseQuery(query).positiveWords);

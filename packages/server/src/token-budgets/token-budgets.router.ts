@@ -15,7 +15,16 @@ const base = '/admin/token-rate-limits';
 
 export const tokenBudgetsRouter = router({
   listGlobal: adminProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/global`, tags, summary: 'List global token budgets' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: `${base}/global`,
+        tags,
+        summary: 'List global token budgets',
+        description:
+          'The budgets on the tokens of all chat messages of the instance together, oldest first. Admin.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(TokenBudget))
     .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'global' })),
@@ -37,7 +46,15 @@ export const tokenBudgetsRouter = router({
     ),
 
   listUsers: adminProcedure
-    .meta({ openapi: { method: 'GET', path: `${base}/users`, tags, summary: 'List per-user token budgets' } })
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: `${base}/users`,
+        tags,
+        summary: 'List per-user token budgets',
+        description: 'The budgets that apply to every user (and API key) separately, oldest first. Admin.',
+      },
+    })
     .input(z.object({}))
     .output(z.array(TokenBudget))
     .query(({ ctx }) => tokenBudgetsService.listBudgets({ ctx: serviceContext(ctx), scope: 'user' })),
@@ -60,7 +77,13 @@ export const tokenBudgetsRouter = router({
 
   listGroups: adminProcedure
     .meta({
-      openapi: { method: 'GET', path: `${base}/user-groups`, tags, summary: 'List all group token budgets' },
+      openapi: {
+        method: 'GET',
+        path: `${base}/user-groups`,
+        tags,
+        summary: 'List all group token budgets',
+        description: 'The budgets of every user group, each naming its `group_id`. Admin.',
+      },
     })
     .input(z.object({}))
     .output(z.array(TokenBudget))
@@ -73,6 +96,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/user-group/{group_id}`,
         tags,
         summary: "List a group's token budgets",
+        description: 'The budgets on the tokens of the members of this user group together. Admin.',
       },
     })
     .input(GroupIdInput)
@@ -114,6 +138,8 @@ export const tokenBudgetsRouter = router({
         path: `${base}/rate-limit/{token_id}`,
         tags,
         summary: 'Update a token budget',
+        description:
+          'Replaces its amount (`token_budget`, thousands of tokens), `period_hours` and `enabled` flag; its scope stays. Admin.',
       },
     })
     .input(UpdateTokenBudgetInput)
@@ -131,6 +157,7 @@ export const tokenBudgetsRouter = router({
         path: `${base}/rate-limit/{token_id}`,
         tags,
         summary: 'Delete a token budget',
+        description: 'Removes the budget of any scope; chats are no longer counted against it. Admin.',
       },
     })
     .input(TokenIdInput)

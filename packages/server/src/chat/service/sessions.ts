@@ -20,7 +20,7 @@ import type {
 import { loadPersona, personaName } from '../persona.ts';
 
 export type ChatDeps = ServiceContext<
-  'db' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry' | 'secrets' | 'outbound' | 'cpu'
+  'db' | 'dbRead' | 'config' | 'llm' | 'search' | 'logger' | 'stopRegistry' | 'secrets' | 'outbound' | 'cpu'
 >;
 
 const iso = (d: Date | string) => new Date(d).toISOString();
@@ -128,7 +128,8 @@ export async function getSession({
       throw new AppError('UNAUTHENTICATED', 'Missing API key: send Authorization: Bearer <API_KEY>');
     session = await ownedSession(ctx, actor, input.session_id, { includeDeleted: input.include_deleted });
   }
-  const messages = await chatRepository.listMessages(ctx.db, session.id);
+  // History may come from a replica (at most KAS_REPLICA_MAX_LAG_MS behind); a turn reads the primary.
+  const messages = await chatRepository.listMessages(ctx.dbRead, session.id);
   return {
     chat_session_id: session.id,
     description: session.description,
@@ -161,7 +162,7 @@ export async function listSessions({
   input: ListChatSessionsInput;
 }): Promise<{ sessions: ChatSessionSummary[]; has_more: boolean }> {
   const { actor } = ctx;
-  const rows = await chatRepository.listSessions(ctx.db, {
+  const rows = await chatRepository.listSessions(ctx.dbRead, {
     user_id: actor.user_id,
     before: input.before,
     project_id: input.project_id,
@@ -306,7 +307,7 @@ export async function searchSessions({
   now?: Date;
 }): Promise<SearchChatsResponse> {
   const { actor } = ctx;
-  const rows = await chatRepository.searchSessions(ctx.db, {
+  const rows = await chatRepository.searchSessions(ctx.dbRead, {
     user_id: actor.user_id,
     query: input.query,
     limit: input.page_size + 1,

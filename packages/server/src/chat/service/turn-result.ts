@@ -1,5 +1,7 @@
 import { AppError, ERROR_CODES, type ErrorCode } from '../../errors.ts';
-import type { ChatStreamLine, SearchDoc } from '../chat.schemas.ts';
+import type { ChatStreamLine, PacketObj, SearchDoc } from '../chat.schemas.ts';
+
+type PacketStop = Extract<PacketObj, { type: 'stop' }>;
 
 /** What a turn said once all its lines are read: the one reading of the packets every surface shares. */
 export interface TurnResult {
@@ -13,7 +15,7 @@ export interface TurnResult {
   searched: Map<string, SearchDoc>;
   reasoning: string | null;
   toolCalls: Array<{ tool_name: string; tool_arguments: Record<string, unknown>; search_docs: SearchDoc[] }>;
-  stopReason: 'user_cancelled' | null;
+  stopReason: PacketStop['stop_reason'];
   /** The error line, when the turn failed after it began. */
   failure: { error: string; error_code: string; is_retryable: boolean } | null;
 }

@@ -29,6 +29,7 @@ import {
   retrieve,
   toSearchDoc,
 } from '../retrieval.ts';
+import { SHUTDOWN_STOP } from '../stop-registry.ts';
 import type { Channel } from './channel.ts';
 import type { ChatDeps } from './sessions.ts';
 
@@ -54,6 +55,8 @@ export interface TurnPlan {
 
 const STOPPED_SUFFIX = ' ... \n\nGeneration was stopped by the user.';
 const STOPPED_EMPTY = 'The generation was stopped by the user.';
+const SHUTDOWN_SUFFIX = ' ... \n\nGeneration was cut short: the server was shutting down.';
+const SHUTDOWN_EMPTY = 'The generation was cut short: the server was shutting down.';
 
 const SEARCH_TOOL = {
   name: 'internal_search',
@@ -362,8 +365,18 @@ export async function runTurn({
   } catch (error) {
     if (stop.signal.aborted) {
       emitAnswer(processor.flush());
-      await save({ message: answer ? answer + STOPPED_SUFFIX : STOPPED_EMPTY, error: null });
-      packet({ type: 'stop', stop_reason: 'user_cancelled' });
+      const shutdown = stop.signal.reason === SHUTDOWN_STOP;
+      await save({
+        message: shutdown
+          ? answer
+            ? answer + SHUTDOWN_SUFFIX
+            : SHUTDOWN_EMPTY
+          : answer
+            ? answer + STOPPED_SUFFIX
+            : STOPPED_EMPTY,
+        error: null,
+      });
+      packet({ type: 'stop', stop_reason: shutdown ? 'shutdown' : 'user_cancelled' });
     } else {
       const failure = describe(error);
       if (failure.error_code === 'INTERNAL_ERROR') ctx.logger.error({ err: error }, 'chat generation failed');

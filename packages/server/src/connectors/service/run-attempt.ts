@@ -183,16 +183,15 @@ export async function runAttempt(
       window: { start, end },
     })) {
       if (controller.signal.aborted) break;
-      const results = await Promise.allSettled(
-        batch.documents.map((doc) =>
-          documentsService.ingestDocument({
-            ctx,
-            input: { document: toIngested(doc, connector.source), cc_pair_id: pair.id },
-            fromConnector: true,
-            externalAccess: sync ? principalsOf(connector.source, doc.external_access) : null,
-          }),
-        ),
-      );
+      const results = await documentsService.ingestMany({
+        ctx,
+        documents: batch.documents.map((doc) => ({
+          document: toIngested(doc, connector.source),
+          externalAccess: sync ? principalsOf(connector.source, doc.external_access) : null,
+        })),
+        ccPairId: pair.id,
+        fromConnector: true,
+      });
       const failures = [
         ...(batch.failures ?? []).map((f) => ({
           document_id: f.document_id,

@@ -1,9 +1,16 @@
 import type { Actor } from '../../auth/roles.ts';
 import { type Db, type DbExecutor, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, toErrorResponse } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
-import type { IngestDocumentInput, IngestionResult } from '../documents.schemas.ts';
+import type {
+  BatchIngestionResult,
+  IngestBatchInput,
+  IngestBatchOutput,
+  IngestDocumentInput,
+  IngestedDocument,
+  IngestionResult,
+} from '../documents.schemas.ts';
 import type { IngestionState, QueuedIngestion } from '../ingestion-queue.ts';
 import { indexDocumentsAfterCommit } from './index-sync.ts';
 import {
@@ -238,7 +245,14 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
   }
 }
 
-const BATCHES_IN_FLIGHT = 2;
+/**
+ * Batches written at once. The embedded database runs one transaction at a time: two, so that one is
+ * prepared while the other is written. A Postgres server writes several on its own processes (the batch
+ * benchmark, 8 clients × 100 documents: ~25 % more documents/s with four than with two).
+ */
+function batchesInFlight(ctx: Pick<Deps, 'dbKind'>): number {
+  return ctx.dbKind === 'pglite' ? 2 : 4;
+}
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
 function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
@@ -278,7 +292,7 @@ function takeBatch(queue: IngestionState): Pending[] {
 
 function startBatches(ctx: Deps, queue: IngestionState) {
   queue.scheduled = false;
-  while (queue.pending.length && queue.inFlight < BATCHES_IN_FLIGHT) {
+  while (queue.pending.length && queue.inFlight < batchesInFlight(ctx)) {
     const batch = takeBatch(queue);
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
@@ -296,7 +310,7 @@ function startBatches(ctx: Deps, queue: IngestionState) {
 }
 
 function schedule(ctx: Deps, queue: IngestionState) {
-  if (queue.scheduled || !queue.pending.length || queue.inFlight >= BATCHES_IN_FLIGHT) return;
+  if (queue.scheduled || !queue.pending.length || queue.inFlight >= batchesInFlight(ctx)) return;
   queue.scheduled = true;
   // After the requests already received in this turn of the event loop have joined the queue.
   setImmediate(() => startBatches(ctx, queue));
@@ -350,6 +364,77 @@ export async function ingestDocument({
     joined();
     if (key !== undefined && queue.preparing.get(key) === inQueue) queue.preparing.delete(key);
   }
+}
+
+/**
+ * Several documents at once, each settled on its own (a refusal or failure is that document's alone).
+ * They join the group-commit queue together, so they are written by a few multi-row statements in one
+ * or two transactions: the write path of the batch route and of connectors' runs.
+ */
+export function ingestMany({
+  ctx,
+  documents,
+  ccPairId,
+  actor,
+  fromConnector,
+}: {
+  ctx: Deps;
+  documents: { document: IngestedDocument; externalAccess?: ExternalAccessInput | null }[];
+  ccPairId?: number | null;
+  actor?: Actor;
+  fromConnector?: boolean;
+}): Promise<PromiseSettledResult<IngestionResult>[]> {
+  return Promise.allSettled(
+    documents.map(({ document, externalAccess }) =>
+      ingestDocument({
+        ctx,
+        input: { document, cc_pair_id: ccPairId ?? null },
+        ...(actor ? { actor } : {}),
+        ...(fromConnector ? { fromConnector } : {}),
+        ...(externalAccess !== undefined ? { externalAccess } : {}),
+      }),
+    ),
+  );
+}
+
+/**
+ * The batch route: at most `KAS_INGESTION_BATCH_MAX` documents, each answered individually (its id and
+ * `already_existed`, or the error that refused it alone), idempotent by id like the single route.
+ */
+export async function ingestBatch({
+  ctx,
+  input,
+  actor,
+}: {
+  ctx: Deps;
+  input: IngestBatchInput;
+  actor?: Actor;
+}): Promise<IngestBatchOutput> {
+  const most = ctx.config.KAS_INGESTION_BATCH_MAX;
+  if (input.documents.length > most)
+    throw new AppError(
+      'PAYLOAD_TOO_LARGE',
+      `A batch holds at most ${most} documents (KAS_INGESTION_BATCH_MAX); this one has ${input.documents.length}`,
+    );
+  const settled = await ingestMany({
+    ctx,
+    documents: input.documents.map((document) => ({ document })),
+    ccPairId: input.cc_pair_id ?? null,
+    ...(actor ? { actor } : {}),
+  });
+  return {
+    results: settled.map((outcome, i): BatchIngestionResult => {
+      if (outcome.status === 'fulfilled') return { ...outcome.value, error: null };
+      const response = toErrorResponse(outcome.reason);
+      if (response.error_code === 'INTERNAL_ERROR')
+        ctx.logger.error({ err: outcome.reason }, 'a document of an ingestion batch failed');
+      return {
+        document_id: input.documents[i]?.id ?? null,
+        already_existed: null,
+        error: { error_code: response.error_code, detail: response.detail },
+      };
+    }),
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Actor } from '../../auth/roles.ts';
 import type { AccessType } from '../../connectors/connectors.table.ts';
+import type { ServiceContext } from '../../context.ts';
 import { AppError } from '../../errors.ts';
 import * as documentsRepository from '../documents.repository.ts';
 import type { DocMinimalInfo } from '../documents.schemas.ts';
@@ -40,28 +41,29 @@ export async function createCcPair({
 export async function listIngestedDocuments({
   ctx,
 }: {
-  ctx: Deps & { actor: Actor };
+  ctx: ServiceContext<'dbRead'> & { actor: Actor };
 }): Promise<DocMinimalInfo[]> {
   const { actor } = ctx;
-  return documentsRepository.listIngestedDocuments(ctx.db, await managedPairs(ctx.db, actor));
+  // Listings may come from a replica (never behind the last access change).
+  return documentsRepository.listIngestedDocuments(ctx.dbRead, await managedPairs(ctx.dbRead, actor));
 }
 
 export async function listCcPairDocuments({
   ctx,
   ccPairId,
 }: {
-  ctx: Deps & { actor: Actor };
+  ctx: ServiceContext<'dbRead'> & { actor: Actor };
   ccPairId: number;
 }): Promise<DocMinimalInfo[]> {
   const { actor } = ctx;
-  if (!(await documentsRepository.findExistingCcPairIds(ctx.db, [ccPairId])).length) {
+  if (!(await documentsRepository.findExistingCcPairIds(ctx.dbRead, [ccPairId])).length) {
     throw new AppError('CC_PAIR_NOT_FOUND', `CC pair ${ccPairId} not found`);
   }
-  const managed = await managedPairs(ctx.db, actor);
+  const managed = await managedPairs(ctx.dbRead, actor);
   // A pair the curator does not manage answers exactly like an absent one.
   if (managed && !managed.includes(ccPairId))
     throw new AppError('CC_PAIR_NOT_FOUND', `CC pair ${ccPairId} not found`);
-  return documentsRepository.listCcPairDocuments(ctx.db, ccPairId);
+  return documentsRepository.listCcPairDocuments(ctx.dbRead, ccPairId);
 }
 
 /** Deletes an API-ingested document completely, whatever other pairs own it. */

@@ -1,0 +1,219 @@
+/**
+ * Batch ingestion benchmark: `POST /api/svc-api/ingestion/batch` with batches of BENCH_BATCH_SIZE
+ * (default 100) ~300-word documents from 8 concurrent clients, kas in its own process, on the embedded
+ * database and on real Postgres (targets ≥ 500 and ≥ 1,500 docs/s), search statistics maintained by the
+ * same triggers as always. The floor, in the same run: the same rows (documents, owners, the chunks
+ * kas's chunker makes) written by bare multi-row statements in transactions of one batch each, from 8
+ * connections on Postgres (one on the embedded database, which runs one statement at a time anyway),
+ * into the same kind of freshly migrated database — the triggers that keep the search statistics
+ * included, since they are part of the same rows' cost.
+ * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `ingest-batch embedded|postgres` runs one.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFrom, createDatabase, migrateToLatest } from '@kas/server';
+import { chunkDocument, rng } from '@kas/server/testing';
+import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
+import { startPostgres } from '../harness/postgres.ts';
+import { ADMIN_KEY, ENCRYPTION_KEY, spawnKas, text } from './documents.ts';
+
+const DOCS = Number(process.env.BENCH_BATCH_DOCS ?? 6000);
+const BATCH = Number(process.env.BENCH_BATCH_SIZE ?? 100);
+const CLIENTS = 8;
+
+interface Doc {
+  id: string;
+  semantic_identifier: string;
+  sections: { text: string; link: string }[];
+  metadata: Record<string, string>;
+}
+
+function documents(label: string, count: number): Doc[] {
+  const random = rng(42);
+  return Array.from({ length: count }, (_, i) => ({
+    id: `bench-${label}-${i}`,
+    semantic_identifier: `Benchmark document ${i}`,
+    sections: [{ text: text(random, 300), link: `https://bench/${i}` }],
+    metadata: { batch: label },
+  }));
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(1));
+}
+
+/** Runs `batches` from CLIENTS concurrent workers; returns docs/s and batch latencies. */
+async function drive(batches: Doc[][], send: (batch: Doc[]) => Promise<number>) {
+  let next = 0;
+  let failures = 0;
+  const latencies: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      for (let i = next++; i < batches.length; i = next++) {
+        const t0 = performance.now();
+        failures += await send(batches[i]!);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const count = batches.reduce((n, b) => n + b.length, 0);
+  return {
+    documents: count,
+    failures,
+    docs_per_s: Math.round(count / seconds),
+    batch_p50_ms: percentile(latencies, 50),
+    batch_p99_ms: percentile(latencies, 99),
+  };
+}
+
+function inBatches(all: Doc[]): Doc[][] {
+  const out: Doc[][] = [];
+  for (let i = 0; i < all.length; i += BATCH) out.push(all.slice(i, i + BATCH));
+  return out;
+}
+
+async function overHttp(url: string, label: string) {
+  const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+  const post = async (batch: Doc[]) => {
+    const res = await fetch(`${url}/api/svc-api/ingestion/batch`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ documents: batch }),
+    });
+    if (res.status !== 200) return batch.length;
+    const { results } = (await res.json()) as { results: { error: unknown }[] };
+    return results.filter((r) => r.error).length;
+  };
+  // Warm up the process (JIT, first transactions) before timing.
+  await drive(inBatches(documents(`${label}-warmup`, BATCH * CLIENTS)), post);
+  return drive(inBatches(documents(label, DOCS)), post);
+}
+
+/** The same rows as bare multi-row statements: one transaction per batch. */
+function bareWriter(execute: (statement: ReturnType<typeof sql>) => Promise<void>, pairId: number) {
+  return async (batch: Doc[]) => {
+    const chunks = batch.map((d) =>
+      chunkDocument({ title: d.semantic_identifier, sections: d.sections }).map((c) => ({ ...c, d: d.id })),
+    );
+    const flat = chunks.flat();
+    const ids = batch.map((d) => d.id);
+    await execute(sql`WITH doc AS (
+        INSERT INTO documents (id, semantic_id, title, link, source, metadata, tags, primary_owners,
+          secondary_owners, doc_updated_at, content_hash, chunk_count, is_public, access_user_ids, access_group_ids)
+        SELECT id, t, t, l, 'file', m::jsonb, '{}', '[]', '[]', now(), id, n, true, '{}', '{}'
+        FROM unnest(${ids}::text[], ${batch.map((d) => d.semantic_identifier)}::text[],
+          ${batch.map((d) => d.sections[0]!.link)}::text[], ${batch.map((d) => JSON.stringify(d.metadata))}::text[],
+          ${chunks.map((c) => c.length)}::int[]) AS u(id, t, l, m, n)
+        RETURNING id),
+      owner AS (
+        INSERT INTO document_by_cc_pair (document_id, cc_pair_id)
+        SELECT id, ${pairId}::int FROM unnest(${ids}::text[]) AS u(id) RETURNING cc_pair_id)
+      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, section_links, token_count)
+      SELECT d, c, t, x, b, l, s::jsonb, n FROM unnest(
+        ${flat.map((c) => c.d)}::text[], ${flat.map((c) => c.chunk_id)}::int[], ${flat.map((c) => c.title)}::text[],
+        ${flat.map((c) => c.content)}::text[], ${flat.map((c) => c.blurb)}::text[], ${flat.map((c) => c.link)}::text[],
+        ${flat.map((c) => JSON.stringify(c.section_links))}::text[], ${flat.map((c) => c.token_count)}::int[]
+      ) AS u(d, c, t, x, b, l, s, n)`);
+    return 0;
+  };
+}
+
+async function systemPair(db: Kysely<any>): Promise<number> {
+  const row = await sql<{ id: number }>`SELECT p.id FROM cc_pairs p JOIN connectors c ON c.id = p.connector_id
+    WHERE p.is_system AND c.source = 'ingestion_api' ORDER BY p.id LIMIT 1`.execute(db);
+  return row.rows[0]?.id ?? 0;
+}
+
+async function embedded() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-batch-'));
+  const floorDir = mkdtempSync(join(tmpdir(), 'kas-bench-batch-floor-'));
+  try {
+    const kas = await spawnKas({ KAS_DATA_DIR: dataDir });
+    let ours: Awaited<ReturnType<typeof overHttp>>;
+    try {
+      ours = await overHttp(kas.url, 'embedded');
+    } finally {
+      await kas.stop();
+    }
+    const handle = await createDatabase(configFrom({ KAS_DATA_DIR: floorDir }));
+    try {
+      await migrateToLatest(handle.db);
+      const write = bareWriter(
+        (statement) => handle.db.transaction().execute(async (trx) => void (await statement.execute(trx))),
+        await systemPair(handle.db),
+      );
+      await drive(inBatches(documents('floor-warmup', BATCH * CLIENTS)), write);
+      const floor = await drive(inBatches(documents('floor', DOCS)), write);
+      return {
+        database: 'embedded',
+        batch_size: BATCH,
+        clients: CLIENTS,
+        kas_http: ours,
+        floor_bare_sql: floor,
+      };
+    } finally {
+      await handle.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(floorDir, { recursive: true, force: true });
+  }
+}
+
+async function postgres() {
+  const server = await startPostgres();
+  try {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query('CREATE DATABASE kas_batch');
+    await admin.query('CREATE DATABASE kas_floor');
+    await admin.end();
+    const kas = await spawnKas({
+      DATABASE_URL: server.urlFor('kas_batch'),
+      KAS_ENCRYPTION_KEY: ENCRYPTION_KEY,
+    });
+    let ours: Awaited<ReturnType<typeof overHttp>>;
+    try {
+      ours = await overHttp(kas.url, 'postgres');
+    } finally {
+      await kas.stop();
+    }
+    const handle = await createDatabase(
+      configFrom({ DATABASE_URL: server.urlFor('kas_floor'), KAS_ENCRYPTION_KEY: ENCRYPTION_KEY }),
+      { poolSize: CLIENTS },
+    );
+    try {
+      await migrateToLatest(handle.db);
+      const write = bareWriter(
+        (statement) => handle.db.transaction().execute(async (trx) => void (await statement.execute(trx))),
+        await systemPair(handle.db),
+      );
+      await drive(inBatches(documents('floor-warmup', BATCH * CLIENTS)), write);
+      const floor = await drive(inBatches(documents('floor', DOCS)), write);
+      return {
+        database: 'postgres',
+        batch_size: BATCH,
+        clients: CLIENTS,
+        kas_http: ours,
+        floor_bare_sql: floor,
+      };
+    } finally {
+      await handle.close();
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const only = process.argv[2];
+  const results = [];
+  if (!only || only === 'embedded') results.push(await embedded());
+  if (!only || only === 'postgres') results.push(await postgres());
+  console.log(JSON.stringify(results, null, 2));
+}

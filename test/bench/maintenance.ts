@@ -1,0 +1,134 @@
+/**
+ * Where the search statistics maintenance after a bulk load spends its time, on Postgres: seeds
+ * BENCH_MAINTENANCE_CHUNKS (default 100,000) chunks as the documents benchmark does (bare multi-row
+ * inserts, the database's triggers weighing and counting them), then runs one complete round step by
+ * step, as the search index's `maintain()` does — fold the term deltas, re-weight every chunk when the
+ * average lengths drifted (they always have after a load into an empty index), rebuild the champion
+ * lists of frequent terms, vacuum — timing each, with the slowest champion lists and the sizes.
+ * `node test/bench/maintenance.ts [embedded]` runs it on the embedded database instead.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFrom, createDatabase, migrateToLatest } from '@kas/server';
+import { DEFAULT_PLAN_LIMITS, rng, searchRepository } from '@kas/server/testing';
+import { sql } from 'kysely';
+import { startPostgres } from '../harness/postgres.ts';
+import { ENCRYPTION_KEY, seedChunks } from './documents.ts';
+
+const CHUNKS = Number(process.env.BENCH_MAINTENANCE_CHUNKS ?? 100_000);
+
+async function main(kind: 'postgres' | 'embedded') {
+  const postgres = kind === 'postgres' ? await startPostgres() : undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'kas-bench-maintenance-'));
+  const handle = await createDatabase(
+    configFrom(
+      postgres
+        ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY }
+        : { KAS_DATA_DIR: dataDir },
+    ),
+  );
+  const db = handle.db;
+  try {
+    await migrateToLatest(db);
+    const seeded = performance.now();
+    await seedChunks(db, 0, CHUNKS, rng(7));
+    const seedSeconds = (performance.now() - seeded) / 1000;
+    const timed = async <T>(work: () => Promise<T>) => {
+      const t0 = performance.now();
+      const value = await work();
+      return { value, seconds: Number(((performance.now() - t0) / 1000).toFixed(2)) };
+    };
+    const deltas = Number(
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM search_term_deltas`.execute(db)).rows[0]!.n,
+    );
+    const fold = await timed(() => searchRepository.foldTermDeltas(db));
+    const reweight = await timed(async () => {
+      const stats = await searchRepository.lengthStatistics(db);
+      await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
+      let after: { document_id: string; chunk_id: number } | null = null;
+      let batches = 0;
+      do {
+        after = await searchRepository.reweightChunks(db, after, 1000);
+        batches++;
+      } while (after);
+      await searchRepository.invalidateChampions(db);
+      return batches;
+    });
+    const builds: { term: string; df: number; ms: number }[] = [];
+    const champions = await timed(async () => {
+      for (;;) {
+        const stale = await searchRepository.staleChampionTerms(db, {
+          minDf: DEFAULT_PLAN_LIMITS.alwaysFullDf,
+          limit: 50,
+        });
+        if (!stale.length) break;
+        for (const term of stale) {
+          const t0 = performance.now();
+          await searchRepository.buildChampions(db, term.term, term.df, DEFAULT_PLAN_LIMITS.champions);
+          builds.push({ term: term.term, df: term.df, ms: performance.now() - t0 });
+        }
+      }
+    });
+    const vacuum = await timed(() =>
+      searchRepository.vacuumSearchTables(db, { statistics: true, chunks: true }),
+    );
+    const sizes = (
+      await sql<{ chunks: number; terms: number; champions: number; database: number }>`
+        SELECT pg_total_relation_size('chunks')::float8 AS chunks, pg_total_relation_size('search_terms')::float8 AS terms,
+          pg_total_relation_size('search_champions')::float8 AS champions,
+          pg_database_size(current_database())::float8 AS database`.execute(db)
+    ).rows[0]!;
+    const buildMs = builds.map((b) => b.ms);
+    const byDf = (lo: number, hi: number) => {
+      const sel = builds.filter((b) => b.df > lo && b.df <= hi);
+      return { terms: sel.length, seconds: Number((sel.reduce((s, b) => s + b.ms, 0) / 1000).toFixed(1)) };
+    };
+    console.log(
+      JSON.stringify(
+        {
+          database: kind,
+          chunks: CHUNKS,
+          seed_seconds: Math.round(seedSeconds),
+          steps_seconds: {
+            fold: fold.seconds,
+            reweight_all_chunks: reweight.seconds,
+            champion_lists: champions.seconds,
+            vacuum_analyze: vacuum.seconds,
+          },
+          fold: { delta_rows: deltas, terms_folded: fold.value },
+          reweight: { batches_of_1000: reweight.value },
+          champions: {
+            lists_built: builds.length,
+            mean_ms: Number((buildMs.reduce((a, b) => a + b, 0) / (buildMs.length || 1)).toFixed(1)),
+            by_df: {
+              '1k-5k': byDf(1000, 5000),
+              '5k-20k': byDf(5000, 20_000),
+              '20k-50k': byDf(20_000, 50_000),
+              'over 50k': byDf(50_000, Number.POSITIVE_INFINITY),
+            },
+            slowest: builds
+              .sort((a, b) => b.ms - a.ms)
+              .slice(0, 5)
+              .map((b) => ({ term: b.term, df: b.df, ms: Math.round(b.ms) })),
+          },
+          size_mb: {
+            database: Math.round(sizes.database / 1e6),
+            chunks: Math.round(sizes.chunks / 1e6),
+            search_terms: Math.round(sizes.terms / 1e6),
+            search_champions: Math.round(sizes.champions / 1e6),
+          },
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await handle.close();
+    await postgres?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`)
+  await main(process.argv[2] === 'embedded' ? 'embedded' : 'postgres');
