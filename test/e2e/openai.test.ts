@@ -279,6 +279,34 @@ describe('OpenAI-compatible API with a model provider', () => {
     await fake?.close();
   });
 
+  it('passes temperature and max_tokens to the model, the conversation and system messages in the prompt', async () => {
+    fake.enqueue({ tokens: ['Fine.'] });
+    const before = fake.requests.length;
+    const completion = await new OpenAI({
+      apiKey: s.adminKey,
+      baseURL: `${s.url}/v1`,
+      maxRetries: 0,
+    }).chat.completions.create({
+      model: 'kas',
+      temperature: 0.3,
+      max_tokens: 77,
+      messages: [
+        { role: 'system', content: 'Reply in pirate speak.' },
+        { role: 'user', content: 'My name is Ada.' },
+        { role: 'assistant', content: 'Ahoy Ada.' },
+        { role: 'user', content: 'What is my name?' },
+      ],
+    });
+    expect(completion.choices[0]!.message.content).toBe('Fine.');
+    const sent = fake.requests[before]!;
+    expect(sent).toMatchObject({ temperature: 0.3, max_tokens: 77 });
+    const prompt = JSON.stringify(sent.messages);
+    expect(prompt).toContain('Reply in pirate speak.');
+    expect(prompt).toContain('My name is Ada.');
+    expect(prompt).toContain('Ahoy Ada.');
+    expect(sent.messages.at(-1).content).toContain('What is my name?');
+  });
+
   it('ends a stream that fails after its first byte with an SSE error event, then [DONE]', async () => {
     fake.enqueue({ tokens: ['Partial', ' answer', ' never'], failAfter: 2 });
     const res = await s.request('POST', '/v1/chat/completions', {
