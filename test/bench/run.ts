@@ -8,6 +8,7 @@
  *   connectors 20,000-page local website through the web connector: pages/s, worker RSS, pause latency, two workers (issue: connectors)
  *   responsiveness /api/health and admin search p99 while 8 clients ingest 5 MB documents and one uploads a 20 MB PDF (issue 22)
  *   mcp        the MCP search tool's round trip vs the same admin search over REST; 50 concurrent MCP sessions
+ *   openai     /v1 first content token vs the NDJSON stream, 50 concurrent /v1 streams, resume's first replayed line
  *   batch-ingestion  POST /api/svc-api/ingestion/batch, 8 clients × 100 ~300-word documents, vs bare multi-row inserts of the same rows (issue 27)
  *   topology   2 API processes + 1 worker + a Postgres primary and a streaming replica: searches and batch ingestion at once, per process
  *   maintenance where one search-statistics maintenance round after a bulk load of 100k chunks spends its time (Postgres)
@@ -29,6 +30,7 @@ const ALL = [
   'idle-rss',
   'responsiveness',
   'mcp',
+  'openai',
 ];
 const chosen = process.argv.slice(2).filter((name) => ALL.includes(name));
 let failed = 0;

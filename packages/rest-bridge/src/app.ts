@@ -8,6 +8,7 @@ import { createDocsRouter } from './docs.ts';
 import { sendError } from './errors.ts';
 import { createMcpRouter } from './mcp-routes.ts';
 import { createOAuthRouter } from './oauth-routes.ts';
+import { createOpenAiRouter } from './openai-routes.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { noteActor, requestId, requestLog } from './request-log.ts';
 import { createRestAdapter } from './rest-adapter.ts';
@@ -53,13 +54,14 @@ export function createHttpApp(deps: AppDeps): express.Express {
       },
     }),
   );
-  // CORS is off unless KAS_CORS_ORIGINS names the browser origins that may call the API.
+  // CORS is off unless KAS_CORS_ORIGINS names the browser origins that may call the API (and /v1, for
+  // browser-based chat clients).
   const origins = deps.config.KAS_CORS_ORIGINS?.split(',')
     .map((origin) => origin.trim())
     .filter(Boolean);
   if (origins?.length)
     app.use(
-      '/api',
+      ['/api', '/v1'],
       cors({
         origin: origins,
         allowedHeaders: [
@@ -168,6 +170,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
   });
 
   app.use('/api', api);
+  app.use('/v1', createOpenAiRouter({ deps, createContext }));
   app.use(createMcpRouter({ deps, createContext }));
   app.use(createOAuthRouter(deps));
   app.get('/', (_req, res) => {

@@ -18,6 +18,39 @@ function procedureAt(router: AnyTRPCRouter, path: string): AnyTRPCProcedure {
 }
 
 /**
+ * Writes the lines as NDJSON. The first line is awaited before the status, so what fails before it is an
+ * ordinary HTTP error; after it, an error is a line of its own.
+ */
+async function writeLines(options: ChatRouteOptions, res: Response, stream: AsyncIterable<ChatStreamLine>) {
+  const lines = stream[Symbol.asyncIterator]();
+  let next = await lines.next();
+  let gone = false;
+  res.on('close', () => {
+    gone = true;
+  });
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.socket?.setNoDelay(true);
+  try {
+    while (!next.done && !gone) {
+      res.write(`${JSON.stringify(next.value satisfies ChatStreamLine)}\n`);
+      next = await lines.next();
+    }
+  } catch (error) {
+    const failure = toErrorResponse(error);
+    if (failure.error_code === 'INTERNAL_ERROR') options.logger.error({ err: error }, 'chat stream failed');
+    if (!gone)
+      res.write(
+        `${JSON.stringify({ error: failure.detail, error_code: failure.error_code, is_retryable: failure.is_retryable })}\n`,
+      );
+  }
+  if (gone) void lines.return?.(undefined);
+  res.end();
+}
+
+/**
  * Writes the turn as NDJSON. Everything that fails before the first line is an ordinary HTTP error; after
  * it, an error is a line of its own. The generation does not depend on this response: when the client goes
  * away the route stops writing and the answer is still completed and saved.
@@ -42,32 +75,27 @@ async function sendChatMessage(options: ChatRouteOptions, req: Request, res: Res
       ctx,
       input,
     })) as AsyncIterable<ChatStreamLine>;
-    const lines = stream[Symbol.asyncIterator]();
-    let next = await lines.next();
-    let gone = false;
-    res.on('close', () => {
-      gone = true;
-    });
-    res.status(200);
-    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.setHeader('Cache-Control', 'no-cache, no-transform');
-    res.setHeader('X-Accel-Buffering', 'no');
-    res.socket?.setNoDelay(true);
-    try {
-      while (!next.done && !gone) {
-        res.write(`${JSON.stringify(next.value satisfies ChatStreamLine)}\n`);
-        next = await lines.next();
-      }
-    } catch (error) {
-      const failure = toErrorResponse(error);
-      if (failure.error_code === 'INTERNAL_ERROR') options.logger.error({ err: error }, 'chat stream failed');
-      if (!gone)
-        res.write(
-          `${JSON.stringify({ error: failure.detail, error_code: failure.error_code, is_retryable: failure.is_retryable })}\n`,
-        );
-    }
-    if (gone) void lines.return?.(undefined);
-    res.end();
+    await writeLines(options, res, stream);
+  } catch (error) {
+    sendError(res, error, options.logger);
+  }
+}
+
+/**
+ * `GET /chat/chat-session/{session_id}/resume-stream?cursor=N`: the session's latest answer as NDJSON from
+ * line N, following the live run (in whichever process it runs) to its end. 404 before the first byte when
+ * there is nothing to resume or the session is not the caller's.
+ */
+async function resumeStream(options: ChatRouteOptions, req: Request, res: Response) {
+  const ctx = options.createContext(req, res);
+  const cursor = req.query.cursor === undefined ? 0 : Number(req.query.cursor);
+  try {
+    const stream = (await callProcedure(procedureAt(options.router, 'chat.resumeStream'), {
+      path: 'chat.resumeStream',
+      ctx,
+      input: { session_id: req.params.session_id, cursor },
+    })) as AsyncIterable<ChatStreamLine>;
+    await writeLines(options, res, stream);
   } catch (error) {
     sendError(res, error, options.logger);
   }
@@ -79,4 +107,5 @@ async function sendChatMessage(options: ChatRouteOptions, req: Request, res: Res
  */
 export function registerChatRoutes(api: express.Router, options: ChatRouteOptions): void {
   api.post('/chat/send-chat-message', (req, res) => sendChatMessage(options, req, res));
+  api.get('/chat/chat-session/:session_id/resume-stream', (req, res) => resumeStream(options, req, res));
 }

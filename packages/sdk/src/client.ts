@@ -51,6 +51,11 @@ export interface KasClient {
   connectors: ReturnType<typeof connectorsApi>;
   /** Actions: OpenAPI tools, MCP servers and OAuth configurations. */
   actions: ReturnType<typeof actionsApi>;
+  /**
+   * The OpenAI-compatible API's base URL (`{baseUrl}/v1`), for apps that prefer the `openai` client:
+   * `new OpenAI({ baseURL: kas.openaiBaseUrl, apiKey })`, with model `kas` or `agent-{id}`.
+   */
+  openaiBaseUrl: string;
 }
 
 /**
@@ -106,5 +111,6 @@ export function createKasClient(options: KasClientOptions): KasClient {
     connectors: connectorsApi(rest, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
     actions: actionsApi(rest),
     chat: chatApi(rest, trpc, { baseUrl, apiKey: options.apiKey, fetch: options.fetch }),
+    openaiBaseUrl: `${baseUrl}/v1`,
   };
 }

@@ -88,6 +88,12 @@ const ConfigSchema = z.object({
   KAS_HARD_DELETE_CHATS: booleanString.default(false),
   /** Internal: the quiet time after which a chat stream sends a `chat_heartbeat` line (tests shorten it). */
   KAS_CHAT_HEARTBEAT_MS: z.coerce.number().int().min(10).max(3_600_000).default(15_000),
+  /** Largest stream kept per chat answer for resuming it, in KB (0: streams are not kept, never resumable). */
+  KAS_STREAM_BUFFER_MAX_KB: z.coerce.number().int().min(0).max(1_048_576).default(4096),
+  /** How long a chat answer's stream is kept for resuming it, in seconds from its start. */
+  KAS_STREAM_BUFFER_MAX_AGE_S: z.coerce.number().int().min(1).max(604_800).default(600),
+  /** How often a resumed stream reads the lines a run in another process writes, in ms. */
+  KAS_STREAM_BUFFER_POLL_MS: z.coerce.number().int().min(5).max(10_000).default(100),
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   /** How long SIGTERM waits for requests in flight, streams and the worker's batch before closing connections. */
   KAS_SHUTDOWN_GRACE_S: z.coerce.number().min(0).max(3600).default(10),

@@ -36,6 +36,8 @@ export {
 export { type OAuthErrorCode, OAuthProtocolError } from './oauth-server/oauth-server.schemas.ts';
 export * as oauthServerService from './oauth-server/oauth-server.service.ts';
 export * as oidcSignInService from './oauth-server/oidc-sign-in.service.ts';
+export { ChatCompletionInput } from './openai/openai.schemas.ts';
+export * as openaiService from './openai/openai.service.ts';
 export { type AppRouter, appRouter, createCaller } from './router.ts';
 export { createRuntime, type Runtime } from './runtime.ts';
 export { admit, authorize, type KasMeta, procedureMinRole, procedureReadsKey } from './trpc.ts';

@@ -56,6 +56,15 @@ export function chatApi(
   const doFetch = options.fetch ?? fetch;
   const auth: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
 
+  const openResume = async (sessionId: string, cursor: number, signal: AbortSignal | undefined) => {
+    const response = await doFetch(
+      `${options.baseUrl}/api/chat/chat-session/${encodeURIComponent(sessionId)}/resume-stream?cursor=${cursor}`,
+      { headers: auth, ...(signal ? { signal } : {}) },
+    );
+    if (!response.ok || !response.body) throw await ApiError.fromResponse(response);
+    return response.body;
+  };
+
   return {
     /** Creates a session with an agent (default 0). */
     createSession: (input: RequestBody<'/api/chat/create-chat-session', 'post'> = {}) =>
@@ -118,10 +127,22 @@ export function chatApi(
      * Sends a message and yields the stream's lines as they arrive, over the REST NDJSON route (default)
      * or the tRPC streaming link. Errors before the stream starts throw ApiError; a failure after it
      * started arrives as a final `{error, error_code, is_retryable}` line on both transports.
+     *
+     * On the REST route a dropped connection is resumed by itself (`resume: false` turns it off): the
+     * stream continues from the next line through `resume-stream`, from whichever kas process answers,
+     * so no line is lost or repeated. When the answer can no longer be resumed (it ended long ago), the
+     * ApiError (404) is thrown: read the saved message with `getSession`.
      */
     async *stream(
       input: Omit<SendMessageInput, 'stream'>,
-      streamOptions: { transport?: 'rest' | 'trpc'; signal?: AbortSignal } = {},
+      streamOptions: {
+        transport?: 'rest' | 'trpc';
+        signal?: AbortSignal;
+        /** Resume after a dropped connection (REST only; default true). */
+        resume?: boolean;
+        /** How many times one stream is resumed at most (default 5). */
+        maxResumes?: number;
+      } = {},
     ): AsyncGenerator<ChatStreamLine> {
       if (streamOptions.transport === 'trpc') {
         let lines: AsyncIterable<ChatStreamLine>;
@@ -152,7 +173,48 @@ export function chatApi(
         signal: streamOptions.signal,
       });
       if (!response.ok || !response.body) throw await ApiError.fromResponse(response);
-      yield* readNdjson(response.body);
+      let sessionId = input.chat_session_id ?? null;
+      let cursor = 0;
+      let resumes = 0;
+      let body: ReadableStream<Uint8Array> = response.body;
+      while (true) {
+        let ended = false;
+        try {
+          for await (const line of readNdjson(body)) {
+            if (isPacket(line) && line.obj.type === 'chat_heartbeat') {
+              yield line;
+              continue;
+            }
+            cursor++;
+            if ('chat_session_id' in line) sessionId = line.chat_session_id;
+            if ('error' in line || (isPacket(line) && line.obj.type === 'stop')) ended = true;
+            yield line;
+          }
+          if (ended) return;
+        } catch (error) {
+          if (streamOptions.signal?.aborted || streamOptions.resume === false || !sessionId) throw error;
+          if (resumes >= (streamOptions.maxResumes ?? 5)) throw error;
+        }
+        // The connection ended before the answer did: resume from the next line.
+        if (streamOptions.resume === false || !sessionId || resumes >= (streamOptions.maxResumes ?? 5))
+          return;
+        await new Promise((resolve) => setTimeout(resolve, 100 * resumes));
+        resumes++;
+        body = await openResume(sessionId, cursor, streamOptions.signal);
+      }
+    },
+
+    /**
+     * The session's latest answer from line `cursor` (lines already received, not counting
+     * `chat_heartbeat` lines), following it live to its end, from any kas process. 404 (ApiError) when
+     * there is nothing to resume.
+     */
+    async *resumeStream(
+      sessionId: string,
+      cursor = 0,
+      streamOptions: { signal?: AbortSignal } = {},
+    ): AsyncGenerator<ChatStreamLine> {
+      yield* readNdjson(await openResume(sessionId, cursor, streamOptions.signal));
     },
 
     /** Uploads files (text, Markdown, PDF, DOCX) to attach as `file_descriptors`. */

@@ -2323,6 +2323,8 @@ export interface components {
             current_alternate_model: string | null;
             current_temperature_override: number | null;
             deleted: boolean;
+            /** @description An answer is being written now (resume its stream at `GET /api/chat/chat-session/{session_id}/resume-stream`) */
+            run_in_progress?: boolean;
         };
         ChatMessageDetail: {
             chat_session_id: string;

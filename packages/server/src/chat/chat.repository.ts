@@ -403,3 +403,74 @@ export function findStopRequests(db: DbExecutor, sessionIds: string[]) {
 export function findUserEmail(db: DbExecutor, userId: string) {
   return db.selectFrom('users').select(['email']).where('id', '=', userId).executeTakeFirst();
 }
+
+/** Appends lines of an answer's stream (`seq` numbers them from 0, in order). */
+export async function appendStreamLines(
+  db: DbExecutor,
+  rows: Array<{ message_id: number; seq: number; line: string; last: boolean }>,
+) {
+  if (rows.length) await db.insertInto('chat_stream_lines').values(rows).execute();
+}
+
+/** An answer's stream lines from `fromSeq` on, in order. */
+export function readStreamLines(db: DbExecutor, messageId: number, fromSeq: number, limit: number) {
+  return db
+    .selectFrom('chat_stream_lines')
+    .select(['seq', 'line', 'last'])
+    .where('message_id', '=', messageId)
+    .where('seq', '>=', fromSeq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+}
+
+/** The session's latest answer that has stream lines kept. */
+export function findStreamedRun(db: DbExecutor, sessionId: string) {
+  return db
+    .selectFrom('chat_messages as m')
+    .where('m.chat_session_id', '=', sessionId)
+    .where('m.message_type', '=', 'assistant')
+    .where((eb) =>
+      eb.exists(
+        eb.selectFrom('chat_stream_lines as l').select('l.seq').whereRef('l.message_id', '=', 'm.id'),
+      ),
+    )
+    .select('m.id')
+    .orderBy('m.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * Whether the answer is saved (`complete`: a run whose process died never is) and whether its run's last
+ * line is kept (`ended`).
+ */
+export async function findRunState(db: DbExecutor, messageId: number) {
+  const row = await db
+    .selectFrom('chat_messages as m')
+    .where('m.id', '=', messageId)
+    .select((eb) => [
+      'm.is_complete',
+      eb
+        .exists(
+          eb
+            .selectFrom('chat_stream_lines as l')
+            .select('l.seq')
+            .where('l.message_id', '=', messageId)
+            .where('l.last', '=', true),
+        )
+        .as('ended'),
+    ])
+    .executeTakeFirst();
+  return { complete: row?.is_complete ?? true, ended: Boolean(row?.ended ?? true) };
+}
+
+/** Drops an answer's stream lines (it outgrew the size bound: it is read from the saved message instead). */
+export function deleteStreamLines(db: DbExecutor, messageId: number) {
+  return db.deleteFrom('chat_stream_lines').where('message_id', '=', messageId).execute();
+}
+
+/** Drops stream lines older than `cutoff`. */
+export function deleteStreamLinesBefore(db: DbExecutor, cutoff: Date) {
+  return db.deleteFrom('chat_stream_lines').where('created_at', '<', cutoff).execute();
+}

@@ -13,6 +13,7 @@ import {
   ListChatSessionsResponse,
   RenameChatSessionInput,
   RenameChatSessionResponse,
+  ResumeStreamInput,
   SearchChatsInput,
   SearchChatsResponse,
   SendMessageInput,
@@ -188,5 +189,13 @@ export const chatRouter = router({
   /** The streaming turn for tRPC clients: yields the same lines as the NDJSON route. RPC-only. */
   sendMessageStream: limitedProcedure.input(SendMessageInput).mutation(async function* ({ ctx, input }) {
     yield* chatService.streamMessage({ ctx: serviceContext(ctx), input });
+  }),
+
+  /**
+   * The session's latest answer from line `cursor`, following it live to its end: the NDJSON route
+   * `GET /chat/chat-session/{session_id}/resume-stream`, and tRPC clients. RPC-only.
+   */
+  resumeStream: limitedProcedure.input(ResumeStreamInput).mutation(async function* ({ ctx, input }) {
+    yield* chatService.resumeStream({ ctx: serviceContext(ctx), input });
   }),
 });

@@ -70,6 +70,10 @@ export const ChatSessionDetail = z
     current_alternate_model: z.string().nullable(),
     current_temperature_override: z.number().nullable(),
     deleted: z.boolean(),
+    run_in_progress: z.boolean().optional().meta({
+      description:
+        'An answer is being written now (resume its stream at `GET /api/chat/chat-session/{session_id}/resume-stream`)',
+    }),
   })
   .meta({ id: 'ChatSessionDetail' });
 export type ChatSessionDetail = z.infer<typeof ChatSessionDetail>;
@@ -119,6 +123,14 @@ export const DeleteChatSessionInput = z.object({
   session_id: ChatSessionId,
   hard_delete: z.boolean().optional(),
 });
+
+export const ResumeStreamInput = z.object({
+  session_id: ChatSessionId,
+  cursor: z.number().int().min(0).default(0).meta({
+    description: 'Lines the client already has (not counting `chat_heartbeat` lines); 0 replays all',
+  }),
+});
+export type ResumeStreamInput = z.infer<typeof ResumeStreamInput>;
 
 export const StopChatSessionInput = z.object({ chat_session_id: ChatSessionId });
 export const StopChatSessionResponse = z.object({ message: z.string() });

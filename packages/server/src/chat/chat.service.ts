@@ -1,4 +1,12 @@
-export { type ChatRun, sendMessage, startChatTurn, streamMessage } from './service/send-message.ts';
+export { type ConversationMessage, seedSession } from './service/conversation.ts';
+export {
+  beginTurn,
+  type ChatRun,
+  sendMessage,
+  startChatTurn,
+  streamMessage,
+  type TurnOptions,
+} from './service/send-message.ts';
 export {
   createSession,
   deleteSession,
@@ -10,3 +18,5 @@ export {
   stopSession,
   updateSharing,
 } from './service/sessions.ts';
+export { resumeAnswer, resumeStream } from './service/stream-buffer.ts';
+export { failureError, TurnFold, type TurnResult } from './service/turn-result.ts';

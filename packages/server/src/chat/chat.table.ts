@@ -36,7 +36,18 @@ export interface ChatMessagesTable {
   time_sent: CreatedAt;
 }
 
+/** One line of an answer's stream (its NDJSON text), kept while the run may be resumed. */
+export interface ChatStreamLinesTable {
+  message_id: number;
+  seq: number;
+  line: string;
+  /** The run's final line (`stop` or an error). */
+  last: Generated<boolean>;
+  created_at: CreatedAt;
+}
+
 export interface ChatTables {
   chat_sessions: ChatSessionsTable;
   chat_messages: ChatMessagesTable;
+  chat_stream_lines: ChatStreamLinesTable;
 }

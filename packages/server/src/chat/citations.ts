@@ -19,6 +19,30 @@ export function removeRenderedCitations(answer: string): string {
   return answer.replace(RENDERED, '');
 }
 
+const RENDERED_ONE = /\[\[(\d+)\]\]\([^)]*\)/g;
+
+/**
+ * A piece of an answer as streamed, each rendered marker `[[n]](link)` written back as the plain `[n]` the
+ * model wrote, with where each stands in the returned text. Markers are whole within a piece (the
+ * processor emits each at once), so pieces convert one at a time.
+ */
+export function plainMarkers(text: string): {
+  text: string;
+  markers: Array<{ citation_number: number; start: number; end: number }>;
+} {
+  const markers: Array<{ citation_number: number; start: number; end: number }> = [];
+  let out = '';
+  let last = 0;
+  for (const match of text.matchAll(RENDERED_ONE)) {
+    out += text.slice(last, match.index);
+    const plain = `[${match[1]}]`;
+    markers.push({ citation_number: Number(match[1]), start: out.length, end: out.length + plain.length });
+    out += plain;
+    last = match.index + match[0].length;
+  }
+  return { text: out + text.slice(last), markers };
+}
+
 const OPENERS = '[［【';
 const MARKER = /^(?:\[\[|\[|［|【)\s*(\d{1,4}(?:\s*[,，]\s*\d{1,4})*)\s*(?:\]\]|\]|］|】)/;
 const PARTIAL = /^(?:\[\[?|［|【)[\d\s,，]*\]?$/;

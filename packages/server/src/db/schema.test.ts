@@ -63,6 +63,7 @@ const DATABASE: { [T in keyof Database]: readonly string[] } = {
     'time_sent',
     'tool_calls',
   ),
+  chat_stream_lines: columns<'chat_stream_lines'>()('message_id', 'seq', 'line', 'last', 'created_at'),
   chat_sessions: columns<'chat_sessions'>()(
     'id',
     'user_id',

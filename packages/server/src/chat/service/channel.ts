@@ -3,9 +3,16 @@ export class Channel<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
   private waiting: (() => void) | undefined;
   private closed = false;
+  private readonly observe: ((item: T) => void) | undefined;
+
+  /** `observe` sees each item as it is pushed (the stream buffer records the lines). */
+  constructor(observe?: (item: T) => void) {
+    this.observe = observe;
+  }
 
   push(item: T): void {
     if (this.closed) return;
+    this.observe?.(item);
     this.items.push(item);
     this.wake();
   }

@@ -1,5 +1,5 @@
 import type { Actor } from '../../auth/roles.ts';
-import { AppError, ERROR_CODES, type ErrorCode } from '../../errors.ts';
+import { AppError } from '../../errors.ts';
 import * as filesService from '../../files/files.service.ts';
 import { allowedModels } from '../../llm/index.ts';
 import * as projectsService from '../../projects/projects.service.ts';
@@ -7,22 +7,32 @@ import * as tokenBudgetsService from '../../token-budgets/token-budgets.service.
 import { type AttachedText, attachmentBudget, fitWhole } from '../attachments.ts';
 import type { MessageNode, SessionRow } from '../chat.repository.ts';
 import * as chatRepository from '../chat.repository.ts';
-import type { ChatFullResponse, ChatStreamLine, SearchDoc, SendMessageInput } from '../chat.schemas.ts';
+import type { ChatFullResponse, ChatStreamLine, SendMessageInput } from '../chat.schemas.ts';
 import { removeRenderedCitations } from '../citations.ts';
 import { loadPersona } from '../persona.ts';
 import { answerReserve, tokens, tokensAtMost } from '../prompt.ts';
 import { assertDocumentSetsAccessible } from '../retrieval.ts';
 import { Channel } from './channel.ts';
+import { withHeartbeat } from './heartbeat.ts';
 import { type ChatDeps, createSessionRow, ownedSession } from './sessions.ts';
+import { startRecording } from './stream-buffer.ts';
 import { runTurn, type TurnPlan } from './turn.ts';
+import { failureError, TurnFold } from './turn-result.ts';
 
 export const PLACEHOLDER_ANSWER = 'Response was terminated prior to completion, try regenerating.';
+
+/** What a surface may set beyond `SendMessageInput` (the OpenAI surface's `max_tokens`). */
+export interface TurnOptions {
+  maxOutputTokens?: number | undefined;
+}
 
 /** A turn whose rows exist and whose generation runs on its own, whoever reads the lines. */
 export interface ChatRun {
   sessionId: string;
   userMessageId: number | null;
   assistantMessageId: number;
+  /** When the answer was begun (its row's time). */
+  startedAt: Date;
   lines: AsyncIterable<ChatStreamLine>;
   /** Settles when the model first answers; rejects when it failed before saying anything. */
   started: Promise<void>;
@@ -38,10 +48,12 @@ export async function startChatTurn({
   ctx,
   actor,
   input,
+  options = {},
 }: {
   ctx: ChatDeps;
   actor: Actor;
   input: SendMessageInput;
+  options?: TurnOptions;
 }): Promise<ChatRun> {
   if (input.chat_session_id && input.chat_session_info)
     throw new AppError('BAD_REQUEST', 'Give either chat_session_id or chat_session_info, not both');
@@ -139,9 +151,11 @@ export async function startChatTurn({
       deepResearch: input.deep_research,
       model,
       temperature,
+      maxOutputTokens: options.maxOutputTokens,
     };
 
-    const channel = new Channel<ChatStreamLine>();
+    const recorder = startRecording(ctx, tree.assistant.id);
+    const channel = new Channel<ChatStreamLine>(recorder ? (line) => recorder.add(line) : undefined);
     if (created) channel.push({ chat_session_id: session.id });
     channel.push({
       user_message_id: tree.userCreated ? tree.userMessage.id : null,
@@ -168,11 +182,13 @@ export async function startChatTurn({
       .finally(() => {
         markStarted();
         channel.close();
-      });
+      })
+      .then(() => recorder?.flushed());
     return {
       sessionId: session.id,
       userMessageId: tree.userCreated ? tree.userMessage.id : null,
       assistantMessageId: tree.assistant.id,
+      startedAt: new Date(tree.assistant.time_sent),
       lines: channel,
       started,
       done,
@@ -218,6 +234,24 @@ async function startedOrSettled(run: ChatRun): Promise<void> {
   }
 }
 
+/**
+ * A turn that has begun: its rows and its lines (with heartbeats), once the model first answered. A turn
+ * that fails before that is thrown as an ordinary error.
+ */
+export async function beginTurn({
+  ctx,
+  input,
+  options,
+}: {
+  ctx: ChatDeps & { actor: Actor };
+  input: SendMessageInput;
+  options?: TurnOptions;
+}): Promise<{ run: ChatRun; lines: AsyncIterable<ChatStreamLine> }> {
+  const run = await startChatTurn({ ctx, actor: ctx.actor, input, ...(options ? { options } : {}) });
+  await startedOrSettled(run);
+  return { run, lines: withHeartbeat(run.lines, ctx.config.KAS_CHAT_HEARTBEAT_MS) };
+}
+
 /** The stream of one turn: the lines of DESIGN.md, for the NDJSON route and the tRPC procedure alike. */
 export async function* streamMessage({
   ctx,
@@ -226,43 +260,8 @@ export async function* streamMessage({
   ctx: ChatDeps & { actor: Actor };
   input: SendMessageInput;
 }): AsyncGenerator<ChatStreamLine> {
-  const { actor } = ctx;
-  const run = await startChatTurn({ ctx, actor, input });
-  await startedOrSettled(run);
-  yield* withHeartbeat(run.lines, ctx.config.KAS_CHAT_HEARTBEAT_MS);
-}
-
-const HEARTBEAT: ChatStreamLine = {
-  placement: { turn_index: 0, tab_index: 0, sub_turn_index: null },
-  obj: { type: 'chat_heartbeat' },
-};
-
-/** The lines, plus a `chat_heartbeat` line whenever none came for `quietMs` (keeps proxies from timing out). */
-async function* withHeartbeat(
-  lines: AsyncIterable<ChatStreamLine>,
-  quietMs: number,
-): AsyncGenerator<ChatStreamLine> {
-  const iterator = lines[Symbol.asyncIterator]();
-  let pending = iterator.next();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    while (true) {
-      const quiet = new Promise<'quiet'>((resolve) => {
-        timer = setTimeout(() => resolve('quiet'), quietMs);
-      });
-      const next = await Promise.race([pending, quiet]);
-      clearTimeout(timer);
-      if (next === 'quiet') {
-        yield HEARTBEAT;
-        continue;
-      }
-      if (next.done) return;
-      yield next.value;
-      pending = iterator.next();
-    }
-  } finally {
-    clearTimeout(timer);
-  }
+  const { lines } = await beginTurn({ ctx, input });
+  yield* lines;
 }
 
 /** `stream: false`: the same turn, aggregated into one `ChatFullResponse`. */
@@ -276,51 +275,26 @@ export async function sendMessage({
   const { actor } = ctx;
   const run = await startChatTurn({ ctx, actor, input });
   await startedOrSettled(run);
-  let answer = '';
-  let topDocuments: SearchDoc[] = [];
-  let reasoning: string | null = null;
-  const citationInfo: ChatFullResponse['citation_info'] = [];
-  const toolCalls: ChatFullResponse['tool_calls'] = [];
-  let error: { error: string; error_code: string } | null = null;
-  for await (const line of run.lines) {
-    if ('error' in line) error = line;
-    if (!('obj' in line)) continue;
-    const obj = line.obj;
-    if (obj.type === 'message_delta') answer += obj.content;
-    else if (obj.type === 'message_start') topDocuments = obj.final_documents ?? [];
-    else if (obj.type === 'citation_info') citationInfo.push(obj);
-    else if (obj.type === 'reasoning_delta') reasoning = (reasoning ?? '') + obj.reasoning;
-    else if (obj.type === 'search_tool_queries_delta')
-      toolCalls.push({
-        tool_name: 'internal_search',
-        tool_arguments: { queries: obj.queries },
-        search_docs: [],
-      });
-    else if (obj.type === 'custom_tool_args')
-      toolCalls.push({ tool_name: obj.tool_name, tool_arguments: obj.tool_args, search_docs: [] });
-    else if (obj.type === 'search_tool_documents_delta' && toolCalls.length)
-      toolCalls.at(-1)!.search_docs = obj.documents;
-  }
-  if (error) {
-    const code = (ERROR_CODES as string[]).includes(error.error_code)
-      ? (error.error_code as ErrorCode)
-      : 'INTERNAL_ERROR';
-    throw new AppError(code, error.error);
-  }
-  const citations = Object.fromEntries(citationInfo.map((c) => [String(c.citation_number), c.document_id]));
+  const fold = new TurnFold();
+  for await (const line of run.lines) fold.add(line);
+  const result = fold.result;
+  if (result.failure) throw failureError(result.failure);
+  const citations = Object.fromEntries(
+    result.citations.map((c) => [String(c.citation_number), c.document_id]),
+  );
   return {
-    answer,
-    answer_citationless: removeRenderedCitations(answer),
+    answer: result.answer,
+    answer_citationless: removeRenderedCitations(result.answer),
     chat_message_id: run.assistantMessageId,
     message_id: run.assistantMessageId,
     user_message_id: run.userMessageId,
     chat_session_id: run.sessionId,
-    context_docs: { top_documents: topDocuments },
-    top_documents: topDocuments,
+    context_docs: { top_documents: result.documents },
+    top_documents: result.documents,
     citations,
-    citation_info: citationInfo,
-    pre_answer_reasoning: reasoning,
-    tool_calls: toolCalls,
+    citation_info: result.citations.map((c) => ({ type: 'citation_info' as const, ...c })),
+    pre_answer_reasoning: result.reasoning,
+    tool_calls: result.toolCalls,
     error_msg: null,
   };
 }

@@ -143,6 +143,14 @@ export async function getSession({
     current_alternate_model: session.current_alternate_model,
     current_temperature_override: session.current_temperature_override,
     deleted: session.deleted,
+    // An answer not yet saved, begun recently enough to still be written (one whose process died is
+    // never saved, and stops counting once its stream would have been evicted).
+    run_in_progress: messages.some(
+      (m) =>
+        m.message_type === 'assistant' &&
+        !m.is_complete &&
+        Date.now() - new Date(m.time_sent).getTime() < ctx.config.KAS_STREAM_BUFFER_MAX_AGE_S * 1000,
+    ),
   };
 }
 

@@ -50,6 +50,7 @@ export interface TurnPlan {
   deepResearch: boolean;
   model: string;
   temperature: number | undefined;
+  maxOutputTokens: number | undefined;
 }
 
 const STOPPED_SUFFIX = ' ... \n\nGeneration was stopped by the user.';
@@ -287,6 +288,7 @@ export async function runTurn({
     ),
     model: plan.model,
     ...(plan.temperature !== undefined ? { temperature: plan.temperature } : {}),
+    ...(plan.maxOutputTokens !== undefined ? { max_output_tokens: plan.maxOutputTokens } : {}),
     signal: stop.signal,
     purpose: 'answer',
     question: plan.question,
