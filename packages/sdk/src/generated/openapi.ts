@@ -2020,7 +2020,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List every person's MCP client grants */
+        /**
+         * List every person's MCP client grants
+         * @description Every grant a person gave an MCP client through kas as its OAuth server: the person, the client, its scopes and when it was last used. Admin.
+         */
         get: operations["oauthGrants-listAll"];
         put?: never;
         post?: never;

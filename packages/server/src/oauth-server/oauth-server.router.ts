@@ -44,6 +44,8 @@ export const oauthGrantsRouter = router({
         path: '/admin/oauth-grants',
         tags,
         summary: "List every person's MCP client grants",
+        description:
+          'Every grant a person gave an MCP client through kas as its OAuth server: the person, the client, its scopes and when it was last used. Admin.',
       },
     })
     .input(z.object({}))
