@@ -74,6 +74,8 @@ const ConfigSchema = z.object({
       .map((m) => m.trim())
       .filter(Boolean),
   ),
+  /** Whether the configured model calls tools (search, actions); false: agents search first, actions are not run. */
+  KAS_LLM_TOOL_CALLING: booleanString.default(true),
   KAS_LLM_CONTEXT_TOKENS: optionalString.pipe(
     z
       .string()

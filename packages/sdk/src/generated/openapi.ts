@@ -2246,6 +2246,11 @@ export interface components {
             /** @description Text sent on click */
             message: string;
         };
+        /**
+         * @description `always_first`: search with the question before the model answers (the model may search again); `when_asked`: only when the model calls the search tool; `never`: no search. Null: always first when the model provider has no tool calling, when asked otherwise.
+         * @enum {string}
+         */
+        SearchMode: "always_first" | "when_asked" | "never";
         /** @enum {string} */
         ConnectorInputType: "poll" | "event" | "load_state";
         /** @enum {string} */
@@ -2647,6 +2652,7 @@ export interface components {
             user_file_ids: string[];
             /** @description ISO 8601; only documents updated after it are searched */
             search_start_date: string | null;
+            search_mode: components["schemas"]["SearchMode"] | null;
         };
         MinimalPersonaPage: {
             items: components["schemas"]["MinimalPersonaSnapshot"][];
@@ -8393,6 +8399,7 @@ export interface operations {
                     users?: string[];
                     groups?: number[];
                     search_start_date?: (string) | null;
+                    search_mode?: components["schemas"]["SearchMode"] | null;
                     label_ids?: number[] | null;
                     /** @default false */
                     is_featured?: boolean;
@@ -8748,6 +8755,7 @@ export interface operations {
                     users?: string[];
                     groups?: number[];
                     search_start_date?: (string) | null;
+                    search_mode?: components["schemas"]["SearchMode"] | null;
                     label_ids?: number[] | null;
                     is_featured?: boolean;
                     display_priority?: number | null;

@@ -1,6 +1,7 @@
 import type { Actor } from '../auth/roles.ts';
 import type { Db } from '../db/database.ts';
 import * as personasRepository from '../personas/personas.repository.ts';
+import type { SearchMode } from '../personas/personas.schemas.ts';
 import * as personasService from '../personas/personas.service.ts';
 import { SEARCH_TOOL_IN_CODE_ID } from '../tools/tools.schemas.ts';
 
@@ -18,6 +19,8 @@ export interface ChatPersona {
   /** Ids of documents attached to the agent; empty: no restriction. */
   document_ids: string[];
   search_enabled: boolean;
+  /** When it searches; null: first for a provider without tool calling, when the model asks otherwise. */
+  search_mode?: SearchMode | null;
   /** The agent's enabled tools (`tool_ids`): the search tool and actions. */
   tool_ids: number[];
   /** Those of its tools that are actions (OpenAPI, MCP): none means no action to load. */
@@ -50,6 +53,7 @@ export async function loadPersona({
     search_start_date: p.search_start_date ? new Date(p.search_start_date) : null,
     document_ids: p.document_ids,
     search_enabled: p.tools.some((t) => t.in_code_tool_id === SEARCH_TOOL_IN_CODE_ID),
+    search_mode: p.search_mode,
     tool_ids: p.tools.map((t) => t.id),
     action_tool_ids: p.tools.filter((t) => t.kind !== 'builtin').map((t) => t.id),
     llm_model_version_override: p.llm_model_version_override,

@@ -309,6 +309,7 @@ const DATABASE: { [T in keyof Database]: readonly string[] } = {
     'deleted',
     'created_at',
     'updated_at',
+    'search_mode',
   ),
   search_vocabulary: columns<'search_vocabulary'>()('term'),
   token_budgets: columns<'token_budgets'>()(

@@ -52,6 +52,7 @@ export function createAnthropicProvider(options: LlmProviderOptions): LlmProvide
   return {
     name: 'anthropic',
     defaultModel,
+    toolCalling: options.toolCalling ?? true,
     contextWindow: options.contextWindow ?? 200_000,
     async *stream(request) {
       const { system, messages } = toAnthropic(request.messages);

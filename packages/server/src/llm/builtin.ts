@@ -228,6 +228,7 @@ export function createBuiltinProvider(): LlmProvider {
   return {
     name: 'builtin',
     defaultModel: 'builtin-extractive',
+    toolCalling: false,
     contextWindow: 32_000,
     async *stream(request) {
       const question = request.question ?? '';

@@ -20,6 +20,7 @@ export function createLlmProvider(config: Config, logger?: Logger): LlmProvider 
     apiKey: config.KAS_LLM_API_KEY,
     model: config.KAS_LLM_MODEL,
     contextWindow: config.KAS_LLM_CONTEXT_TOKENS,
+    toolCalling: config.KAS_LLM_TOOL_CALLING,
   };
   switch (config.KAS_LLM_PROVIDER) {
     case 'openai':
@@ -45,6 +46,7 @@ function withFailureLog(provider: LlmProvider, config: Config, logger: Logger | 
     name: provider.name,
     defaultModel: provider.defaultModel,
     contextWindow: provider.contextWindow,
+    toolCalling: provider.toolCalling,
     async *stream(request) {
       try {
         yield* provider.stream(request);

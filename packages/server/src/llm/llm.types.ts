@@ -57,6 +57,8 @@ export interface LlmProviderOptions {
   apiKey?: string | undefined;
   model?: string | undefined;
   contextWindow?: number | undefined;
+  /** Whether the model behind the endpoint calls tools (default true). */
+  toolCalling?: boolean | undefined;
 }
 
 /** One interface for every model behind the chat. */
@@ -66,6 +68,11 @@ export interface LlmProvider {
   readonly defaultModel: string;
   /** Tokens the model accepts, prompt and answer together. */
   readonly contextWindow: number;
+  /**
+   * Whether the provider calls the tools it is offered. Without it, agents search with the question before
+   * the model answers (unless told otherwise) and actions are listed to it, never run.
+   */
+  readonly toolCalling: boolean;
   stream(request: LlmRequest): AsyncIterable<LlmEvent>;
 }
 

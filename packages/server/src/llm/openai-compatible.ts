@@ -58,6 +58,7 @@ export function createOpenAiCompatibleProvider(options: LlmProviderOptions): Llm
   return {
     name: 'openai',
     defaultModel,
+    toolCalling: options.toolCalling ?? true,
     contextWindow: options.contextWindow ?? 128_000,
     async *stream(request) {
       const calls = new Map<number, LlmToolCall>();

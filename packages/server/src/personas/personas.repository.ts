@@ -30,6 +30,7 @@ const personaColumns = [
   'personas.llm_model_version_override',
   'personas.starter_messages',
   'personas.search_start_date',
+  'personas.search_mode',
   'personas.owner_id',
   'personas.deleted',
   'owner.email as owner_email',
@@ -261,6 +262,7 @@ export type PersonaValues = {
     | 'display_priority'
     | 'llm_model_provider_override'
     | 'llm_model_version_override'
+    | 'search_mode'
     | 'owner_id']?: Updateable<PersonasTable>[K] | undefined;
 } & { starter_messages?: StarterMessageRow[] | undefined; search_start_date?: Date | null | undefined };
 

@@ -86,12 +86,23 @@ export const PersonaSnapshot = z
   .meta({ id: 'PersonaSnapshot', description: 'An agent with its prompts and sharing' });
 export type PersonaSnapshot = z.infer<typeof PersonaSnapshot>;
 
+/** When an agent searches the documents. */
+export const SearchMode = z.enum(['always_first', 'when_asked', 'never']).meta({
+  id: 'SearchMode',
+  description:
+    '`always_first`: search with the question before the model answers (the model may search again); ' +
+    '`when_asked`: only when the model calls the search tool; `never`: no search. ' +
+    'Null: always first when the model provider has no tool calling, when asked otherwise.',
+});
+export type SearchMode = z.infer<typeof SearchMode>;
+
 export const FullPersonaSnapshot = z
   .object({
     ...snapshotFields,
     search_start_date: z.string().nullable().meta({
       description: 'ISO 8601; only documents updated after it are searched',
     }),
+    search_mode: SearchMode.nullable(),
   })
   .meta({ id: 'FullPersonaSnapshot' });
 export type FullPersonaSnapshot = z.infer<typeof FullPersonaSnapshot>;
@@ -112,6 +123,7 @@ const upsertFields = {
   users: z.array(z.uuid()),
   groups: z.array(Id),
   search_start_date: TimestampString.nullable(),
+  search_mode: SearchMode.nullable(),
   label_ids: z.array(Id).nullable(),
   is_featured: z.boolean(),
   display_priority: Int32.nullable(),
@@ -129,6 +141,7 @@ export const CreatePersonaInput = z.object({
   users: upsertFields.users.optional(),
   groups: upsertFields.groups.optional(),
   search_start_date: upsertFields.search_start_date.optional(),
+  search_mode: upsertFields.search_mode.optional(),
   label_ids: upsertFields.label_ids.optional(),
   is_featured: upsertFields.is_featured.default(false),
   display_priority: upsertFields.display_priority.optional(),
@@ -195,6 +208,7 @@ export interface PersonaForChat {
   document_set_ids: number[];
   document_sets: PersonaDocumentSet[];
   search_start_date: string | null;
+  search_mode: SearchMode | null;
   llm_model_provider_override: string | null;
   llm_model_version_override: string | null;
   document_ids: string[];

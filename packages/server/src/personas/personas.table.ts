@@ -25,6 +25,8 @@ export interface PersonasTable {
   /** jsonb: written as a JSON string, read back parsed. */
   starter_messages: ColumnType<StarterMessageRow[], string | undefined, string>;
   search_start_date: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** `SearchMode`; null: decided by the provider's tool calling. */
+  search_mode: ColumnType<string | null, string | null | undefined, string | null>;
   owner_id: string | null;
   deleted: Generated<boolean>;
   created_at: CreatedAt;

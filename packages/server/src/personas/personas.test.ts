@@ -120,7 +120,7 @@ describe('agents (personas)', () => {
     expect(created).not.toHaveProperty('search_start_date');
 
     const full = await t.caller(alice.key).personas.get({ persona_id: created.id });
-    expect(full).toEqual({ ...created, search_start_date: '2024-05-01T00:00:00.000Z' });
+    expect(full).toEqual({ ...created, search_start_date: '2024-05-01T00:00:00.000Z', search_mode: null });
   });
 
   it('has the built-in default agent 0, listed, featured, with the search tool, undeletable', async () => {

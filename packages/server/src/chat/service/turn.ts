@@ -9,6 +9,7 @@ import {
   type LlmSource,
   type LlmToolCall,
 } from '../../llm/llm.types.ts';
+import type { SearchMode } from '../../personas/personas.schemas.ts';
 import { chunkKey } from '../../search/search-index.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatStreamLine, PacketObj, SearchDoc, SearchFilters } from '../chat.schemas.ts';
@@ -321,14 +322,33 @@ export async function runTurn({
       actionTools = loaded.tools;
       toolNotes = loaded.notes;
       const maxCycles = ctx.config.KAS_CHAT_MAX_TOOL_CYCLES;
-      // The built-in answerer cannot call actions: they are listed to it, never run.
-      const callable = ctx.llm.name === 'builtin' ? [] : actionTools;
+      const mode = searchMode(plan.persona, ctx.llm.toolCalling);
+      if (mode === 'always_first') {
+        // The turn's first section: a failure from here on is a line of the stream, as after the model's.
+        markStarted();
+        const call: LlmToolCall = {
+          id: 'search_first',
+          name: SEARCH_TOOL.name,
+          arguments: JSON.stringify({ queries: [plan.question] }),
+        };
+        const content = await search([plan.question]);
+        toolMessages.push({ role: 'assistant', content: '', tool_calls: [call] });
+        toolMessages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content });
+      }
+      // A model without tool calling is offered no tool: actions are listed to it, never run.
+      const callable = ctx.llm.toolCalling ? actionTools : [];
       for (let cycle = 0; cycle < maxCycles; cycle++) {
         const last = cycle === maxCycles - 1;
-        const offered = [
-          ...(plan.persona.search_enabled ? [SEARCH_TOOL] : []),
-          ...actionTools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-        ];
+        const offered = ctx.llm.toolCalling
+          ? [
+              ...(mode !== 'never' ? [SEARCH_TOOL] : []),
+              ...actionTools.map((t) => ({
+                name: t.name,
+                description: t.description,
+                parameters: t.parameters,
+              })),
+            ]
+          : [];
         const tools = !last && offered.length ? offered : undefined;
         const calls = await callModel(request({ tools, tool_choice: last ? 'none' : 'auto' }), {
           text: onText,
@@ -346,7 +366,7 @@ export async function runTurn({
           toolMessages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content });
         }
       }
-      if (ctx.llm.name === 'builtin') {
+      if (!ctx.llm.toolCalling) {
         const needed = actionsNeeded(plan.question, actionTools);
         if (needed.length) {
           if (!answerStarted) onText('');
@@ -453,6 +473,12 @@ export async function runTurn({
     closeReasoning();
     await callModel(request({ tool_choice: 'none' }), { text: onText });
   }
+}
+
+/** When the turn searches: the agent's setting, else first when the model cannot ask; never without the search tool. */
+function searchMode(persona: ChatPersona, toolCalling: boolean): SearchMode {
+  if (!persona.search_enabled) return 'never';
+  return persona.search_mode ?? (toolCalling ? 'when_asked' : 'always_first');
 }
 
 /** The actions whose names or summaries share a content word with the question. */

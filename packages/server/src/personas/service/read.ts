@@ -103,6 +103,7 @@ export async function getPersonaForChat({
     document_set_ids: full.document_sets.map((d) => d.id),
     document_sets: full.document_sets,
     search_start_date: full.search_start_date,
+    search_mode: full.search_mode,
     llm_model_provider_override: full.llm_model_provider_override,
     llm_model_version_override: full.llm_model_version_override,
     document_ids: full.document_ids,

@@ -4,7 +4,12 @@ import type { ActorContext } from '../../context.ts';
 import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as personasRepository from '../personas.repository.ts';
-import type { FullPersonaSnapshot, MinimalPersonaSnapshot, PersonaSnapshot } from '../personas.schemas.ts';
+import type {
+  FullPersonaSnapshot,
+  MinimalPersonaSnapshot,
+  PersonaSnapshot,
+  SearchMode,
+} from '../personas.schemas.ts';
 
 export type Deps = ActorContext<'db'>;
 
@@ -128,6 +133,7 @@ export function assembleSnapshots(
     hierarchy_node_ids: nodes(row.id).map((n) => n.hierarchy_node_id),
     user_file_ids: files(row.id).map((f) => f.user_file_id),
     search_start_date: row.search_start_date ? new Date(row.search_start_date).toISOString() : null,
+    search_mode: (row.search_mode as SearchMode | null) ?? null,
   }));
 }
 
@@ -142,7 +148,7 @@ export async function snapshotsOf(db: DbExecutor, rows: personasRepository.Perso
 }
 
 export function toPersonaSnapshot(full: FullPersonaSnapshot): PersonaSnapshot {
-  const { search_start_date: _, ...snapshot } = full;
+  const { search_start_date: _, search_mode: __, ...snapshot } = full;
   return snapshot;
 }
 

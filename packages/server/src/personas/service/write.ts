@@ -164,6 +164,7 @@ export async function createPersona({
       llm_model_version_override: input.llm_model_version_override ?? null,
       starter_messages: input.starter_messages ?? [],
       search_start_date: input.search_start_date ? parseTimestamp(input.search_start_date) : null,
+      search_mode: input.search_mode ?? null,
       owner_id: ctx.actor.user_id,
     });
     await writeLinks(trx, row.id, links);
@@ -209,6 +210,7 @@ export async function updatePersona({
       starter_messages: input.starter_messages === null ? [] : input.starter_messages,
       search_start_date:
         input.search_start_date == null ? input.search_start_date : parseTimestamp(input.search_start_date),
+      search_mode: input.search_mode,
     });
     await writeLinks(trx, id, links);
   });
