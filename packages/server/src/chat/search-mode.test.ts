@@ -66,11 +66,9 @@ describe('search_mode with a tool-calling model', () => {
     await llm?.close();
   });
   const t = useTestRuntime(() => fakeOpenAiEnv(llm));
-  beforeAll(async () => {
-    await t.admin().documents.ingest({ document: DOC });
-  });
 
   it('searches only when the model asks by default, first when the agent says so, and offers no search tool for never', async () => {
+    await t.admin().documents.ingest({ document: DOC });
     const byDefault = await agentWith(t, undefined);
     llm.enqueue({ tokens: ['No search needed.'] });
     expect(await searchesOf(t, byDefault)).toEqual([]);
