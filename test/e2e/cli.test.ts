@@ -188,12 +188,12 @@ describe('kas CLI', { timeout: 180_000 }, () => {
     const { version } = JSON.parse(readFileSync(join(root, 'packages/server/package.json'), 'utf8'));
     const printed = await run(process.execPath, [cli, '--version']);
     expect(printed.stdout).toBe(`${version}\n`);
-    const server = await serve({ KAS_DATA_DIR: tempDir() });
+    const server = await serve({ KAS_DATA_DIR: tempDir() }, 60_000);
     expect(await (await fetch(`${server.url}/api/health`)).json()).toEqual({ status: 'ok', version });
     const openapi = await (await fetch(`${server.url}/api/openapi.json`)).json();
     expect(openapi.info.version).toBe(version);
     await stop(server.child);
-  });
+  }, 120_000);
 
   it('api-key list shows the keys; the commands on the embedded database say the server must be stopped', async () => {
     const dataDir = tempDir();
@@ -207,7 +207,7 @@ describe('kas CLI', { timeout: 180_000 }, () => {
     const json = JSON.parse((await run(process.execPath, [cli, 'api-key', 'list', '--json'], env)).stdout);
     expect(json).toEqual([expect.objectContaining({ api_key_name: 'reader', api_key_role: 'basic' })]);
 
-    const server = await serve({ KAS_DATA_DIR: dataDir });
+    const server = await serve({ KAS_DATA_DIR: dataDir }, 60_000);
     for (const [args, hint] of [
       [['user', 'create', '--email', 'ann@corp.example', '--role', 'basic'], 'PUT /api/manage/admin/users'],
       [['user', 'token', 'create', '--email', 'ann@corp.example'], 'POST /api/user/pats'],
@@ -224,5 +224,5 @@ describe('kas CLI', { timeout: 180_000 }, () => {
       expect(stderr).not.toMatch(/\n\s+at /);
     }
     await stop(server.child);
-  });
+  }, 120_000);
 });

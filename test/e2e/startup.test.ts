@@ -31,7 +31,8 @@ function expectOneLine(stderr: string, pattern: RegExp) {
   expect(stderr.trim().split('\n').at(-1)).toMatch(pattern);
 }
 
-describe('start-up', () => {
+// Each test starts kas, whose first start takes seconds more on a loaded machine.
+describe('start-up', { timeout: 120_000 }, () => {
   it('waits for a Postgres that is not listening yet, then starts', async () => {
     const database = await createTestDatabase('postgres');
     const target = new URL(database.env.DATABASE_URL!);
@@ -53,7 +54,7 @@ describe('start-up', () => {
     try {
       const server = await serve(
         { DATABASE_URL: url.toString(), KAS_ENCRYPTION_KEY: ENCRYPTION_KEY, KAS_LOG_FORMAT: 'json' },
-        30_000,
+        60_000,
       );
       await listening;
       expect(server.output()).toMatch(
@@ -122,7 +123,7 @@ describe('start-up', () => {
       busy.close();
     }
     // The failed start created no admin key: the first real start still shows one.
-    const server = await serve({ KAS_DATA_DIR: dataDir });
+    const server = await serve({ KAS_DATA_DIR: dataDir }, 60_000);
     expect(server.output()).toMatch(/shown only this once/);
     await stop(server.child);
 
@@ -134,7 +135,10 @@ describe('start-up', () => {
   });
 
   it('says what it does during a first start before the key banner, and names unknown settings', async () => {
-    const server = await serve({ KAS_DATA_DIR: tempDir(), KAS_LOG_FORMAT: 'json', KAS_SHUTDOWN_GRACE: '30' });
+    const server = await serve(
+      { KAS_DATA_DIR: tempDir(), KAS_LOG_FORMAT: 'json', KAS_SHUTDOWN_GRACE: '30' },
+      60_000,
+    );
     const output = server.output();
     expect(output).toContain(
       'KAS_SHUTDOWN_GRACE is not a kas setting and is ignored: did you mean KAS_SHUTDOWN_GRACE_S?',
