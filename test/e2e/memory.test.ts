@@ -6,12 +6,17 @@ afterAll(stopAllProcesses);
 
 const procFile = (pid: number, name: string) => readFileSync(`/proc/${pid}/${name}`, 'utf8');
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(procFile(pid, 'status'))?.[1]) / 1024;
-const listening = (output: string) =>
+const listeningLine = (output: string) =>
   output
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { msg?: string; heap_limit_mb?: number; wasm_optimizing?: boolean })
     .find((l) => l.msg === 'kas is listening');
+/** kas's "listening" line: JSON logs are written asynchronously, so it may follow the first answer by a moment. */
+async function listening(output: () => string) {
+  for (let i = 0; i < 50 && !listeningLine(output()); i++) await new Promise((r) => setTimeout(r, 100));
+  return listeningLine(output());
+}
 
 describe.skipIf(process.platform !== 'linux')('kas process memory settings', () => {
   it('kas serve restarts itself in place with its memory settings, stays small when idle and still stops cleanly', {
@@ -27,7 +32,7 @@ describe.skipIf(process.platform !== 'linux')('kas process memory settings', () 
     expect(argv).toContain('--max-semi-space-size=8');
     expect(argv).toContain('--max-old-space-size=300');
     expect(procFile(pid, 'environ').split('\0')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
-    const limit = listening(running.output())?.heap_limit_mb ?? 0;
+    const limit = (await listening(running.output))?.heap_limit_mb ?? 0;
     expect(limit).toBeGreaterThanOrEqual(300);
     expect(limit).toBeLessThan(1000); // V8 adds the young generation; uncapped it is ~4 GB here
     // Idle after a first start (database created, migrated): was 505–680 MB before these settings. V8
@@ -52,7 +57,7 @@ describe.skipIf(process.platform !== 'linux')('kas process memory settings', () 
     const running = await serve(env, 30_000);
     const pid = running.child.pid!;
     expect(procFile(pid, 'cmdline').split('\0')).toContain('--liftoff-only');
-    expect(listening(running.output())).toMatchObject({ wasm_optimizing: false });
+    expect(await listening(running.output)).toMatchObject({ wasm_optimizing: false });
     // V8's optimising compiler would now compile PGlite's largest function in the background
     // (~600 MB for ~1 s; the process then peaks at ~750 MB): give it the time it would take.
     await new Promise((r) => setTimeout(r, 4000));
@@ -69,7 +74,7 @@ describe.skipIf(process.platform !== 'linux')('kas process memory settings', () 
     );
     const argv = procFile(running.child.pid!, 'cmdline').split('\0');
     expect(argv.some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
-    expect(listening(running.output())?.heap_limit_mb).toBeGreaterThan(1000);
+    expect((await listening(running.output))?.heap_limit_mb).toBeGreaterThan(1000);
     expect(await stop(running.child)).toBe(0);
   });
 });
