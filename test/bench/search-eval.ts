@@ -105,7 +105,7 @@ function loadPythonPages(): Page[] {
         .map((file) => {
           const text = readFileSync(join(base, dir, file), 'utf8');
           const id = `${dir}/${file.replace(/\.rst\.txt$/, '')}`;
-          const heading = /^([^\n.*=:][^\n]*)\n[=*]{3,}\s*$/m.exec(text)?.[1];
+          const heading = /^([^\n.*=][^\n]*)\n[=*]{3,}\s*$/m.exec(text)?.[1];
           const title = heading?.replace(/:\w+:`([^`]+)`/g, '$1').trim() ?? id;
           return { id, title, text };
         }),

@@ -1,5 +1,5 @@
 import type { LlmEvent, LlmProvider, LlmRequest, LlmSource } from './llm.types.ts';
-import { passages } from './passages.ts';
+import { passages, withSignature } from './passages.ts';
 
 const STOPWORDS = new Set(
   `a about above after again against all am an and any are as at be because been before being below between
@@ -41,9 +41,14 @@ export function stem(word: string): string {
 
 /** Sentences of a text, keeping their order, read through Markdown and reStructuredText markup. */
 export function sentences(text: string): string[] {
+  let shown: string | null = null;
   return passages(text)
     .filter((p) => !p.isHeading)
-    .map((p) => p.text);
+    .map((p) => {
+      const text = withSignature(p.text, p.signature === shown ? null : p.signature);
+      shown = p.signature;
+      return text;
+    });
 }
 
 interface Candidate {
@@ -52,9 +57,14 @@ interface Candidate {
   rank: number;
   order: number;
   text: string;
+  /** The signature the sentence describes (its words count as the sentence's). */
+  signature: string | null;
+  module: string | null;
   terms: Set<string>;
   /** Words of the section's heading the sentence does not have itself: they count half. */
   headingTerms: Set<string>;
+  /** The sentence answers a question (its section is headed by one): the question's words count fully. */
+  answersQuestion: boolean;
   score: number;
 }
 
@@ -120,16 +130,29 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   const seen = new Set<string>();
   let order = 0;
   sources.forEach((source, rank) => {
-    for (const passage of passages(source.content)) {
+    for (const passage of passages(source.content, source.title)) {
       if (passage.isHeading || isHeading(passage.text) || echoesQuestion(passage.text, questionTerms))
         continue;
       const text = clip(passage.text);
-      const key = normalised(text);
+      const { signature, module } = passage;
+      const key = normalised(`${signature ?? ''} ${text}`);
       if (seen.has(key)) continue;
       seen.add(key);
-      const own = new Set(keywords(text));
+      const own = new Set([...keywords(text), ...keywords(signature ?? '')]);
       const headingTerms = new Set(keywords(passage.heading ?? '').filter((t) => !own.has(t)));
-      candidates.push({ source, rank, order: order++, text, terms: own, headingTerms, score: 0 });
+      const answersQuestion = passage.heading?.endsWith('?') ?? false;
+      candidates.push({
+        source,
+        rank,
+        order: order++,
+        text,
+        signature,
+        module,
+        terms: own,
+        headingTerms,
+        answersQuestion,
+        score: 0,
+      });
     }
   });
   const idf = new Map<string, number>();
@@ -141,8 +164,11 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   for (const candidate of candidates) {
     let score = 0;
     for (const term of terms) if (candidate.terms.has(term)) score += idf.get(term)!;
+    // The answer to a FAQ's question is about what it asks, in whatever words.
+    if (score <= 0 && !candidate.answersQuestion) continue;
+    const headingWeight = candidate.answersQuestion ? 1 : HEADING_WEIGHT;
+    for (const term of terms) if (candidate.headingTerms.has(term)) score += headingWeight * idf.get(term)!;
     if (score <= 0) continue;
-    for (const term of terms) if (candidate.headingTerms.has(term)) score += HEADING_WEIGHT * idf.get(term)!;
     // Long sentences match more words by chance; a mild length penalty favours focused ones.
     candidate.score = score / Math.log2(2 + candidate.terms.size / 8);
   }
@@ -189,9 +215,16 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   // Best-ranked source first (sources come most relevant first, so citation [1] leads when it is
   // cited); a source's sentences in their own order.
   picked.sort((a, b) => a.rank - b.rank || a.order - b.order);
+  const shown = new Set<string>();
   return picked
     .map((c) => {
-      const text = /[.!?:`]$/.test(c.text) ? c.text : `${c.text}.`;
+      let text = /[.!?:`]$/.test(c.text) ? c.text : `${c.text}.`;
+      // "This module …" on a module's page says which module.
+      if (c.module && !c.signature) text = text.replace(/^This module\b/, `The \`${c.module}\` module`);
+      if (c.signature && !shown.has(c.signature) && !text.includes(c.signature)) {
+        shown.add(c.signature);
+        text = withSignature(text, c.signature);
+      }
       return c.source.citation_number === null ? text : `${text} [${c.source.citation_number}]`;
     })
     .join(' ');
