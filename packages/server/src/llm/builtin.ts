@@ -57,8 +57,10 @@ interface Candidate {
   rank: number;
   order: number;
   text: string;
-  /** The signature the sentence describes (its words count as the sentence's). */
+  /** The signature the sentence describes (its words count as the sentence's, half as much). */
   signature: string | null;
+  /** Words only the signature has. */
+  signatureTerms: Set<string>;
   module: string | null;
   terms: Set<string>;
   /** Words of the section's heading the sentence does not have itself: they count half. */
@@ -106,10 +108,14 @@ const RANK_DECAY = 0.25;
 const MAX_DOCUMENTS = 3;
 /** A document is cited when its relevance reaches this share of the best document's. */
 const DOCUMENT_FLOOR = 0.6;
+/** The same for a document ranked above the most relevant one by retrieval. */
+const LEADING_DOCUMENT_FLOOR = 0.85;
 /** A further sentence of a cited document is taken when its score reaches this share of the best one's. */
 const SENTENCE_FLOOR = 0.5;
 /** Weight of the words a sentence gets from its section's heading. */
 const HEADING_WEIGHT = 0.5;
+/** Weight of the words a sentence gets from the signature it describes (shared by its whole description). */
+const SIGNATURE_WEIGHT = 0.5;
 
 /**
  * The extractive answer. Each sentence of the retrieved sources scores by the (rare) question words it
@@ -138,7 +144,9 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
       const key = normalised(`${signature ?? ''} ${text}`);
       if (seen.has(key)) continue;
       seen.add(key);
-      const own = new Set([...keywords(text), ...keywords(signature ?? '')]);
+      const ownText = new Set(keywords(text));
+      const signatureTerms = new Set(keywords(signature ?? '').filter((t) => !ownText.has(t)));
+      const own = new Set([...ownText, ...signatureTerms]);
       const headingTerms = new Set(keywords(passage.heading ?? '').filter((t) => !own.has(t)));
       const answersQuestion = passage.heading?.endsWith('?') ?? false;
       candidates.push({
@@ -147,6 +155,7 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
         order: order++,
         text,
         signature,
+        signatureTerms,
         module,
         terms: own,
         headingTerms,
@@ -157,20 +166,24 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   });
   const idf = new Map<string, number>();
   for (const term of terms) {
-    const df = candidates.filter((c) => c.terms.has(term)).length;
+    const df = candidates.filter(
+      (c) => c.terms.has(term) || (c.answersQuestion && c.headingTerms.has(term)),
+    ).length;
     idf.set(term, df === 0 ? 0 : Math.log(1 + candidates.length / df));
   }
   const totalIdf = terms.reduce((sum, t) => sum + idf.get(t)!, 0);
   for (const candidate of candidates) {
     let score = 0;
-    for (const term of terms) if (candidate.terms.has(term)) score += idf.get(term)!;
+    for (const term of terms)
+      if (candidate.terms.has(term))
+        score += (candidate.signatureTerms.has(term) ? SIGNATURE_WEIGHT : 1) * idf.get(term)!;
     // The answer to a FAQ's question is about what it asks, in whatever words.
     if (score <= 0 && !candidate.answersQuestion) continue;
     const headingWeight = candidate.answersQuestion ? 1 : HEADING_WEIGHT;
     for (const term of terms) if (candidate.headingTerms.has(term)) score += headingWeight * idf.get(term)!;
     if (score <= 0) continue;
     // Long sentences match more words by chance; a mild length penalty favours focused ones.
-    candidate.score = score / Math.log2(2 + candidate.terms.size / 8);
+    candidate.score = score / Math.log2(2 + (candidate.terms.size - candidate.signatureTerms.size) / 8);
   }
   if (!candidates.some((c) => c.score > 0)) return NOTHING_RELEVANT;
 
@@ -192,7 +205,11 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
     (a, b) => b.relevance - a.relevance || a.best.rank - b.best.rank,
   );
   const top = documents[0]!.relevance;
-  const chosen = documents.filter((d) => d.relevance >= top * DOCUMENT_FLOOR).slice(0, MAX_DOCUMENTS);
+  // A document retrieval ranked above the most relevant one leads the answer when cited (citations are
+  // numbered in retrieval's order): it is cited only when it is nearly as relevant.
+  const floor = (d: (typeof documents)[number]) =>
+    top * (d.best.rank < documents[0]!.best.rank ? LEADING_DOCUMENT_FLOOR : DOCUMENT_FLOOR);
+  const chosen = documents.filter((d) => d.relevance >= floor(d)).slice(0, MAX_DOCUMENTS);
   const picked: Candidate[] = chosen.map((d) => d.best);
   const best = Math.max(...picked.map((c) => c.score));
   // Other good sentences of the cited sources.

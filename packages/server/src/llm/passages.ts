@@ -65,7 +65,11 @@ export function splitSentences(paragraph: string): string[] {
   const masked = paragraph.replace(/`[^`]*`/g, (span) => `\uE000${spans.push(span) - 1}\uE000`);
   const out: string[] = [];
   let current = '';
-  for (const piece of masked.split(/(?<=[.!?]["')\]]*)\s+(?=[\p{Lu}\p{N}"'(\uE000*])/u)) {
+  // A capital (or a number, a quote, code) after the full stop starts a sentence; after two spaces (the
+  // way reStructuredText sources end sentences) so does a lower-case word (a parameter's name).
+  for (const piece of masked.split(
+    /(?<=[.!?]["')\]]*)(?:\s+(?=[\p{Lu}\p{N}"'(\uE000*])|\s{2,}(?=\p{Ll}))/u,
+  )) {
     current = current ? `${current} ${piece}` : piece;
     if (ABBREVIATION.test(current)) continue;
     out.push(current);
@@ -73,7 +77,12 @@ export function splitSentences(paragraph: string): string[] {
   }
   if (current) out.push(current);
   return out
-    .map((s) => s.replace(/\uE000(\d+)\uE000/g, (_, i: string) => spans[Number(i)]!).trim())
+    .map((s) =>
+      s
+        .replace(/\uE000(\d+)\uE000/g, (_, i: string) => spans[Number(i)]!)
+        .replace(/\s+/g, ' ')
+        .trim(),
+    )
     .filter((s) => /[\p{L}\p{N}]/u.test(s));
 }
 
@@ -148,7 +157,10 @@ export function passages(text: string, title = ''): Passage[] {
     for (const line of paragraph.slice(1)) joined += continues(joined, line) ? ` ${line}` : `\n${line}`;
     paragraph = [];
     for (const block of joined.split('\n')) {
-      const clean = cleanInline(block).replace(/\s+/g, ' ').trim();
+      // Two spaces are kept: they end a sentence.
+      const clean = cleanInline(block)
+        .replace(/\s+/g, (space) => (space.length > 1 ? '  ' : ' '))
+        .trim();
       // A paragraph that is one question (a FAQ entry written without heading markup) heads what follows.
       if (/\?$/.test(clean) && splitSentences(clean).length === 1 && !signature) {
         pushHeading(clean);
