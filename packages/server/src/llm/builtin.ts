@@ -116,6 +116,8 @@ const SENTENCE_FLOOR = 0.5;
 const HEADING_WEIGHT = 0.5;
 /** Weight of the words a sentence gets from the signature it describes (shared by its whole description). */
 const SIGNATURE_WEIGHT = 0.5;
+/** A sentence with a signature or code scores this much more. */
+const IDENTIFIER_BONUS = 1.2;
 
 /**
  * The extractive answer. Each sentence of the retrieved sources scores by the (rare) question words it
@@ -184,6 +186,9 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
     if (score <= 0) continue;
     // Long sentences match more words by chance; a mild length penalty favours focused ones.
     candidate.score = score / Math.log2(2 + (candidate.terms.size - candidate.signatureTerms.size) / 8);
+    // A sentence that names what to use (a signature, code) answers a "how do I" better than one that
+    // only describes it.
+    if (candidate.signature || candidate.text.includes('`')) candidate.score *= IDENTIFIER_BONUS;
   }
   if (!candidates.some((c) => c.score > 0)) return NOTHING_RELEVANT;
 

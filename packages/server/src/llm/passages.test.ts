@@ -113,6 +113,39 @@ describe('signatures in reStructuredText reference pages', () => {
   });
 });
 
+describe('what is no prose', () => {
+  it('leaves out reStructuredText tables and code that reached the prose (a chunk starting inside an example)', () => {
+    const text = [
+      '+--------+-------------------+',
+      '| Option | Meaning           |',
+      '+========+===================+',
+      '| ``e``  | Exponent notation |',
+      '+--------+-------------------+',
+      '',
+      '====  =====',
+      'Name  Value',
+      '====  =====',
+      'a     1',
+      '====  =====',
+      '',
+      '    print(f"Task {name}: Compute factorial({number}), currently i={i}...")',
+      '    total = total + await compute(number)',
+      '',
+      'The coefficient has one digit before the point.  For `p` digits the value is `round(x, p)`.',
+    ].join('\n');
+    expect(sentences(text)).toEqual([
+      'The coefficient has one digit before the point.',
+      'For `p` digits the value is `round(x, p)`.',
+    ]);
+  });
+
+  it('ends a sentence at two spaces before a lower-case parameter name', () => {
+    expect(
+      sentences('Compress the *data*, returning a bytes object.  *compresslevel* has the same meaning.'),
+    ).toEqual(['Compress the data, returning a bytes object.', 'compresslevel has the same meaning.']);
+  });
+});
+
 describe('the built-in answer', () => {
   it('answers a FAQ entry with its answer, not its heading or the question asked back elsewhere', () => {
     const answer = extractAnswer('Is there a free tier?', [

@@ -86,6 +86,20 @@ export function splitSentences(paragraph: string): string[] {
     .filter((s) => /[\p{L}\p{N}]/u.test(s));
 }
 
+/**
+ * Code that reached the prose (a chunk that starts inside a code block, an unmarked example): brackets,
+ * braces, quotes and assignments outside code spans (more than one character in seven), or a statement.
+ */
+const CODE_SYMBOLS = 0.15;
+
+export function looksLikeCode(sentence: string): boolean {
+  const outside = sentence.replace(/`[^`]*`/g, '');
+  const symbols = (outside.match(/[=(){}[\];|\\"]/g) ?? []).length;
+  if (outside.length > 0 && symbols / outside.length > CODE_SYMBOLS) return true;
+  // A statement: an assignment or a call at the start, and no full stop at the end.
+  return /^[a-z_][\w.]*\s*([-+*/]?=[^=]|\()/.test(sentence) && !/[.!?:]$/.test(sentence);
+}
+
 const indentOf = (line: string) => line.length - line.trimStart().length;
 const TERMINAL = /[.!?:]["')\]]*$/;
 
@@ -141,6 +155,8 @@ export function passages(text: string, title = ''): Passage[] {
   let fence: string | null = null;
   let literalIndent = -1;
   let doctest = false;
+  /** In a reStructuredText table (grid or simple): its cells are no sentences. */
+  let table: 'grid' | 'simple' | null = null;
   let code: string[] = [];
 
   const pushHeading = (raw: string) => {
@@ -167,7 +183,8 @@ export function passages(text: string, title = ''): Passage[] {
         continue;
       }
       for (const sentence of splitSentences(clean))
-        out.push({ text: sentence, heading, isHeading: false, signature, module });
+        if (!looksLikeCode(sentence))
+          out.push({ text: sentence, heading, isHeading: false, signature, module });
     }
     signatureFresh = false;
     if (signatureIndent < 0) signature = null;
@@ -199,6 +216,25 @@ export function passages(text: string, title = ''): Passage[] {
       }
       doctest = false;
       flushCode();
+    }
+    if (table === 'grid') {
+      if (line) continue;
+      table = null;
+    }
+    if (table === 'simple') {
+      // A simple table ends with a border followed by a blank line.
+      if (/^=+( +=+)+$/.test(line) && !lines[i + 1]?.trim()) table = null;
+      continue;
+    }
+    if (/^\+[-=]+\+([-=]+\+)*$/.test(line)) {
+      flush();
+      table = 'grid';
+      continue;
+    }
+    if (/^=+( +=+)+$/.test(line)) {
+      flush();
+      table = 'simple';
+      continue;
     }
     if (literalIndent >= 0) {
       if (!line) continue;
@@ -284,7 +320,7 @@ export function passages(text: string, title = ''): Passage[] {
     }
     if (/^([-*+•]|\d+[.)])\s/.test(line)) flush();
     // A signature on its own line (documentation rendered as text).
-    if (SIGNATURE_LINE.test(line) && !paragraph.length) {
+    if (SIGNATURE_LINE.test(line) && !/["{}]/.test(line) && !paragraph.length) {
       signature = line;
       signatureIndent = -1;
       signatureFresh = true;
