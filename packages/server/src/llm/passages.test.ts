@@ -139,6 +139,11 @@ describe('what is no prose', () => {
     ]);
   });
 
+  it('reads on after a table whose start is in another chunk', () => {
+    const chunk = ['a     1', 'b     2', '====  =====', '', 'The prose after the table is read.'].join('\n');
+    expect(sentences(chunk).at(-1)).toBe('The prose after the table is read.');
+  });
+
   it('ends a sentence at two spaces before a lower-case parameter name', () => {
     expect(
       sentences('Compress the *data*, returning a bytes object.  *compresslevel* has the same meaning.'),

@@ -155,7 +155,7 @@ export function passages(text: string, title = ''): Passage[] {
   let fence: string | null = null;
   let literalIndent = -1;
   let doctest = false;
-  /** In a reStructuredText table (grid or simple): its cells are no sentences. */
+  /** In a reStructuredText table (grid or simple), to the blank line: its cells are no sentences. */
   let table: 'grid' | 'simple' | null = null;
   let code: string[] = [];
 
@@ -217,14 +217,9 @@ export function passages(text: string, title = ''): Passage[] {
       doctest = false;
       flushCode();
     }
-    if (table === 'grid') {
+    if (table) {
       if (line) continue;
       table = null;
-    }
-    if (table === 'simple') {
-      // A simple table ends with a border followed by a blank line.
-      if (/^=+( +=+)+$/.test(line) && !lines[i + 1]?.trim()) table = null;
-      continue;
     }
     if (/^\+[-=]+\+([-=]+\+)*$/.test(line)) {
       flush();
@@ -233,7 +228,8 @@ export function passages(text: string, title = ''): Passage[] {
     }
     if (/^=+( +=+)+$/.test(line)) {
       flush();
-      table = 'simple';
+      // A border followed by a blank line closes a table (one whose start is in another chunk).
+      if (lines[i + 1]?.trim()) table = 'simple';
       continue;
     }
     if (literalIndent >= 0) {
