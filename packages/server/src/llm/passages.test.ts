@@ -139,6 +139,19 @@ describe('what is no prose', () => {
     ]);
   });
 
+  it('joins a sentence that a blank line cut (chunks put back together)', () => {
+    expect(
+      sentences(
+        '.. function:: lognormvariate(mu, sigma)\n\n   Log normal distribution.  If you take the natural logarithm of this\n\n   distribution, you get a normal distribution.\n\nDescription\n\npg_dump is a utility for backing up a database.',
+      ),
+    ).toEqual([
+      '`lognormvariate(mu, sigma)`: Log normal distribution.',
+      'If you take the natural logarithm of this distribution, you get a normal distribution.',
+      'Description',
+      'pg_dump is a utility for backing up a database.',
+    ]);
+  });
+
   it('reads on after a table whose start is in another chunk', () => {
     const chunk = ['a     1', 'b     2', '====  =====', '', 'The prose after the table is read.'].join('\n');
     expect(sentences(chunk).at(-1)).toBe('The prose after the table is read.');

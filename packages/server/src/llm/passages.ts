@@ -172,7 +172,23 @@ export function passages(text: string, title = ''): Passage[] {
     let joined = paragraph[0]!;
     for (const line of paragraph.slice(1)) joined += continues(joined, line) ? ` ${line}` : `\n${line}`;
     paragraph = [];
-    for (const block of joined.split('\n')) {
+    const blocks = joined.split('\n');
+    // A paragraph going on with a lower-case word after one that stopped mid-sentence is its rest: a
+    // blank line came inside the sentence (where the chunks of a document were put back together).
+    const previous = out.at(-1);
+    if (
+      previous &&
+      !previous.isHeading &&
+      previous.signature === signature &&
+      !/[.!?:`]["')\]]*$/.test(previous.text) &&
+      // (not a title-like line, which has no full stop either)
+      (previous.text.match(/[\p{L}\p{N}]+/gu) ?? []).length >= 6 &&
+      /^\p{Ll}/u.test(cleanInline(blocks[0]!).trim())
+    ) {
+      out.pop();
+      blocks[0] = `${previous.text} ${blocks[0]}`;
+    }
+    for (const block of blocks) {
       // Two spaces are kept: they end a sentence.
       const clean = cleanInline(block)
         .replace(/\s+/g, (space) => (space.length > 1 ? '  ' : ' '))
