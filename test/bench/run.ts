@@ -4,7 +4,7 @@
  *   platform   authenticated requests vs a bare express server (issue: platform)
  *   documents  ingestion throughput, admin search latency vs bare SQL (issue: documents and search)
  *   chat       stream overhead, time before the model is called, 50 concurrent streams (issue: chat)
- *   search-eval retrieval and cited answers on the PostgreSQL manual vs an in-process BM25 (issue: search)
+ *   search-eval retrieval and cited answers on the PostgreSQL manual and the Python docs vs an in-process BM25 (issue: search)
  *   connectors 20,000-page local website through the web connector: pages/s, worker RSS, pause latency, two workers (issue: connectors)
  *   responsiveness /api/health and admin search p99 while 8 clients ingest 5 MB documents and one uploads a 20 MB PDF (issue 22)
  *   mcp        the MCP search tool's round trip vs the same admin search over REST; 50 concurrent MCP sessions

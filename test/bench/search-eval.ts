@@ -1,17 +1,18 @@
 /**
  * Retrieval and answer evaluation on real documentation corpora nobody here wrote, read from Debian's
- * packages (installed with apt-get when missing, skipped with a message when that is impossible):
- * - `postgresql` (default): the PostgreSQL 15 manual from `postgresql-doc-15` (~1,100 HTML pages),
+ * packages (installed with apt-get when missing, skipped with a message when that is impossible, as on a
+ * distribution that no longer packages Python 3.11's documentation):
+ * - `postgresql`: the PostgreSQL 15 manual from `postgresql-doc-15` (~1,100 HTML pages),
  *   golden set test/eval/postgresql-15.golden.jsonl;
  * - `python`: the Python 3.11 documentation's reStructuredText sources from `python3.11-doc` (library,
- *   tutorial, howto and faq: ~450 pages), golden set test/eval/python-3.11.golden.jsonl, whose cases
+ *   tutorial, howto and faq: 363 pages), golden set test/eval/python-3.11.golden.jsonl, whose cases
  *   carry `answer_contains` (the built-in answerer's answer must contain the identifier asked for).
  * The pages are ingested through the API, then `kas eval` runs the golden set (admin search and chat
  * with the built-in answerer) against the running service, on the embedded database and on Postgres.
  * Beside it, a page-level BM25 computed here over the same pages (k1 1.2, b 0.75, title tokens counted
  * five times, a short stop-word list) — the textbook baseline admin search must match.
- * `npm run bench -w test -- search-eval`; BENCH_EVAL_CORPUS=postgresql|python (comma-separated for
- * both); BENCH_EVAL_DATABASES=embedded|postgres to run one.
+ * `npm run bench -w test -- search-eval` runs both; BENCH_EVAL_CORPUS=postgresql|python runs one;
+ * BENCH_EVAL_DATABASES=embedded|postgres to run one database.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -66,7 +67,7 @@ function ensureCorpus(corpus: Corpus): boolean {
   run(['apt-get', 'install', '-y', corpus.debianPackage]);
   if (existsSync(CORPUS)) return true;
   console.log(
-    `Skipped: ${corpus.debianPackage} could not be installed (needs apt-get and root or passwordless sudo).`,
+    `Skipped the ${corpus.name} corpus: ${corpus.debianPackage} could not be installed (needs apt-get, root or passwordless sudo, and a distribution that packages it).`,
   );
   return false;
 }
@@ -105,7 +106,7 @@ function loadPythonPages(): Page[] {
         .map((file) => {
           const text = readFileSync(join(base, dir, file), 'utf8');
           const id = `${dir}/${file.replace(/\.rst\.txt$/, '')}`;
-          const heading = /^([^\n.*=:][^\n]*)\n[=*]{3,}\s*$/m.exec(text)?.[1];
+          const heading = /^([^\n.*=][^\n]*)\n[=*]{3,}\s*$/m.exec(text)?.[1];
           const title = heading?.replace(/:\w+:`([^`]+)`/g, '$1').trim() ?? id;
           return { id, title, text };
         }),
@@ -211,7 +212,7 @@ async function run(database: 'embedded' | 'postgres', pages: Page[], corpus: Cor
   }
 }
 
-for (const name of (process.env.BENCH_EVAL_CORPUS ?? 'postgresql').split(',')) {
+for (const name of (process.env.BENCH_EVAL_CORPUS ?? 'postgresql,python').split(',')) {
   const corpus = CORPORA[name];
   if (!corpus)
     throw new Error(`BENCH_EVAL_CORPUS: unknown corpus ${name} (${Object.keys(CORPORA).join(', ')})`);

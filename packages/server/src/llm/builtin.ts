@@ -1,5 +1,5 @@
 import type { LlmEvent, LlmProvider, LlmRequest, LlmSource } from './llm.types.ts';
-import { passages } from './passages.ts';
+import { passages, withSignature } from './passages.ts';
 
 const STOPWORDS = new Set(
   `a about above after again against all am an and any are as at be because been before being below between
@@ -41,9 +41,14 @@ export function stem(word: string): string {
 
 /** Sentences of a text, keeping their order, read through Markdown and reStructuredText markup. */
 export function sentences(text: string): string[] {
+  let shown: string | null = null;
   return passages(text)
     .filter((p) => !p.isHeading)
-    .map((p) => p.text);
+    .map((p) => {
+      const text = withSignature(p.text, p.signature === shown ? null : p.signature);
+      shown = p.signature;
+      return text;
+    });
 }
 
 interface Candidate {
@@ -52,9 +57,16 @@ interface Candidate {
   rank: number;
   order: number;
   text: string;
+  /** The signature the sentence describes (its words count as the sentence's, half as much). */
+  signature: string | null;
+  /** Words only the signature has. */
+  signatureTerms: Set<string>;
+  module: string | null;
   terms: Set<string>;
   /** Words of the section's heading the sentence does not have itself: they count half. */
   headingTerms: Set<string>;
+  /** The sentence answers a question (its section is headed by one): the question's words count fully. */
+  answersQuestion: boolean;
   score: number;
 }
 
@@ -96,10 +108,16 @@ const RANK_DECAY = 0.25;
 const MAX_DOCUMENTS = 3;
 /** A document is cited when its relevance reaches this share of the best document's. */
 const DOCUMENT_FLOOR = 0.6;
+/** The same for a document ranked above the most relevant one by retrieval. */
+const LEADING_DOCUMENT_FLOOR = 0.85;
 /** A further sentence of a cited document is taken when its score reaches this share of the best one's. */
 const SENTENCE_FLOOR = 0.5;
 /** Weight of the words a sentence gets from its section's heading. */
 const HEADING_WEIGHT = 0.5;
+/** Weight of the words a sentence gets from the signature it describes (shared by its whole description). */
+const SIGNATURE_WEIGHT = 0.5;
+/** A sentence with a signature or code scores this much more. */
+const IDENTIFIER_BONUS = 1.2;
 
 /**
  * The extractive answer. Each sentence of the retrieved sources scores by the (rare) question words it
@@ -120,31 +138,57 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   const seen = new Set<string>();
   let order = 0;
   sources.forEach((source, rank) => {
-    for (const passage of passages(source.content)) {
+    for (const passage of passages(source.content, source.title)) {
       if (passage.isHeading || isHeading(passage.text) || echoesQuestion(passage.text, questionTerms))
         continue;
       const text = clip(passage.text);
-      const key = normalised(text);
+      const { signature, module } = passage;
+      const key = normalised(`${signature ?? ''} ${text}`);
       if (seen.has(key)) continue;
       seen.add(key);
-      const own = new Set(keywords(text));
+      const ownText = new Set(keywords(text));
+      const signatureTerms = new Set(keywords(signature ?? '').filter((t) => !ownText.has(t)));
+      const own = new Set([...ownText, ...signatureTerms]);
       const headingTerms = new Set(keywords(passage.heading ?? '').filter((t) => !own.has(t)));
-      candidates.push({ source, rank, order: order++, text, terms: own, headingTerms, score: 0 });
+      const answersQuestion = passage.heading?.endsWith('?') ?? false;
+      candidates.push({
+        source,
+        rank,
+        order: order++,
+        text,
+        signature,
+        signatureTerms,
+        module,
+        terms: own,
+        headingTerms,
+        answersQuestion,
+        score: 0,
+      });
     }
   });
   const idf = new Map<string, number>();
   for (const term of terms) {
-    const df = candidates.filter((c) => c.terms.has(term)).length;
+    const df = candidates.filter(
+      (c) => c.terms.has(term) || (c.answersQuestion && c.headingTerms.has(term)),
+    ).length;
     idf.set(term, df === 0 ? 0 : Math.log(1 + candidates.length / df));
   }
   const totalIdf = terms.reduce((sum, t) => sum + idf.get(t)!, 0);
   for (const candidate of candidates) {
     let score = 0;
-    for (const term of terms) if (candidate.terms.has(term)) score += idf.get(term)!;
+    for (const term of terms)
+      if (candidate.terms.has(term))
+        score += (candidate.signatureTerms.has(term) ? SIGNATURE_WEIGHT : 1) * idf.get(term)!;
+    // The answer to a FAQ's question is about what it asks, in whatever words.
+    if (score <= 0 && !candidate.answersQuestion) continue;
+    const headingWeight = candidate.answersQuestion ? 1 : HEADING_WEIGHT;
+    for (const term of terms) if (candidate.headingTerms.has(term)) score += headingWeight * idf.get(term)!;
     if (score <= 0) continue;
-    for (const term of terms) if (candidate.headingTerms.has(term)) score += HEADING_WEIGHT * idf.get(term)!;
     // Long sentences match more words by chance; a mild length penalty favours focused ones.
-    candidate.score = score / Math.log2(2 + candidate.terms.size / 8);
+    candidate.score = score / Math.log2(2 + (candidate.terms.size - candidate.signatureTerms.size) / 8);
+    // A sentence that names what to use (a signature, code) answers a "how do I" better than one that
+    // only describes it.
+    if (candidate.signature || candidate.text.includes('`')) candidate.score *= IDENTIFIER_BONUS;
   }
   if (!candidates.some((c) => c.score > 0)) return NOTHING_RELEVANT;
 
@@ -166,7 +210,11 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
     (a, b) => b.relevance - a.relevance || a.best.rank - b.best.rank,
   );
   const top = documents[0]!.relevance;
-  const chosen = documents.filter((d) => d.relevance >= top * DOCUMENT_FLOOR).slice(0, MAX_DOCUMENTS);
+  // A document retrieval ranked above the most relevant one leads the answer when cited (citations are
+  // numbered in retrieval's order): it is cited only when it is nearly as relevant.
+  const floor = (d: (typeof documents)[number]) =>
+    top * (d.best.rank < documents[0]!.best.rank ? LEADING_DOCUMENT_FLOOR : DOCUMENT_FLOOR);
+  const chosen = documents.filter((d) => d.relevance >= floor(d)).slice(0, MAX_DOCUMENTS);
   const picked: Candidate[] = chosen.map((d) => d.best);
   const best = Math.max(...picked.map((c) => c.score));
   // Other good sentences of the cited sources.
@@ -189,9 +237,16 @@ export function extractAnswer(question: string, sources: LlmSource[]): string {
   // Best-ranked source first (sources come most relevant first, so citation [1] leads when it is
   // cited); a source's sentences in their own order.
   picked.sort((a, b) => a.rank - b.rank || a.order - b.order);
+  const shown = new Set<string>();
   return picked
     .map((c) => {
-      const text = /[.!?:`]$/.test(c.text) ? c.text : `${c.text}.`;
+      let text = /[.!?:`]$/.test(c.text) ? c.text : `${c.text}.`;
+      // "This module …" on a module's page says which module.
+      if (c.module && !c.signature) text = text.replace(/^This module\b/, `The \`${c.module}\` module`);
+      if (c.signature && !shown.has(c.signature) && !text.includes(c.signature)) {
+        shown.add(c.signature);
+        text = withSignature(text, c.signature);
+      }
       return c.source.citation_number === null ? text : `${text} [${c.source.citation_number}]`;
     })
     .join(' ');

@@ -3,8 +3,10 @@
  * reStructuredText headings, directives, roles, code spans and code blocks; plain text as well.
  * Paragraphs wrapped over several lines are joined before they are split into sentences, so no sentence
  * starts in the middle; a signature (`.. function:: gcd(*integers)`, a Markdown definition term, a plain
- * `math.gcd(*integers)` line) stays with the first sentence that describes it, and a sentence ending in
- * ":" keeps the first line of the code block that follows.
+ * `math.gcd(*integers)` line) goes with the sentences that describe it, named with its module (from a
+ * module directive, or the page's title "`math` --- …" when the text is a chunk without one) and its
+ * class (a method declared inside its class's directive), and a sentence ending in ":" keeps the first
+ * line of the code block that follows.
  */
 export interface Passage {
   text: string;
@@ -12,10 +14,19 @@ export interface Passage {
   heading: string | null;
   /** A heading itself: context for the sentences after it, never an answer. */
   isHeading: boolean;
+  /** The signature the sentence describes (`math.gcd(*integers)`), shown before it in an answer. */
+  signature: string | null;
+  /** The module of the page or section (`timeit`), named when the sentence says "this module". */
+  module: string | null;
 }
 
 const SIGNATURE_DIRECTIVE =
-  /^(py:)?(function|method|class|classmethod|staticmethod|exception|attribute|data|decorator|property|coroutinefunction|coroutinemethod|abstractmethod)$/;
+  /^(py:)?(function|method|class|classmethod|staticmethod|exception|attribute|data|decorator|decoratormethod|property|coroutinefunction|coroutinemethod|abstractmethod)$/;
+/** Directives whose body is code or markup, not prose. */
+const CODE_DIRECTIVE =
+  /^(code-block|code|sourcecode|doctest|testcode|testsetup|testcleanup|testoutput|productionlist|literalinclude|highlight|index|toctree|raw|include|csv-table|image|math)$/;
+/** A page titled after its module: "math --- Mathematical functions", "`json` — JSON encoder". */
+const MODULE_TITLE = /^`?!?([A-Za-z_][\w.]*)`?\s+(?:—|–|---|--|-)\s/;
 /** A plain-text signature line: `math.gcd(*integers)`, `hash.digest()`. */
 const SIGNATURE_LINE = /^[A-Za-z_][\w.]*\([^()]*(\([^()]*\)[^()]*)*\)(\s*->\s*\S+)?$/;
 const CODE_ROLES =
@@ -46,13 +57,6 @@ export function cleanInline(text: string): string {
   );
 }
 
-/** The signature of a directive, qualified by the current module when it names a bare function or class. */
-function qualify(signature: string, module: string | null, directive: string): string {
-  const bare = /^[A-Za-z_]\w*(\(|$)/.test(signature);
-  const memberOfClass = /method|attribute|property/.test(directive);
-  return module && bare && !memberOfClass ? `${module}.${signature}` : signature;
-}
-
 const ABBREVIATION = /\b(e\.g|i\.e|etc|vs|cf|approx|Mr|Mrs|Dr|No)\.$/i;
 
 /** Sentences of one paragraph (already one line): not split inside code spans or after abbreviations. */
@@ -61,7 +65,11 @@ export function splitSentences(paragraph: string): string[] {
   const masked = paragraph.replace(/`[^`]*`/g, (span) => `\uE000${spans.push(span) - 1}\uE000`);
   const out: string[] = [];
   let current = '';
-  for (const piece of masked.split(/(?<=[.!?]["')\]]*)\s+(?=[\p{Lu}\p{N}"'(\uE000*])/u)) {
+  // A capital (or a number, a quote, code) after the full stop starts a sentence; after two spaces (the
+  // way reStructuredText sources end sentences) so does a lower-case word (a parameter's name).
+  for (const piece of masked.split(
+    /(?<=[.!?]["')\]]*)(?:\s+(?=[\p{Lu}\p{N}"'(\uE000*])|\s{2,}(?=\p{Ll}))/u,
+  )) {
     current = current ? `${current} ${piece}` : piece;
     if (ABBREVIATION.test(current)) continue;
     out.push(current);
@@ -69,8 +77,27 @@ export function splitSentences(paragraph: string): string[] {
   }
   if (current) out.push(current);
   return out
-    .map((s) => s.replace(/\uE000(\d+)\uE000/g, (_, i: string) => spans[Number(i)]!).trim())
+    .map((s) =>
+      s
+        .replace(/\uE000(\d+)\uE000/g, (_, i: string) => spans[Number(i)]!)
+        .replace(/\s+/g, ' ')
+        .trim(),
+    )
     .filter((s) => /[\p{L}\p{N}]/u.test(s));
+}
+
+/**
+ * Code that reached the prose (a chunk that starts inside a code block, an unmarked example): brackets,
+ * braces, quotes and assignments outside code spans (more than one character in seven), or a statement.
+ */
+const CODE_SYMBOLS = 0.15;
+
+export function looksLikeCode(sentence: string): boolean {
+  const outside = sentence.replace(/`[^`]*`/g, '');
+  const symbols = (outside.match(/[=(){}[\];|\\"]/g) ?? []).length;
+  if (outside.length > 0 && symbols / outside.length > CODE_SYMBOLS) return true;
+  // A statement: an assignment or a call at the start, and no full stop at the end.
+  return /^[a-z_][\w.]*\s*([-+*/]?=[^=]|\()/.test(sentence) && !/[.!?:]$/.test(sentence);
 }
 
 const indentOf = (line: string) => line.length - line.trimStart().length;
@@ -83,43 +110,100 @@ function continues(previous: string, next: string): boolean {
   return !/^\p{Lu}/u.test(next) || previous.length >= 50 || /[,;(]$/.test(previous);
 }
 
-export function passages(text: string): Passage[] {
+/** A long signature is cut after its first arguments: an answer names the call, the reference lists its options. */
+function shortSignature(signature: string): string {
+  const flat = signature
+    .replace(/\s*\\\s*/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (flat.length <= 80) return flat;
+  const cut = flat.lastIndexOf(',', 60);
+  return cut > flat.indexOf('(') ? `${flat.slice(0, cut)}, …)` : flat;
+}
+
+/** A declared name with its class (a member declared inside the class's directive) or module. */
+function qualify(signature: string, module: string | null, directive: string, owner: string | null): string {
+  if (!/^[A-Za-z_]\w*(\(|\s|$)/.test(signature)) return signature;
+  if (owner) return `${owner}.${signature}`;
+  const memberOfClass = /method|attribute|property/.test(directive);
+  return module && !memberOfClass ? `${module}.${signature}` : signature;
+}
+
+/** A sentence shown with the signature it describes. */
+export function withSignature(text: string, signature: string | null): string {
+  return signature ? `\`${signature}\`: ${text}` : text;
+}
+
+/**
+ * The passages of a text (a whole document or one of its chunks). `title` is the document's: a page
+ * titled after its module ("math --- Mathematical functions") names the functions of a chunk that does
+ * not carry the page's module directive.
+ */
+export function passages(text: string, title = ''): Passage[] {
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
   const out: Passage[] = [];
   let heading: string | null = null;
-  let module: string | null = null;
+  let module: string | null = MODULE_TITLE.exec(cleanInline(title).trim())?.[1] ?? null;
   let signature: string | null = null;
+  /** The signature covers the lines indented deeper than this; -1: the next paragraph only. */
+  let signatureIndent = -1;
+  /** The signature has not described a paragraph yet (plain-text signatures need not indent their text). */
+  let signatureFresh = false;
+  /** The class whose directive's body the lines are in. */
+  let owner: { name: string; indent: number } | null = null;
   let paragraph: string[] = [];
   let fence: string | null = null;
   let literalIndent = -1;
+  let doctest = false;
+  /** In a reStructuredText table (grid or simple), to the blank line: its cells are no sentences. */
+  let table: 'grid' | 'simple' | null = null;
   let code: string[] = [];
 
   const pushHeading = (raw: string) => {
     const text = cleanInline(raw).trim();
     if (!text) return;
     heading = text.replace(/`/g, '');
-    out.push({ text, heading, isHeading: true });
+    signature = null;
+    owner = null;
+    out.push({ text, heading, isHeading: true, signature: null, module });
   };
   const flush = () => {
     if (!paragraph.length) return;
     let joined = paragraph[0]!;
     for (const line of paragraph.slice(1)) joined += continues(joined, line) ? ` ${line}` : `\n${line}`;
     paragraph = [];
-    for (const block of joined.split('\n')) {
-      const clean = cleanInline(block).replace(/\s+/g, ' ').trim();
+    const blocks = joined.split('\n');
+    // A paragraph going on with a lower-case word after one that stopped mid-sentence is its rest: a
+    // blank line came inside the sentence (where the chunks of a document were put back together).
+    const previous = out.at(-1);
+    if (
+      previous &&
+      !previous.isHeading &&
+      previous.signature === signature &&
+      !/[.!?:`]["')\]]*$/.test(previous.text) &&
+      // (not a title-like line, which has no full stop either)
+      (previous.text.match(/[\p{L}\p{N}]+/gu) ?? []).length >= 6 &&
+      /^\p{Ll}/u.test(cleanInline(blocks[0]!).trim())
+    ) {
+      out.pop();
+      blocks[0] = `${previous.text} ${blocks[0]}`;
+    }
+    for (const block of blocks) {
+      // Two spaces are kept: they end a sentence.
+      const clean = cleanInline(block)
+        .replace(/\s+/g, (space) => (space.length > 1 ? '  ' : ' '))
+        .trim();
       // A paragraph that is one question (a FAQ entry written without heading markup) heads what follows.
       if (/\?$/.test(clean) && splitSentences(clean).length === 1 && !signature) {
         pushHeading(clean);
         continue;
       }
-      for (let sentence of splitSentences(clean)) {
-        if (signature) {
-          sentence = `\`${signature}\`: ${sentence}`;
-          signature = null;
-        }
-        out.push({ text: sentence, heading, isHeading: false });
-      }
+      for (const sentence of splitSentences(clean))
+        if (!looksLikeCode(sentence))
+          out.push({ text: sentence, heading, isHeading: false, signature, module });
     }
+    signatureFresh = false;
+    if (signatureIndent < 0) signature = null;
   };
   const flushCode = () => {
     const first = code.find((l) => l.trim());
@@ -133,6 +217,7 @@ export function passages(text: string): Passage[] {
   for (let i = 0; i < lines.length; i++) {
     const raw = lines[i]!.replace(/\t/g, '    ').trimEnd();
     const line = raw.trim();
+    const indent = indentOf(raw);
     if (fence) {
       if (line.startsWith(fence)) {
         fence = null;
@@ -140,9 +225,32 @@ export function passages(text: string): Passage[] {
       } else code.push(line);
       continue;
     }
+    if (doctest) {
+      if (line) {
+        code.push(line);
+        continue;
+      }
+      doctest = false;
+      flushCode();
+    }
+    if (table) {
+      if (line) continue;
+      table = null;
+    }
+    if (/^\+[-=]+\+([-=]+\+)*$/.test(line)) {
+      flush();
+      table = 'grid';
+      continue;
+    }
+    if (/^=+( +=+)+$/.test(line)) {
+      flush();
+      // A border followed by a blank line closes a table (one whose start is in another chunk).
+      if (lines[i + 1]?.trim()) table = 'simple';
+      continue;
+    }
     if (literalIndent >= 0) {
       if (!line) continue;
-      if (indentOf(raw) > literalIndent) {
+      if (indent > literalIndent) {
         code.push(line);
         continue;
       }
@@ -158,6 +266,11 @@ export function passages(text: string): Passage[] {
     if (!line) {
       flush();
       continue;
+    }
+    // A line at or left of a directive's own indentation ends its body.
+    if (!paragraph.length && !signatureFresh) {
+      if (signature && signatureIndent >= 0 && indent <= signatureIndent) signature = null;
+      if (owner && indent <= owner.indent) owner = null;
     }
     // reStructuredText over- and underlines: the line above is a heading.
     if (/^([=\-~^"'`#*+.:_])\1{2,}$/.test(line)) {
@@ -179,8 +292,21 @@ export function passages(text: string): Passage[] {
       const [, name, argument] = directive as unknown as [string, string, string];
       if (name === 'module' || name === 'currentmodule' || name === 'py:module')
         module = argument.trim() || null;
-      else if (SIGNATURE_DIRECTIVE.test(name) && argument.trim())
-        signature = qualify(argument.trim(), module, name);
+      else if (CODE_DIRECTIVE.test(name)) literalIndent = indent;
+      else if (SIGNATURE_DIRECTIVE.test(name) && argument.trim()) {
+        // A signature continued over several lines (ending in "\\"); further signatures and options
+        // up to the blank line are not prose.
+        let declared = argument.trim();
+        while (declared.endsWith('\\') && i + 1 < lines.length && lines[i + 1]!.trim())
+          declared = `${declared.slice(0, -1).trimEnd()} ${lines[++i]!.trim()}`;
+        while (i + 1 < lines.length && lines[i + 1]!.trim()) i++;
+        const kind = name.replace(/^py:/, '');
+        signature = shortSignature(qualify(declared, module, kind, owner?.name ?? null));
+        signatureIndent = indent;
+        signatureFresh = false;
+        if (kind === 'class' || kind === 'exception')
+          owner = { name: signature.replace(/\(.*$/, '').trim(), indent };
+      }
       continue;
     }
     if (/^\.\.(\s|$)/.test(line)) {
@@ -193,20 +319,30 @@ export function passages(text: string): Passage[] {
     const definition = /^:\s+(.*)$/.exec(line);
     if (definition && paragraph.length === 1 && /^`[^`]+`$/.test(paragraph[0]!)) {
       signature = paragraph.pop()!.slice(1, -1);
+      signatureIndent = indent;
       paragraph.push(definition[1]!);
+      continue;
+    }
+    // Interactive sessions (">>> …" and their output, to the blank line) are code.
+    if (/^(>>>|\.\.\.)(\s|$)/.test(line)) {
+      flush();
+      doctest = true;
+      code.push(line);
       continue;
     }
     if (/^([-*+•]|\d+[.)])\s/.test(line)) flush();
     // A signature on its own line (documentation rendered as text).
-    if (SIGNATURE_LINE.test(line) && !paragraph.length) {
+    if (SIGNATURE_LINE.test(line) && !/["{}]/.test(line) && !paragraph.length) {
       signature = line;
+      signatureIndent = -1;
+      signatureFresh = true;
       continue;
     }
-    if (signature && !paragraph.length && SIGNATURE_LINE.test(line)) continue;
+    if (signature && signatureFresh && !paragraph.length && SIGNATURE_LINE.test(line)) continue;
     if (line.endsWith('::')) {
       paragraph.push(line.replace(/\s*::$/, line === '::' ? '' : ':'));
       flush();
-      literalIndent = indentOf(raw);
+      literalIndent = indent;
       continue;
     }
     paragraph.push(line);
