@@ -190,6 +190,11 @@ const ConfigSchema = z.object({
    * least 1, so that searches and chats keep CPU while documents are written.
    */
   KAS_INGEST_WRITERS: z.coerce.number().int().min(0).max(64).default(0),
+  /**
+   * Postgres: longest time (ms) a background statement (ingestion, search maintenance) holds back while
+   * this process runs a request's statements, so that searches and chats get the database's CPU first; 0: never.
+   */
+  KAS_BACKGROUND_YIELD_MS: z.coerce.number().int().min(0).max(10_000).default(100),
   /** Worker threads that parse files and chunk large documents; 0: one fewer than the machine's cores (at least 1). */
   KAS_WORKER_THREADS: z.coerce.number().int().min(0).max(64).default(0),
   /** Heap of one parsing thread (MB): a file that needs more to read is refused (413). */

@@ -23,6 +23,7 @@ import { StartupError } from '../errors.ts';
 import { acquireDataDirLock } from './lockfile.ts';
 import { PGliteThread, pgliteThreadDialect } from './pglite-thread.ts';
 import { ReadRouter } from './replicas.ts';
+import { StatementGate } from './statement-gate.ts';
 
 export { inBackground } from './pglite-thread.ts';
 
@@ -278,6 +279,32 @@ function prepareStatements(pool: pg.Pool): void {
   });
 }
 
+/**
+ * A request's statements that follow one another within this long count as one (a search's three, with
+ * kas's work in between), so background statements wait for the last of them.
+ */
+const FOREGROUND_LINGER_MS = 10;
+const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|savepoint|release)\b/i;
+
+/**
+ * Background statements on this pool hold back while a request's run (`StatementGate`). Only the
+ * promise form of `query` (Kysely's) is gated; a callback or a cursor goes as it is.
+ */
+function gateStatements(pool: pg.Pool, maxWaitMs: number): void {
+  if (maxWaitMs <= 0) return;
+  const gate = new StatementGate({ lingerMs: FOREGROUND_LINGER_MS, maxWaitMs });
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const plain = typeof args[0] === 'string' && args.length <= 2 && typeof args[1] !== 'function';
+      // A transaction's begin and end go at once: they cost nothing, and the end releases its locks.
+      return plain && !TRANSACTION_CONTROL.test(args[0] as string)
+        ? gate.run(() => query(...args) as Promise<unknown>)
+        : query(...args);
+    };
+  });
+}
+
 /** A data directory that cannot be used, said in one line (a file in its place, no permission, a read-only disk). */
 function dataDirError(dataDir: string, error: unknown): unknown {
   const code = (error as NodeJS.ErrnoException).code;
@@ -301,6 +328,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
+    gateStatements(pool, config.KAS_BACKGROUND_YIELD_MS);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
     if (!config.DATABASE_READ_URLS.length)
       return { db, read: db, kind: 'postgres', pool, close: () => db.destroy() };

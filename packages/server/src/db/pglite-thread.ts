@@ -62,6 +62,11 @@ export function inBackground<T>(work: () => Promise<T>): Promise<T> {
   return backgroundWork.run(true, work);
 }
 
+/** Whether the caller runs inside `inBackground`. */
+export function isInBackground(): boolean {
+  return backgroundWork.getStore() === true;
+}
+
 /** Background work waits at most this long while requests keep the connection busy (no starvation). */
 const BACKGROUND_MAX_WAIT_MS = 100;
 
@@ -81,7 +86,7 @@ class ConnectionLock {
   readonly #backgroundSince: number[] = [];
 
   async acquire(): Promise<void> {
-    const request = !backgroundWork.getStore();
+    const request = !isInBackground();
     if (!this.#busy) {
       this.#busy = true;
       return;
