@@ -2,8 +2,25 @@ import type { Actor } from '../../auth/roles.ts';
 import { AppError } from '../../errors.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatStreamLine, ResumeStreamInput } from '../chat.schemas.ts';
+import type { Channel } from './channel.ts';
 import { withHeartbeat } from './heartbeat.ts';
 import type { ChatDeps } from './sessions.ts';
+
+/**
+ * The runs this process is writing, by database (runtimes sharing a process never mix) and answer: a
+ * resume in the process running the turn follows the turn's own lines as they are written, without
+ * polling the table. A run is here from its start until its last line is kept.
+ */
+const liveRuns = new WeakMap<object, Map<number, Channel<ChatStreamLine>>>();
+
+function liveRunsOf(ctx: ChatDeps): Map<number, Channel<ChatStreamLine>> {
+  let runs = liveRuns.get(ctx.db);
+  if (!runs) {
+    runs = new Map();
+    liveRuns.set(ctx.db, runs);
+  }
+  return runs;
+}
 
 /** Whether a line ends its run: nothing follows a `stop` or an error line. */
 function endsRun(line: ChatStreamLine): boolean {
@@ -77,6 +94,20 @@ export class StreamRecorder {
   async flushed(): Promise<void> {
     while (this.inFlight) await this.writing;
   }
+
+  /** Resumes in this process read the run's lines from `channel` (the lines this recorder keeps). */
+  follows(channel: Channel<ChatStreamLine>): void {
+    liveRunsOf(this.ctx).set(this.messageId, channel);
+  }
+
+  /** Once the run has ended: its last line is kept, and resumes read the table from now on. */
+  async finished(): Promise<void> {
+    try {
+      await this.flushed();
+    } finally {
+      liveRunsOf(this.ctx).delete(this.messageId);
+    }
+  }
 }
 
 /**
@@ -97,7 +128,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * The kept lines of a session's latest run from line `cursor` on, then the live run's lines as they are
- * written (read every KAS_STREAM_BUFFER_POLL_MS), until its last line. 404 when the session is not the
+ * written, until its last line. 404 when the session is not the
  * caller's or has no run kept (never streamed, or evicted: read the saved message instead).
  */
 export async function* followRun({
@@ -168,7 +199,11 @@ export async function resumeAnswer({
   };
 }
 
-/** The lines of one answer's run from `cursor` on, following it live until its last line. */
+/**
+ * The lines of one answer's run from `cursor` on, following it live until its last line: from the run
+ * itself when it runs in this process, else from the table (read every KAS_STREAM_BUFFER_POLL_MS while
+ * the run in another process has written nothing new).
+ */
 export async function* followMessage({
   ctx,
   messageId,
@@ -180,6 +215,14 @@ export async function* followMessage({
   cursor: number;
   signal?: AbortSignal | undefined;
 }): AsyncGenerator<ChatStreamLine> {
+  const here = liveRuns.get(ctx.db)?.get(messageId);
+  if (here) {
+    for await (const line of here.from(cursor)) {
+      if (signal?.aborted) return;
+      yield line;
+    }
+    return;
+  }
   let next = cursor;
   let savedAt: number | null = null;
   let endedSeen = false;
