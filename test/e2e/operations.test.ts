@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { configFrom, createLogger } from '@kas/server';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../harness/net.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
@@ -35,8 +35,12 @@ describe('request log', () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('trace-42.abc');
-    await settle();
-    const line = log.lines.find((l) => l.msg === 'request' && l.req_id === 'trace-42.abc');
+    // The request log gathers its lines for a moment before writing them.
+    const line = await vi.waitFor(() => {
+      const found = log.lines.find((l) => l.msg === 'request' && l.req_id === 'trace-42.abc');
+      if (!found) throw new Error('no request line yet');
+      return found;
+    });
     expect(line).toMatchObject({
       level: 30,
       method: 'GET',
@@ -55,8 +59,9 @@ describe('request log', () => {
       expect(res.status).toBe(401);
       const id = res.headers.get('x-request-id');
       expect(id).toMatch(/^[0-9a-f-]{36}$/);
-      await settle();
-      expect(log.lines.find((l) => l.req_id === id)).toMatchObject({ status: 401, method: 'GET' });
+      await vi.waitFor(() =>
+        expect(log.lines.find((l) => l.req_id === id)).toMatchObject({ status: 401, method: 'GET' }),
+      );
       expect(JSON.stringify(log.lines)).not.toContain('<script>');
     }
     const generated = await server.request('GET', '/api/health');

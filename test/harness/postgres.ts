@@ -163,89 +163,49 @@ async function startServerIn(): Promise<PostgresServer> {
   }
   const asAccount = account ? { uid: account.uid, gid: account.gid } : {};
   const env = { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' };
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const run = mkdtempSync(join(dir, 'run-'));
-    const data = join(run, 'data');
-    const passwordFile = join(run, 'password');
-    writeFileSync(passwordFile, `${PASSWORD}\n`);
-    if (account) {
-      chownSync(run, account.uid, account.gid);
-      chownSync(passwordFile, account.uid, account.gid);
-    }
-    const init = spawnSync(
-      initdb,
-      [
-        `--pgdata=${data}`,
-        '--auth=password',
-        `--username=${USER}`,
-        `--pwfile=${passwordFile}`,
-        '--encoding=UTF8',
-      ],
-      { ...asAccount, env, encoding: 'utf8' },
-    );
-    if (init.status !== 0) {
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`initdb failed: ${init.error ?? ''} ${init.stderr}`);
-    }
-    const port = await freePort();
-    const child = spawn(
-      postgres,
-      [
-        '-D',
-        data,
-        '-p',
-        String(port),
-        '-k',
-        run,
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        'fsync=off',
-        '-c',
-        'synchronous_commit=off',
-        '-c',
-        'full_page_writes=off',
-        '-c',
-        'max_connections=300',
-      ],
-      { ...asAccount, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let output = '';
-    child.stdout?.on('data', (d) => {
-      output = (output + d).slice(-4000);
-    });
-    child.stderr?.on('data', (d) => {
-      output = (output + d).slice(-4000);
-    });
-    const killOnExit = () => child.kill('SIGKILL');
-    process.once('exit', killOnExit);
-    const urlFor = (database: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`;
-    try {
-      await waitUntilReady(urlFor('postgres'), child, () => output);
-      return {
-        url: urlFor('postgres'),
-        port,
-        urlFor,
-        startReplica: () => startReplica({ dir, data, postgres, account }, urlFor('postgres')),
-        stop: async () => {
-          process.off('exit', killOnExit);
-          if (child.exitCode === null) {
-            const exited = new Promise((r) => child.once('exit', r));
-            child.kill('SIGINT'); // fast shutdown
-            await exited;
-          }
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    } catch (error) {
-      // Most often the port was taken between choosing and binding it: try another.
-      lastError = error;
-      process.off('exit', killOnExit);
-      child.kill('SIGKILL');
-      rmSync(run, { recursive: true, force: true });
-    }
+  const run = mkdtempSync(join(dir, 'run-'));
+  const data = join(run, 'data');
+  const passwordFile = join(run, 'password');
+  writeFileSync(passwordFile, `${PASSWORD}\n`);
+  if (account) {
+    chownSync(run, account.uid, account.gid);
+    chownSync(passwordFile, account.uid, account.gid);
   }
-  rmSync(dir, { recursive: true, force: true });
-  throw new Error(`Could not start Postgres: ${String(lastError)}`);
+  const init = spawnSync(
+    initdb,
+    [
+      `--pgdata=${data}`,
+      '--auth=password',
+      `--username=${USER}`,
+      `--pwfile=${passwordFile}`,
+      '--encoding=UTF8',
+    ],
+    { ...asAccount, env, encoding: 'utf8' },
+  );
+  if (init.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`initdb failed: ${init.error ?? ''} ${init.stderr}`);
+  }
+  try {
+    // runPostgres retries on another port when the chosen one was taken before Postgres could bind it.
+    const server = await runPostgres({
+      postgres,
+      data,
+      run,
+      account,
+      onStopped: () => rmSync(dir, { recursive: true, force: true }),
+    });
+    const urlFor = (database: string) =>
+      `postgres://${USER}:${PASSWORD}@127.0.0.1:${server.port}/${database}`;
+    return {
+      url: urlFor('postgres'),
+      port: server.port,
+      urlFor,
+      startReplica: () => startReplica({ dir, data, postgres, account }, urlFor('postgres')),
+      stop: server.stop,
+    };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 }

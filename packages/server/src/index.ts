@@ -23,7 +23,7 @@ export {
 } from './errors.ts';
 export * as evaluationService from './evaluation/evaluation.service.ts';
 export * as identityService from './identity/identity.service.ts';
-export { createLogger, type Logger } from './logger.ts';
+export { createLogger, type LineSink, type Logger, lineSink } from './logger.ts';
 export { MCP_SCOPES } from './mcp/mcp.schemas.ts';
 export { createMcpServer } from './mcp/mcp.tools.ts';
 export {

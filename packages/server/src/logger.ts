@@ -37,6 +37,27 @@ export function createLogger(config: LogConfig, destination: NodeJS.WritableStre
   );
 }
 
+/** Where a logger's lines go, and the parts of its `info` line that do not change from line to line. */
+export interface LineSink {
+  stream: { write(chunk: string): unknown };
+  /** `{"level":30,"time":` */
+  head: string;
+  /** The logger's bindings as pino writes them after the time (`,"service":"kas"`). */
+  bindings: string;
+}
+
+/**
+ * The logger's own stream and line prefix, for a caller that writes many `info` lines of pino's exact
+ * shape itself (the request log); null for a logger that does not expose them.
+ */
+export function lineSink(logger: Logger): LineSink | null {
+  const internals = logger as unknown as Record<symbol, unknown>;
+  const stream = internals[pino.symbols.streamSym] as LineSink['stream'] | undefined;
+  const bindings = internals[pino.symbols.chindingsSym];
+  if (typeof stream?.write !== 'function' || typeof bindings !== 'string') return null;
+  return { stream, head: `{"level":${logger.levels.values.info},"time":`, bindings };
+}
+
 /**
  * An error's message followed by its causes' ("fetch failed: connect ECONNREFUSED 127.0.0.1:9"), the
  * real reason a library's generic message ("Connection error.") hides.

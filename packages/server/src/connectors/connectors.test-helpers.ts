@@ -102,5 +102,16 @@ export function connectorTestHelpers(t: RuntimeFixture) {
     return { connectorId, pairId, credentialId: cred.id };
   }
 
-  return { docIds, textOf, latestAttempt, settle, person, sees, sourcePair };
+  /** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
+  async function waiting(pairId: number) {
+    for (let i = 0; i < 6; i++) {
+      const { progress } = await t.admin().connectors.getPair({ cc_pair_id: pairId });
+      if (progress?.waiting_until)
+        return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
+      await t.pass();
+    }
+    return { until: 0, reason: '' };
+  }
+
+  return { docIds, textOf, latestAttempt, settle, person, sees, sourcePair, waiting };
 }

@@ -16,7 +16,15 @@ const t = useTestRuntime({
   KAS_CONNECTOR_BACKOFF_MS: '0',
 });
 const { admin, pass } = t;
-const { docIds, latestAttempt: lastAttempt, settle, sourcePair, person, sees } = connectorTestHelpers(t);
+const {
+  docIds,
+  latestAttempt: lastAttempt,
+  settle,
+  sourcePair,
+  person,
+  sees,
+  waiting,
+} = connectorTestHelpers(t);
 let wiki: FakeConfluence;
 
 beforeAll(async () => {
@@ -33,17 +41,6 @@ beforeEach(() => {
   wiki.groups.clear();
   wiki.rateLimit.remaining = 0;
 });
-
-/** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
-async function waiting(pairId: number) {
-  for (let i = 0; i < 6; i++) {
-    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
-    if (progress?.waiting_until)
-      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
-    await pass();
-  }
-  return { until: 0, reason: '' };
-}
 
 const pageId = (id: string) => `${wiki.url}/pages/viewpage.action?pageId=${id}`;
 

@@ -28,6 +28,7 @@ const {
   sourcePair,
   person,
   sees,
+  waiting,
 } = connectorTestHelpers(t);
 let google: FakeGoogle;
 
@@ -45,17 +46,6 @@ beforeEach(() => {
   google.groups.clear();
   google.rateLimit.remaining = 0;
 });
-
-/** A rate-limited attempt waits in the queue with its checkpoint: until when (epoch ms) and why (the pair's status). */
-async function waiting(pairId: number) {
-  for (let i = 0; i < 6; i++) {
-    const { progress } = await admin().connectors.getPair({ cc_pair_id: pairId });
-    if (progress?.waiting_until)
-      return { until: new Date(progress.waiting_until).getTime(), reason: progress.waiting_reason ?? '' };
-    await pass();
-  }
-  return { until: 0, reason: '' };
-}
 
 const docId = (id: string) => `https://drive.google.com/open?id=${id}`;
 const OLD = new Date('2026-01-01T00:00:00Z');
