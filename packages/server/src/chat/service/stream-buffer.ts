@@ -124,6 +124,8 @@ export function startRecording(ctx: ChatDeps, messageId: number): StreamRecorder
 }
 
 const SAVED_GRACE_MS = 2000;
+/** A follower's first wait for another process's next lines (ms); it doubles up to KAS_STREAM_BUFFER_POLL_MS. */
+const FIRST_WAIT_MS = 10;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -201,8 +203,9 @@ export async function resumeAnswer({
 
 /**
  * The lines of one answer's run from `cursor` on, following it live until its last line: from the run
- * itself when it runs in this process, else from the table (read every KAS_STREAM_BUFFER_POLL_MS while
- * the run in another process has written nothing new).
+ * itself when it runs in this process, else from the table, read again 10 ms after a read that found
+ * nothing new, each wait twice the last while nothing comes, up to KAS_STREAM_BUFFER_POLL_MS: a run that is
+ * writing is followed closely, a quiet one costs a read per KAS_STREAM_BUFFER_POLL_MS.
  */
 export async function* followMessage({
   ctx,
@@ -224,6 +227,7 @@ export async function* followMessage({
     return;
   }
   let next = cursor;
+  let wait = FIRST_WAIT_MS;
   let savedAt: number | null = null;
   let endedSeen = false;
   const deadline = Date.now() + ctx.config.KAS_STREAM_BUFFER_MAX_AGE_S * 1000;
@@ -234,7 +238,10 @@ export async function* followMessage({
       next = row.seq + 1;
       if (row.last) return;
     }
-    if (rows.length) continue;
+    if (rows.length) {
+      wait = FIRST_WAIT_MS;
+      continue;
+    }
     // The answer is saved just before its last line is written; saved and still no last line a while
     // later means the run's process died (or its lines were evicted): the saved message is the answer.
     const state = await chatRepository.findRunState(ctx.db, messageId);
@@ -246,6 +253,7 @@ export async function* followMessage({
     }
     if (savedAt === null && state.complete) savedAt = Date.now();
     if (savedAt !== null && Date.now() - savedAt > SAVED_GRACE_MS) return;
-    await sleep(ctx.config.KAS_STREAM_BUFFER_POLL_MS);
+    await sleep(Math.min(wait, ctx.config.KAS_STREAM_BUFFER_POLL_MS));
+    wait *= 2;
   }
 }
