@@ -277,7 +277,10 @@ async function cutAndResume(fake: FakeLlmServer) {
       const whole = [...cut, ...rest];
       const ok =
         resumed.status === 200 && whole.at(-1)?.obj?.type === 'stop' && answerOf(whole) === EXPECTED_ANSWER;
-      return { firstMs, ok };
+      const why = ok
+        ? null
+        : `ndjson ${on === resumeOn ? 'same' : 'other'} process: HTTP ${resumed.status}, ${cut.length} lines cut, ${rest.length} resumed, last ${JSON.stringify(whole.at(-1))}`;
+      return { firstMs, ok, why };
     };
     const openaiCut = async (on: string, resumeOn: string, cutAfter: number) => {
       const abort = new AbortController();
@@ -320,7 +323,11 @@ async function cutAndResume(fake: FakeLlmServer) {
           content += event.data.choices[0]?.delta?.content ?? '';
         }
       }
-      return { firstMs, ok: resumed.status === 200 && done && inOrder && content === EXPECTED_ANSWER };
+      const ok = resumed.status === 200 && done && inOrder && content === EXPECTED_ANSWER;
+      const why = ok
+        ? null
+        : `openai ${on === resumeOn ? 'same' : 'other'} process: HTTP ${resumed.status}, starting_after ${last}, done ${done}, in order ${inOrder}, ${content.length} of ${EXPECTED_ANSWER.length} characters`;
+      return { firstMs, ok, why };
     };
     const urls = kas.map((k) => k.url);
     for (let i = 0; i < WARMUP; i++) {
@@ -358,6 +365,7 @@ async function cutAndResume(fake: FakeLlmServer) {
     const soakStarted = Date.now();
     let turns = 0;
     let broken = 0;
+    const whys: string[] = [];
     const sample = async () => {
       const { rows } = await db.query(
         `SELECT count(*)::int AS lines, count(DISTINCT message_id)::int AS answers,
@@ -381,11 +389,14 @@ async function cutAndResume(fake: FakeLlmServer) {
       Array.from({ length: SOAK_CLIENTS }, async () => {
         while (Date.now() < end) {
           const cut = random(2) ? ndjsonCut : openaiCut;
-          const result = await cut(urls[random(2)]!, urls[random(2)]!, 2 + random(TOKENS + 2)).catch(() => ({
-            ok: false,
-          }));
+          const result = await cut(urls[random(2)]!, urls[random(2)]!, 2 + random(TOKENS + 2)).catch(
+            (error: unknown) => ({ ok: false, why: String(error) }),
+          );
           turns++;
-          if (!result.ok) broken++;
+          if (!result.ok) {
+            broken++;
+            if (whys.length < 10) whys.push(result.why!);
+          }
         }
       }),
     );
@@ -401,6 +412,7 @@ async function cutAndResume(fake: FakeLlmServer) {
             buffer_max_age_s: SOAK_BUFFER_AGE_S,
             turns,
             not_whole: broken,
+            not_whole_first: whys,
             rss_mb: {
               a: [first.rss_a_mb, lastSample.rss_a_mb],
               b: [first.rss_b_mb, lastSample.rss_b_mb],
