@@ -160,7 +160,7 @@ export async function startChatTurn({
 
     const recorder = startRecording(ctx, tree.assistant.id);
     const channel = new Channel<ChatStreamLine>(recorder ? (line) => recorder.add(line) : undefined);
-    recorder?.follows(channel);
+    recorder?.follows(session.id, channel);
     const writer = new TurnWriter(channel);
     writer.opened({
       createdSessionId: created ? session.id : null,

@@ -11,9 +11,14 @@ import type { ChatDeps } from './sessions.ts';
  * resume in the process running the turn follows the turn's own lines as they are written, without
  * polling the table. A run is here from its start until its last line is kept.
  */
-const liveRuns = new WeakMap<object, Map<number, Channel<ChatStreamLine>>>();
+const liveRuns = new WeakMap<object, Map<number, LiveRun>>();
 
-function liveRunsOf(ctx: ChatDeps): Map<number, Channel<ChatStreamLine>> {
+interface LiveRun {
+  sessionId: string;
+  channel: Channel<ChatStreamLine>;
+}
+
+function liveRunsOf(ctx: ChatDeps): Map<number, LiveRun> {
   let runs = liveRuns.get(ctx.db);
   if (!runs) {
     runs = new Map();
@@ -95,9 +100,12 @@ export class StreamRecorder {
     while (this.inFlight) await this.writing;
   }
 
-  /** Resumes in this process read the run's lines from `channel` (the lines this recorder keeps). */
-  follows(channel: Channel<ChatStreamLine>): void {
-    liveRunsOf(this.ctx).set(this.messageId, channel);
+  /**
+   * Resumes in this process read the run's lines from `channel` (the lines this recorder keeps), also
+   * before its first lines are written.
+   */
+  follows(sessionId: string, channel: Channel<ChatStreamLine>): void {
+    liveRunsOf(this.ctx).set(this.messageId, { sessionId, channel });
   }
 
   /** Once the run has ended: its last line is kept, and resumes read the table from now on. */
@@ -149,7 +157,11 @@ export async function* followRun({
   const session = await chatRepository.findSession(ctx.db, sessionId);
   if (!session || session.user_id !== userId || session.deleted)
     throw new AppError('SESSION_NOT_FOUND', `Chat session ${sessionId} not found`);
-  const run = await chatRepository.findStreamedRun(ctx.db, sessionId);
+  // A run of the session in this process is its latest, whether or not its first lines are written yet.
+  let here: number | undefined;
+  for (const [messageId, run] of liveRuns.get(ctx.db) ?? [])
+    if (run.sessionId === sessionId && messageId > (here ?? 0)) here = messageId;
+  const run = here !== undefined ? { id: here } : await chatRepository.findStreamedRun(ctx.db, sessionId);
   if (!run)
     throw new AppError(
       'NOT_FOUND',
@@ -192,7 +204,8 @@ export async function resumeAnswer({
   if (!message || message.message_type !== 'assistant') throw notFound;
   const session = await chatRepository.findSession(ctx.db, message.chat_session_id);
   if (!session || session.user_id !== ctx.actor.user_id || session.deleted) throw notFound;
-  if (!(await chatRepository.readStreamLines(ctx.db, messageId, 0, 1)).length) throw notFound;
+  const live = liveRuns.get(ctx.db)?.has(messageId);
+  if (!live && !(await chatRepository.readStreamLines(ctx.db, messageId, 0, 1)).length) throw notFound;
   return {
     sessionId: session.id,
     personaId: session.persona_id,
@@ -220,7 +233,7 @@ export async function* followMessage({
 }): AsyncGenerator<ChatStreamLine> {
   const here = liveRuns.get(ctx.db)?.get(messageId);
   if (here) {
-    for await (const line of here.from(cursor)) {
+    for await (const line of here.channel.from(cursor)) {
       if (signal?.aborted) return;
       yield line;
     }
