@@ -43,12 +43,31 @@ const ErrorBody: SchemaObject = {
 } as SchemaObject;
 
 /**
+ * The router as the generator reads it: a stream-only procedure (a generator, with `meta.streamLine` and no
+ * output: `.output()` cannot type a generator) is shown with its line schema as its output, which the
+ * document then gives as the NDJSON answer. Only the generator reads this view; nothing calls it.
+ */
+function documentedRouter(): typeof appRouter {
+  const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+  const view: Record<string, unknown> = {};
+  for (const [path, procedure] of Object.entries(procedures)) {
+    const def = procedure._def as AnyTRPCProcedure['_def'] & { output?: unknown };
+    const meta = def.meta as KasMeta | undefined;
+    view[path] =
+      meta?.openapi && meta.streamLine && def.output === undefined
+        ? { ...procedure, _def: { ...def, output: meta.streamLine } }
+        : procedure;
+  }
+  return { ...appRouter, _def: { ...appRouter._def, procedures: view } } as unknown as typeof appRouter;
+}
+
+/**
  * The OpenAPI 3.1 document, generated from the procedures' meta and then corrected where the generator
  * is wrong for us: full `/api` paths, 204 responses, our `{error_code, detail}` error body, and the
  * bearer security scheme only where a key is required.
  */
 export function buildOpenApiDocument(): OpenAPIObject {
-  const doc = generateOpenApiDocument(appRouter, {
+  const doc = generateOpenApiDocument(documentedRouter(), {
     title: 'kas API',
     version: KAS_VERSION,
     description:
@@ -82,13 +101,15 @@ export function buildOpenApiDocument(): OpenAPIObject {
         responses['200'] = operation.responses['200'];
       }
       if (meta?.streamLine) {
-        // The NDJSON answer of a hand-written streaming route: each line is one value of this schema.
+        // The NDJSON answer of a hand-written streaming route: each line is one value of this schema. A
+        // stream-only route has no JSON answer.
         const line = createSchema(meta.streamLine, { io: 'output' });
         Object.assign(extraSchemas, line.components);
+        const streamOnly = (procedure?._def as { output?: unknown } | undefined)?.output === undefined;
         responses['200'] = {
           ...responses['200'],
           content: {
-            ...responses['200']?.content,
+            ...(streamOnly ? {} : responses['200']?.content),
             'text/event-stream': {
               schema: line.schema,
               description: 'NDJSON: one JSON value of this schema per line',

@@ -1,4 +1,5 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlmServer, fakeOpenAiEnv, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import type { ChatStreamLine } from './chat.schemas.ts';
 import { errorOf, streamAll } from './chat.test-helpers.ts';
@@ -74,5 +75,46 @@ describe('a stream larger than KAS_STREAM_BUFFER_MAX_KB', () => {
     await expect
       .poll(async () => (await errorOf(resumed(t.caller(key), { session_id: sessionId }))).status)
       .toBe(404);
+  });
+});
+
+describe('resuming a live answer in the process running it', () => {
+  let llm: FakeLlmServer;
+  beforeAll(async () => {
+    llm = await startFakeOpenAi();
+  });
+  afterAll(async () => {
+    await llm?.close();
+  });
+  // A poll far longer than the answer: a resume that polled the table would wait it out.
+  const t = useTestRuntime(() => ({ ...fakeOpenAiEnv(llm), KAS_STREAM_BUFFER_POLL_MS: '10000' }));
+
+  it('follows the run as it writes, without polling; the cut stream and the resumed one make the whole', async () => {
+    const key = (await t.createKey('basic', 'dana')).key;
+    llm.enqueue({
+      reasoning: ['Counting ', 'slowly.'],
+      tokens: Array.from({ length: 12 }, (_, i) => `word${i} `),
+      delayMs: 40,
+    });
+    const cut: ChatStreamLine[] = [];
+    for await (const line of await t.caller(key).chat.sendMessageStream({
+      message: 'Count for me',
+      chat_session_info: { persona_id: 0 },
+    })) {
+      cut.push(line);
+      if (cut.length === 4) break;
+    }
+    const sessionId = (cut[0] as { chat_session_id: string }).chat_session_id;
+    const started = performance.now();
+    const rest = await resumed(t.caller(key), { session_id: sessionId, cursor: cut.length });
+    const elapsed = performance.now() - started;
+    expect(rest.at(-1)).toMatchObject({ obj: { type: 'stop', stop_reason: null } });
+    expect(rest.some((l) => 'obj' in l && l.obj.type === 'message_delta')).toBe(true);
+    expect(elapsed).toBeLessThan(5000);
+    // Once ended, the kept lines (read from the table) are the same lines.
+    await expect
+      .poll(async () => (await resumed(t.caller(key), { session_id: sessionId, cursor: 0 })).length)
+      .toBe(cut.length + rest.length);
+    expect(await resumed(t.caller(key), { session_id: sessionId, cursor: 0 })).toEqual([...cut, ...rest]);
   });
 });

@@ -192,10 +192,28 @@ export const chatRouter = router({
   }),
 
   /**
-   * The session's latest answer from line `cursor`, following it live to its end: the NDJSON route
-   * `GET /chat/chat-session/{session_id}/resume-stream`, and tRPC clients. RPC-only.
+   * The session's latest answer from line `cursor`, following it live to its end: the NDJSON route (written
+   * by the REST bridge's chat routes; `streamLine` documents its lines, as a generator has no `.output()`),
+   * and tRPC clients.
    */
-  resumeStream: limitedProcedure.input(ResumeStreamInput).mutation(async function* ({ ctx, input }) {
-    yield* chatService.resumeStream({ ctx: serviceContext(ctx), input });
-  }),
+  resumeStream: limitedProcedure
+    .meta({
+      streamLine: ChatStreamLine,
+      openapi: {
+        method: 'GET',
+        path: '/chat/chat-session/{session_id}/resume-stream',
+        tags,
+        summary: "Resume an answer's stream",
+        description:
+          "The session's latest answer as an NDJSON stream (`text/event-stream`) from line `cursor` (the lines the " +
+          'client already has, not counting `chat_heartbeat` lines), then its live run to its `stop` line, from ' +
+          'any kas process. The lines are those of `send-chat-message`. 404 when the session is not the ' +
+          "caller's or has no answer kept (none was streamed, or it ended more than KAS_STREAM_BUFFER_MAX_AGE_S " +
+          "ago): read the session's messages instead.",
+      },
+    })
+    .input(ResumeStreamInput)
+    .mutation(async function* ({ ctx, input }) {
+      yield* chatService.resumeStream({ ctx: serviceContext(ctx), input });
+    }),
 });

@@ -19,4 +19,4 @@ export {
   updateSharing,
 } from './service/sessions.ts';
 export { resumeAnswer, resumeStream } from './service/stream-buffer.ts';
-export { failureError, TurnFold, type TurnResult } from './service/turn-result.ts';
+export { TurnFold, type TurnResult } from './service/turn-result.ts';

@@ -92,6 +92,8 @@ export interface Completion {
   model: string;
   chatSessionId: string | null;
   lines: AsyncIterable<ChatStreamLine>;
+  /** What the turn said, when it runs here; a resumed completion has only its kept lines. */
+  result: Promise<chatService.TurnResult> | null;
   promptTokens: number;
   includeUsage: boolean;
 }
@@ -159,6 +161,7 @@ export async function startCompletion({
     model: input.model,
     chatSessionId: input.store === false ? null : sessionId,
     lines: begun.lines,
+    result: begun.run.result,
     promptTokens: input.messages.reduce((sum, m) => sum + tokens(textOf(m)), 0),
     includeUsage: input.stream_options?.include_usage === true,
   };
@@ -191,66 +194,68 @@ export async function resumeCompletion({
     model: answer.personaId === 0 ? DEFAULT_MODEL : modelId(answer.personaId),
     chatSessionId: answer.sessionId,
     lines: answer.lines,
+    result: null,
     promptTokens: 0,
     includeUsage,
   };
 }
 
-/** The citations of a finished answer in both conventions, from its markers and the turn's documents. */
-class CitationIndex {
-  private content = '';
-  private readonly markers: Array<{ citation_number: number; start: number; end: number }> = [];
-  readonly fold = new chatService.TurnFold();
+type Marker = { citation_number: number; start: number; end: number };
 
-  /** A piece of the answer as the client reads it (plain `[n]` markers), its markers recorded. */
-  add(line: ChatStreamLine): string | null {
-    this.fold.add(line);
-    if (!('obj' in line) || line.obj.type !== 'message_delta') return null;
-    const piece = plainMarkers(line.obj.content);
+/** The answer as a client reads it (plain `[n]` markers), piece by piece as streamed, its markers recorded. */
+class PlainAnswer {
+  text = '';
+  readonly markers: Marker[] = [];
+
+  /** A piece of the answer (rendered markers) as the client reads it. */
+  add(rendered: string): string {
+    const piece = plainMarkers(rendered);
     for (const marker of piece.markers)
       this.markers.push({
         citation_number: marker.citation_number,
-        start: this.content.length + marker.start,
-        end: this.content.length + marker.end,
+        start: this.text.length + marker.start,
+        end: this.text.length + marker.end,
       });
-    this.content += piece.text;
+    this.text += piece.text;
     return piece.text;
   }
+}
 
-  get text(): string {
-    return this.content;
-  }
-
-  /** Once every line is read: a document is reported as cited after the marker that cites it. */
-  result(): { annotations: UrlCitation[]; citations: string[] } {
-    const { citations: cited, searched } = this.fold.result;
-    const documentOf = (n: number) => {
-      const id = cited.find((c) => c.citation_number === n)?.document_id;
-      return id === undefined ? undefined : searched.get(id);
-    };
-    const annotations = this.markers.flatMap((marker): UrlCitation[] => {
-      const doc = documentOf(marker.citation_number);
-      if (!doc) return [];
-      return [
-        {
-          type: 'url_citation',
-          url_citation: {
-            url: urlOf(doc),
-            title: doc.semantic_identifier || doc.document_id,
-            start_index: marker.start,
-            end_index: marker.end,
-          },
+/**
+ * A finished answer's citations in both conventions, from its markers and the turn's documents: a document
+ * is reported as cited after the marker that cites it.
+ */
+function citationsOf(
+  result: chatService.TurnResult,
+  markers: Marker[],
+): { annotations: UrlCitation[]; citations: string[] } {
+  const { citations: cited, searched } = result;
+  const documentOf = (n: number) => {
+    const id = cited.find((c) => c.citation_number === n)?.document_id;
+    return id === undefined ? undefined : searched.get(id);
+  };
+  const annotations = markers.flatMap((marker): UrlCitation[] => {
+    const doc = documentOf(marker.citation_number);
+    if (!doc) return [];
+    return [
+      {
+        type: 'url_citation',
+        url_citation: {
+          url: urlOf(doc),
+          title: doc.semantic_identifier || doc.document_id,
+          start_index: marker.start,
+          end_index: marker.end,
         },
-      ];
+      },
+    ];
+  });
+  const citations = [...cited]
+    .sort((a, b) => a.citation_number - b.citation_number)
+    .map((c) => {
+      const doc = searched.get(c.document_id);
+      return doc ? urlOf(doc) : c.document_id;
     });
-    const citations = [...cited]
-      .sort((a, b) => a.citation_number - b.citation_number)
-      .map((c) => {
-        const doc = searched.get(c.document_id);
-        return doc ? urlOf(doc) : c.document_id;
-      });
-    return { annotations, citations };
-  }
+  return { annotations, citations };
 }
 
 /** A document's address for a client: its link, else a URN naming it in kas. */
@@ -267,13 +272,21 @@ function usageOf(completion: Completion, answer: string): Usage {
   };
 }
 
+/** What a completion's turn said: the running turn's result, or a resumed one's kept lines folded. */
+async function resultOf(completion: Completion): Promise<chatService.TurnResult> {
+  if (completion.result) return completion.result;
+  const fold = new chatService.TurnFold();
+  for await (const line of completion.lines) fold.add(line);
+  return fold.result;
+}
+
 /** `stream: false`: the whole answer as one `chat.completion`. */
 export async function completeChat({ completion }: { completion: Completion }): Promise<ChatCompletion> {
-  const index = new CitationIndex();
-  for await (const line of completion.lines) index.add(line);
-  const result = index.fold.result;
-  if (result.failure) throw chatService.failureError(result.failure);
-  const { annotations, citations } = index.result();
+  const result = await resultOf(completion);
+  if (result.failure) throw result.failure;
+  const answer = new PlainAnswer();
+  answer.add(result.answer);
+  const { annotations, citations } = citationsOf(result, answer.markers);
   return {
     id: completion.id,
     object: 'chat.completion',
@@ -284,7 +297,7 @@ export async function completeChat({ completion }: { completion: Completion }): 
         index: 0,
         message: {
           role: 'assistant',
-          content: index.text,
+          content: answer.text,
           refusal: null,
           annotations,
           ...(result.reasoning ? { reasoning_content: result.reasoning } : {}),
@@ -294,7 +307,7 @@ export async function completeChat({ completion }: { completion: Completion }): 
       },
     ],
     citations,
-    usage: usageOf(completion, index.text),
+    usage: usageOf(completion, answer.text),
     ...(completion.chatSessionId ? { chat_session_id: completion.chatSessionId } : {}),
   };
 }
@@ -309,7 +322,8 @@ export async function* streamChat({
 }: {
   completion: Completion;
 }): AsyncGenerator<ChatCompletionChunk | null> {
-  const index = new CitationIndex();
+  const fold = new chatService.TurnFold();
+  const answer = new PlainAnswer();
   const chunk = (
     delta: ChatCompletionChunk['choices'][0]['delta'],
     extra: Partial<ChatCompletionChunk> = {},
@@ -329,19 +343,21 @@ export async function* streamChat({
       yield null;
       continue;
     }
-    const text = index.add(line);
-    if (text) yield chunk({ content: text });
-    else if ('obj' in line && line.obj.type === 'reasoning_delta')
-      yield chunk({ reasoning_content: line.obj.reasoning });
+    fold.add(line);
+    if (!('obj' in line)) continue;
+    if (line.obj.type === 'message_delta') {
+      const text = answer.add(line.obj.content);
+      if (text) yield chunk({ content: text });
+    } else if (line.obj.type === 'reasoning_delta') yield chunk({ reasoning_content: line.obj.reasoning });
   }
-  const failure = index.fold.result.failure;
-  if (failure) throw chatService.failureError(failure);
-  const { annotations, citations } = index.result();
+  const { failure } = fold.result;
+  if (failure) throw failure;
+  const { annotations, citations } = citationsOf(fold.result, answer.markers);
   yield chunk(
     { ...(annotations.length ? { annotations } : {}) },
     {
       citations,
-      ...(completion.includeUsage ? { usage: usageOf(completion, index.text) } : {}),
+      ...(completion.includeUsage ? { usage: usageOf(completion, answer.text) } : {}),
     },
     'stop',
   );

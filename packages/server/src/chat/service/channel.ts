@@ -1,7 +1,10 @@
-/** An unbounded queue read by at most one consumer; the writer never waits for the reader. */
+/**
+ * An unbounded queue: the writer never waits for a reader. Every reader gets every item from where it
+ * starts (the turn's own reader from the first; a resume in this process from its cursor).
+ */
 export class Channel<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
-  private waiting: (() => void) | undefined;
+  private waiting: Array<() => void> = [];
   private closed = false;
   private readonly observe: ((item: T) => void) | undefined;
 
@@ -23,13 +26,18 @@ export class Channel<T> implements AsyncIterable<T> {
   }
 
   private wake() {
-    const resolve = this.waiting;
-    this.waiting = undefined;
-    resolve?.();
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const resolve of waiting) resolve();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    let index = 0;
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return this.from(0);
+  }
+
+  /** The items from index `start` on, then each as it is pushed, until the channel is closed. */
+  async *from(start: number): AsyncGenerator<T> {
+    let index = start;
     while (true) {
       if (index < this.items.length) {
         yield this.items[index++]!;
@@ -37,7 +45,7 @@ export class Channel<T> implements AsyncIterable<T> {
       }
       if (this.closed) return;
       await new Promise<void>((resolve) => {
-        this.waiting = resolve;
+        this.waiting.push(resolve);
       });
     }
   }

@@ -17,7 +17,8 @@ import { withHeartbeat } from './heartbeat.ts';
 import { type ChatDeps, createSessionRow, ownedSession } from './sessions.ts';
 import { startRecording } from './stream-buffer.ts';
 import { runTurn, type TurnPlan } from './turn.ts';
-import { failureError, TurnFold } from './turn-result.ts';
+import type { TurnResult } from './turn-result.ts';
+import { TurnWriter } from './turn-writer.ts';
 
 export const PLACEHOLDER_ANSWER = 'Response was terminated prior to completion, try regenerating.';
 
@@ -36,6 +37,9 @@ export interface ChatRun {
   lines: AsyncIterable<ChatStreamLine>;
   /** Settles when the model first answers; rejects when it failed before saying anything. */
   started: Promise<void>;
+  /** What the turn said, once it has ended and its budget reservation is released. */
+  result: Promise<TurnResult>;
+  /** Settles once the turn has ended and its lines are kept for resuming. */
   done: Promise<void>;
 }
 
@@ -156,10 +160,12 @@ export async function startChatTurn({
 
     const recorder = startRecording(ctx, tree.assistant.id);
     const channel = new Channel<ChatStreamLine>(recorder ? (line) => recorder.add(line) : undefined);
-    if (created) channel.push({ chat_session_id: session.id });
-    channel.push({
-      user_message_id: tree.userCreated ? tree.userMessage.id : null,
-      reserved_assistant_message_id: tree.assistant.id,
+    recorder?.follows(session.id, channel);
+    const writer = new TurnWriter(channel);
+    writer.opened({
+      createdSessionId: created ? session.id : null,
+      userMessageId: tree.userCreated ? tree.userMessage.id : null,
+      assistantMessageId: tree.assistant.id,
     });
     let markStarted!: () => void;
     let failStart!: (error: unknown) => void;
@@ -169,21 +175,26 @@ export async function startChatTurn({
     });
     started.catch(() => {});
     const reservation = await withinBudget;
-    const done = runTurn({
+    const result = runTurn({
       ctx,
       plan,
-      channel,
+      writer,
       onStarted: () => markStarted(),
       onFailedBeforeStart: failStart,
     })
-      .catch((error) => ctx.logger.error({ err: error }, 'chat turn crashed'))
+      .catch((error) => {
+        // A bug: the stream still ends with an error line, and the result says the turn failed.
+        ctx.logger.error({ err: error }, 'chat turn crashed');
+        writer.fail(new AppError('INTERNAL_ERROR', 'The answer could not be generated', { cause: error }));
+      })
       .then(() => reservation.release())
       .catch((error) => ctx.logger.error({ err: error }, 'releasing a token budget reservation failed'))
       .finally(() => {
         markStarted();
         channel.close();
       })
-      .then(() => recorder?.flushed());
+      .then(() => writer.result);
+    const done = result.then(() => recorder?.finished());
     return {
       sessionId: session.id,
       userMessageId: tree.userCreated ? tree.userMessage.id : null,
@@ -191,6 +202,7 @@ export async function startChatTurn({
       startedAt: new Date(tree.assistant.time_sent),
       lines: channel,
       started,
+      result,
       done,
     };
   }
@@ -275,10 +287,8 @@ export async function sendMessage({
   const { actor } = ctx;
   const run = await startChatTurn({ ctx, actor, input });
   await startedOrSettled(run);
-  const fold = new TurnFold();
-  for await (const line of run.lines) fold.add(line);
-  const result = fold.result;
-  if (result.failure) throw failureError(result.failure);
+  const result = await run.result;
+  if (result.failure) throw result.failure;
   const citations = Object.fromEntries(
     result.citations.map((c) => [String(c.citation_number), c.document_id]),
   );

@@ -2,8 +2,30 @@ import type { Actor } from '../../auth/roles.ts';
 import { AppError } from '../../errors.ts';
 import * as chatRepository from '../chat.repository.ts';
 import type { ChatStreamLine, ResumeStreamInput } from '../chat.schemas.ts';
+import type { Channel } from './channel.ts';
 import { withHeartbeat } from './heartbeat.ts';
 import type { ChatDeps } from './sessions.ts';
+
+/**
+ * The runs this process is writing, by database (runtimes sharing a process never mix) and answer: a
+ * resume in the process running the turn follows the turn's own lines as they are written, without
+ * polling the table. A run is here from its start until its last line is kept.
+ */
+const liveRuns = new WeakMap<object, Map<number, LiveRun>>();
+
+interface LiveRun {
+  sessionId: string;
+  channel: Channel<ChatStreamLine>;
+}
+
+function liveRunsOf(ctx: ChatDeps): Map<number, LiveRun> {
+  let runs = liveRuns.get(ctx.db);
+  if (!runs) {
+    runs = new Map();
+    liveRuns.set(ctx.db, runs);
+  }
+  return runs;
+}
 
 /** Whether a line ends its run: nothing follows a `stop` or an error line. */
 function endsRun(line: ChatStreamLine): boolean {
@@ -77,6 +99,23 @@ export class StreamRecorder {
   async flushed(): Promise<void> {
     while (this.inFlight) await this.writing;
   }
+
+  /**
+   * Resumes in this process read the run's lines from `channel` (the lines this recorder keeps), also
+   * before its first lines are written.
+   */
+  follows(sessionId: string, channel: Channel<ChatStreamLine>): void {
+    liveRunsOf(this.ctx).set(this.messageId, { sessionId, channel });
+  }
+
+  /** Once the run has ended: its last line is kept, and resumes read the table from now on. */
+  async finished(): Promise<void> {
+    try {
+      await this.flushed();
+    } finally {
+      liveRunsOf(this.ctx).delete(this.messageId);
+    }
+  }
 }
 
 /**
@@ -93,11 +132,13 @@ export function startRecording(ctx: ChatDeps, messageId: number): StreamRecorder
 }
 
 const SAVED_GRACE_MS = 2000;
+/** A follower's first wait for another process's next lines (ms); it doubles up to KAS_STREAM_BUFFER_POLL_MS. */
+const FIRST_WAIT_MS = 10;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * The kept lines of a session's latest run from line `cursor` on, then the live run's lines as they are
- * written (read every KAS_STREAM_BUFFER_POLL_MS), until its last line. 404 when the session is not the
+ * written, until its last line. 404 when the session is not the
  * caller's or has no run kept (never streamed, or evicted: read the saved message instead).
  */
 export async function* followRun({
@@ -116,7 +157,11 @@ export async function* followRun({
   const session = await chatRepository.findSession(ctx.db, sessionId);
   if (!session || session.user_id !== userId || session.deleted)
     throw new AppError('SESSION_NOT_FOUND', `Chat session ${sessionId} not found`);
-  const run = await chatRepository.findStreamedRun(ctx.db, sessionId);
+  // A run of the session in this process is its latest, whether or not its first lines are written yet.
+  let here: number | undefined;
+  for (const [messageId, run] of liveRuns.get(ctx.db) ?? [])
+    if (run.sessionId === sessionId && messageId > (here ?? 0)) here = messageId;
+  const run = here !== undefined ? { id: here } : await chatRepository.findStreamedRun(ctx.db, sessionId);
   if (!run)
     throw new AppError(
       'NOT_FOUND',
@@ -159,7 +204,8 @@ export async function resumeAnswer({
   if (!message || message.message_type !== 'assistant') throw notFound;
   const session = await chatRepository.findSession(ctx.db, message.chat_session_id);
   if (!session || session.user_id !== ctx.actor.user_id || session.deleted) throw notFound;
-  if (!(await chatRepository.readStreamLines(ctx.db, messageId, 0, 1)).length) throw notFound;
+  const live = liveRuns.get(ctx.db)?.has(messageId);
+  if (!live && !(await chatRepository.readStreamLines(ctx.db, messageId, 0, 1)).length) throw notFound;
   return {
     sessionId: session.id,
     personaId: session.persona_id,
@@ -168,7 +214,12 @@ export async function resumeAnswer({
   };
 }
 
-/** The lines of one answer's run from `cursor` on, following it live until its last line. */
+/**
+ * The lines of one answer's run from `cursor` on, following it live until its last line: from the run
+ * itself when it runs in this process, else from the table, read again 10 ms after a read that found
+ * nothing new, each wait twice the last while nothing comes, up to KAS_STREAM_BUFFER_POLL_MS: a run that is
+ * writing is followed closely, a quiet one costs a read per KAS_STREAM_BUFFER_POLL_MS.
+ */
 export async function* followMessage({
   ctx,
   messageId,
@@ -180,7 +231,16 @@ export async function* followMessage({
   cursor: number;
   signal?: AbortSignal | undefined;
 }): AsyncGenerator<ChatStreamLine> {
+  const here = liveRuns.get(ctx.db)?.get(messageId);
+  if (here) {
+    for await (const line of here.channel.from(cursor)) {
+      if (signal?.aborted) return;
+      yield line;
+    }
+    return;
+  }
   let next = cursor;
+  let wait = FIRST_WAIT_MS;
   let savedAt: number | null = null;
   let endedSeen = false;
   const deadline = Date.now() + ctx.config.KAS_STREAM_BUFFER_MAX_AGE_S * 1000;
@@ -191,7 +251,10 @@ export async function* followMessage({
       next = row.seq + 1;
       if (row.last) return;
     }
-    if (rows.length) continue;
+    if (rows.length) {
+      wait = FIRST_WAIT_MS;
+      continue;
+    }
     // The answer is saved just before its last line is written; saved and still no last line a while
     // later means the run's process died (or its lines were evicted): the saved message is the answer.
     const state = await chatRepository.findRunState(ctx.db, messageId);
@@ -203,6 +266,7 @@ export async function* followMessage({
     }
     if (savedAt === null && state.complete) savedAt = Date.now();
     if (savedAt !== null && Date.now() - savedAt > SAVED_GRACE_MS) return;
-    await sleep(ctx.config.KAS_STREAM_BUFFER_POLL_MS);
+    await sleep(Math.min(wait, ctx.config.KAS_STREAM_BUFFER_POLL_MS));
+    wait *= 2;
   }
 }

@@ -16,11 +16,14 @@ export interface TurnResult {
   reasoning: string | null;
   toolCalls: Array<{ tool_name: string; tool_arguments: Record<string, unknown>; search_docs: SearchDoc[] }>;
   stopReason: PacketStop['stop_reason'];
-  /** The error line, when the turn failed after it began. */
-  failure: { error: string; error_code: string; is_retryable: boolean } | null;
+  /** Why the turn failed after it began (its stream ended with the error line), else null. */
+  failure: AppError | null;
 }
 
-/** Folds a turn's lines, in order, into its `TurnResult`; `add` each line as it is read. */
+/**
+ * Folds a turn's lines, in order, into its `TurnResult`; `add` each line as it is read. The turn's writer
+ * folds each line it writes; a surface that reads kept lines (a resumed stream) folds them alike.
+ */
 export class TurnFold {
   readonly result: TurnResult = {
     answer: '',
@@ -36,7 +39,7 @@ export class TurnFold {
   add(line: ChatStreamLine): void {
     const r = this.result;
     if ('error' in line) {
-      r.failure = line;
+      r.failure = failureError(line);
       return;
     }
     if (!('obj' in line)) return;
@@ -82,8 +85,8 @@ export class TurnFold {
   }
 }
 
-/** A turn's failure as the error every surface throws (an unknown code is an internal error). */
-export function failureError(failure: NonNullable<TurnResult['failure']>): AppError {
+/** A kept error line as the error every surface throws (an unknown code is an internal error). */
+function failureError(failure: { error: string; error_code: string; is_retryable: boolean }): AppError {
   const code = (ERROR_CODES as string[]).includes(failure.error_code)
     ? (failure.error_code as ErrorCode)
     : 'INTERNAL_ERROR';

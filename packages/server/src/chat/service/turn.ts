@@ -1,6 +1,6 @@
 import { type AgentTool, agentTools, resultForModel } from '../../actions/actions.service.ts';
 import type { Actor } from '../../auth/roles.ts';
-import { AppError, type ErrorResponse, toErrorResponse } from '../../errors.ts';
+import { AppError, toErrorResponse } from '../../errors.ts';
 import { keywords } from '../../llm/builtin.ts';
 import {
   type LlmMessage,
@@ -12,7 +12,7 @@ import {
 import type { SearchMode } from '../../personas/personas.schemas.ts';
 import { chunkKey } from '../../search/search-index.ts';
 import * as chatRepository from '../chat.repository.ts';
-import type { ChatStreamLine, PacketObj, SearchDoc, SearchFilters } from '../chat.schemas.ts';
+import type { SearchDoc, SearchFilters } from '../chat.schemas.ts';
 import { type CitableDocument, CitationProcessor } from '../citations.ts';
 import type { ChatPersona } from '../persona.ts';
 import {
@@ -31,8 +31,8 @@ import {
   toSearchDoc,
 } from '../retrieval.ts';
 import { SHUTDOWN_STOP } from '../stop-registry.ts';
-import type { Channel } from './channel.ts';
 import type { ChatDeps } from './sessions.ts';
+import type { TurnWriter } from './turn-writer.ts';
 
 export interface TurnPlan {
   sessionId: string;
@@ -80,30 +80,27 @@ interface DocEntry {
 }
 
 /**
- * One assistant answer: the agent loop (or deep research), streaming packets into the channel and saving
- * the message at the end, whether it completed, was stopped or failed. It never depends on a reader.
+ * One assistant answer: the agent loop (or deep research), written through the turn's writer (which places
+ * the packets and keeps the result) and saved at the end, whether it completed, was stopped or failed. It
+ * never depends on a reader.
  */
 export async function runTurn({
   ctx,
   plan,
-  channel,
+  writer: out,
   onStarted,
   onFailedBeforeStart,
 }: {
   ctx: ChatDeps;
   plan: TurnPlan;
-  channel: Channel<ChatStreamLine>;
+  writer: TurnWriter;
   onStarted(): void;
   onFailedBeforeStart(error: AppError): void;
 }): Promise<void> {
   const stop = ctx.stopRegistry.register(plan.sessionId, plan.startedAt);
   const began = performance.now();
-  let turn = 0;
   let started = false;
   let searched = false;
-  let answerStarted = false;
-  let reasoning = '';
-  let reasoningOpen = false;
   const docs = new Map<string, DocEntry>();
   const byNumber = new Map<number, CitableDocument>();
   const sources: LlmSource[] = [];
@@ -117,10 +114,6 @@ export async function runTurn({
   let actionTools: AgentTool[] = [];
   let toolNotes: string[] = [];
   const processor = new CitationProcessor(byNumber, plan.includeCitations);
-  let answer = '';
-
-  const packet = (obj: PacketObj) =>
-    channel.push({ placement: { turn_index: turn, tab_index: 0, sub_turn_index: null }, obj });
   const markStarted = () => {
     if (!started) {
       started = true;
@@ -130,49 +123,15 @@ export async function runTurn({
   const checkStop = () => {
     if (stop.signal.aborted) throw new Stopped();
   };
-  const closeReasoning = () => {
-    if (!reasoningOpen) return;
-    packet({ type: 'reasoning_done' });
-    reasoningOpen = false;
-    turn++;
-  };
-  const reason = (text: string) => {
-    if (!reasoningOpen) {
-      packet({ type: 'reasoning_start' });
-      reasoningOpen = true;
-    }
-    reasoning += text;
-    packet({ type: 'reasoning_delta', reasoning: text });
-  };
   const allDocs = () => [...docs.values()].sort((a, b) => a.number - b.number).map((d) => d.doc);
-  const emitAnswer = (out: {
-    text: string;
-    cited: Array<{ citation_number: number; document_id: string }>;
-  }) => {
-    if (out.text) {
-      answer += out.text;
-      packet({ type: 'message_delta', content: out.text });
-    }
-    for (const c of out.cited) packet({ type: 'citation_info', ...c });
-  };
   const onText = (text: string) => {
-    closeReasoning();
-    if (!answerStarted) {
-      answerStarted = true;
-      packet({
-        type: 'message_start',
-        final_documents: docs.size ? allDocs() : null,
-        pre_answer_processing_seconds: Math.round(performance.now() - began) / 1000,
-      });
-    }
-    emitAnswer(processor.push(text));
+    out.startAnswer(docs.size ? allDocs() : null, Math.round(performance.now() - began) / 1000);
+    out.answer(processor.push(text));
   };
 
   const search = async (queries: string[]): Promise<string> => {
-    closeReasoning();
     searched = true;
-    packet({ type: 'search_tool_start', is_internet_search: false });
-    packet({ type: 'search_tool_queries_delta', queries });
+    out.searchStarted(queries);
     const filters = retrievalFilters(plan);
     const results = await Promise.all(
       queries.map((query) => retrieve({ ctx, actor: plan.actor, query, filters, limit: MAX_CHUNKS })),
@@ -199,9 +158,7 @@ export async function runTurn({
         if (!entry.chunks.some((c) => c.chunk_id === chunk.chunk_id)) entry.chunks.push(chunk);
       found.push(entry);
     }
-    packet({ type: 'search_tool_documents_delta', documents: found.map((e) => e.doc) });
-    packet({ type: 'section_end' });
-    turn++;
+    out.searchFound(found.map((e) => e.doc));
     const view = found.map((e) => ({
       number: e.number,
       title: e.doc.semantic_identifier,
@@ -230,7 +187,6 @@ export async function runTurn({
   };
 
   const callAction = async (tool: AgentTool, call: LlmToolCall): Promise<string> => {
-    closeReasoning();
     let args: Record<string, unknown> = {};
     let badArgs: string | null = null;
     try {
@@ -241,8 +197,7 @@ export async function runTurn({
     } catch {
       badArgs = 'The arguments are not valid JSON';
     }
-    packet({ type: 'custom_tool_start', tool_name: tool.name, tool_id: tool.tool_id });
-    packet({ type: 'custom_tool_args', tool_name: tool.name, tool_args: args });
+    out.actionStarted(tool, args);
     const timeout = AbortSignal.timeout(ctx.config.KAS_ACTION_TIMEOUT_MS);
     const result = badArgs
       ? {
@@ -252,8 +207,7 @@ export async function runTurn({
         }
       : await tool.call(args, AbortSignal.any([stop.signal, timeout]));
     checkStop();
-    packet({
-      type: 'custom_tool_delta',
+    out.actionDone({
       tool_name: tool.name,
       tool_id: tool.tool_id,
       response_type: result.response_type,
@@ -261,8 +215,6 @@ export async function runTurn({
       file_ids: [],
       error: result.error,
     });
-    packet({ type: 'section_end' });
-    turn++;
     toolCalls.push({
       tool_name: tool.name,
       tool_id: tool.tool_id,
@@ -306,7 +258,7 @@ export async function runTurn({
       markStarted();
       checkStop();
       if (event.type === 'text') onEvent.text(event.text);
-      else if (event.type === 'reasoning') reason(event.text);
+      else if (event.type === 'reasoning') out.reason(event.text);
       else calls.push(event.call);
     }
     markStarted();
@@ -369,22 +321,23 @@ export async function runTurn({
       if (!ctx.llm.toolCalling) {
         const needed = actionsNeeded(plan.question, actionTools);
         if (needed.length) {
-          if (!answerStarted) onText('');
-          emitAnswer(processor.flush());
+          if (!out.answering) onText('');
+          out.answer(processor.flush());
           onText(
             `\n\nThis question looks like it needs ${needed.map((n) => `\`${n}\``).join(', ')}, an action this agent has, but the built-in answerer cannot call actions: configure a tool-calling model (KAS_LLM_PROVIDER) to use them.`,
           );
         }
       }
     }
-    closeReasoning();
-    emitAnswer(processor.flush());
-    if (!answerStarted) onText('');
-    await save({ message: answer, error: null });
-    packet({ type: 'stop', stop_reason: null });
+    out.closeReasoning();
+    out.answer(processor.flush());
+    if (!out.answering) onText('');
+    await save({ message: out.result.answer, error: null });
+    out.stop(null);
   } catch (error) {
     if (stop.signal.aborted) {
-      emitAnswer(processor.flush());
+      out.answer(processor.flush());
+      const answer = out.result.answer;
       const shutdown = stop.signal.reason === SHUTDOWN_STOP;
       await save({
         message: shutdown
@@ -396,22 +349,15 @@ export async function runTurn({
             : STOPPED_EMPTY,
         error: null,
       });
-      packet({ type: 'stop', stop_reason: shutdown ? 'shutdown' : 'user_cancelled' });
+      out.stop(shutdown ? 'shutdown' : 'user_cancelled');
     } else {
-      const failure = describe(error);
+      const failure = failureOf(error);
       if (failure.error_code === 'INTERNAL_ERROR') ctx.logger.error({ err: error }, 'chat generation failed');
-      await save({ message: answer, error: failure.detail }).catch((e) =>
+      await save({ message: out.result.answer, error: failure.detail }).catch((e) =>
         ctx.logger.error({ err: e }, 'saving a failed answer failed'),
       );
-      if (!started)
-        onFailedBeforeStart(
-          new AppError(failure.error_code, failure.detail, { cause: error, retryable: failure.is_retryable }),
-        );
-      channel.push({
-        error: failure.detail,
-        error_code: failure.error_code,
-        is_retryable: failure.is_retryable,
-      });
+      if (!started) onFailedBeforeStart(failure);
+      out.fail(failure);
     }
   } finally {
     stop.release();
@@ -423,13 +369,15 @@ export async function runTurn({
       token_count: tokens(result.message),
       citations: Object.fromEntries([...processor.cited].map(([n, id]) => [String(n), id])),
       context_docs: allDocs(),
-      reasoning: reasoning || null,
+      reasoning: out.result.reasoning || null,
       error: result.error,
       tool_calls: toolCalls,
     });
   }
 
   async function deepResearch() {
+    const reason = (text: string) => out.reason(text);
+    const closeReasoning = () => out.closeReasoning();
     reason('Planning the research.\n');
     let planText = '';
     await callModel(
@@ -525,14 +473,15 @@ function retrievalFilters(plan: TurnPlan): RetrievalFilters {
   };
 }
 
-function describe(error: unknown): ErrorResponse {
+/** Why a turn failed, as its stream and every surface report it. */
+function failureOf(error: unknown): AppError {
+  if (error instanceof AppError) return error;
   if (error instanceof LlmProviderError)
-    return toErrorResponse(
-      new AppError(
-        'LLM_PROVIDER_ERROR',
-        `The model provider failed${error.status ? ` (HTTP ${error.status})` : ''}: ${error.message}`,
-        { retryable: error.retryable, cause: error },
-      ),
+    return new AppError(
+      'LLM_PROVIDER_ERROR',
+      `The model provider failed${error.status ? ` (HTTP ${error.status})` : ''}: ${error.message}`,
+      { retryable: error.retryable, cause: error },
     );
-  return toErrorResponse(error);
+  const { error_code, detail, is_retryable } = toErrorResponse(error);
+  return new AppError(error_code, detail, { cause: error, retryable: is_retryable });
 }
