@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFrom, createDatabase, migrateToLatest } from '@kas/server';
+import { configFrom, createDatabase, createLogger, migrateToLatest } from '@kas/server';
 import { createPostgresSearchIndex, DEFAULT_PLAN_LIMITS, rng, searchRepository } from '@kas/server/testing';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
@@ -136,7 +136,9 @@ async function main(kind: 'postgres' | 'embedded') {
 /** The search index's own maintenance, until nothing is left, on an existing Postgres database. */
 async function complete(url: string) {
   const handle = await createDatabase(configFrom({ DATABASE_URL: url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY }));
-  const index = createPostgresSearchIndex(handle.db);
+  // Each round's steps and durations on stderr (the index logs them at debug level).
+  const logger = createLogger({ KAS_LOG_LEVEL: 'debug', KAS_LOG_FORMAT: 'json' }, process.stderr);
+  const index = createPostgresSearchIndex(handle.db, { logger });
   try {
     const t0 = performance.now();
     await index.maintain();

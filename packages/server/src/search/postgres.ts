@@ -38,6 +38,8 @@ const EMBEDDED_REWEIGHT_BATCH = 50;
 const EMBEDDED_FOLD_BATCH = 2000;
 /** Maintenance rounds between two vacuums of the statistics (each fold rewrites many of their rows). */
 const STATISTICS_VACUUM_EVERY = 10;
+/** Stale champion lists rebuilt together in one pass over the chunks, at most. */
+const MAX_TERMS_PER_PASS = 100_000;
 /** Champion lists looked at per maintenance round (each rebuild costs a scan of its term's postings). */
 const CHAMPION_REBUILDS_PER_ROUND = 50;
 /** Words of the typo-correction vocabulary written per statement (~10 ms each). */
@@ -169,6 +171,20 @@ export function createPostgresSearchIndex(
     const reweightMs = lap();
     let rebuilt = 0;
     let more = false;
+    if (quiet && !embedded && !closed) {
+      // After a bulk load: every stale list in one pass over the chunks when one scan per term would
+      // read more postings than there are chunks (Postgres: the pass is one long read transaction,
+      // which the embedded database's single connection cannot spare).
+      const stale = await searchRepository.staleChampionTerms(db, {
+        minDf: limits.alwaysFullDf,
+        limit: MAX_TERMS_PER_PASS,
+      });
+      const chunks = (await searchRepository.lengthStatistics(db)).chunks;
+      if (stale.length > CHAMPION_REBUILDS_PER_ROUND && stale.reduce((sum, t) => sum + t.df, 0) > chunks) {
+        await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        rebuilt += stale.length;
+      }
+    }
     if (quiet) {
       const started = performance.now();
       for (;;) {

@@ -1,5 +1,6 @@
-import { type RawBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
 import { closest, transpositionsOf } from '../edit-distance.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
@@ -42,6 +43,14 @@ const CHUNK_COUNT_KEY = '\u0001n';
 const LENGTH_KEY = '\u0001len';
 const TITLE_LENGTH_KEY = '\u0001tlen';
 const RESERVED_KEYS = '\u0001%';
+/**
+ * Reserved keys of the averages at the last re-weighting (stored × 1000, as `df` is an integer), and
+ * of the sums over chunks of the averages each was weighted with (× 1000), kept by every fold.
+ */
+const WEIGHTED_LENGTH_KEY = '\u0001wlen';
+const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
+const WEIGHTED_LENGTH_SUM_KEY = '\u0001wlsum';
+const WEIGHTED_TITLE_LENGTH_SUM_KEY = '\u0001wtlsum';
 
 /** A tsquery literal matching any of these lexemes (no parsing or stemming of its own). */
 function anyLexeme(lexemes: string[]): string {
@@ -328,6 +337,90 @@ export async function buildChampions(
 }
 
 /**
+ * Rebuilds the champion lists of many terms in one pass over the chunks (after a bulk load most
+ * frequent terms need a new list, and one index scan per term reads each posting's chunk row again
+ * for every such term: ~20 minutes at 1M chunks). The chunks are read in ranges of pages; each range
+ * adds, per term, its best chunks above the term's current floor (the lowest weight on a full list) to
+ * a working table, which is then cut back to `size` per term. Floors rise quickly, so after the first
+ * ranges few rows pass. Everything happens in one transaction: searches keep the previous lists until
+ * the new ones replace them at once. Returns each term's floor (0 when it has fewer than `size` chunks).
+ */
+export async function buildChampionsTogether(
+  db: Kysely<Database>,
+  terms: { term: string; df: number }[],
+  size: number,
+  options: { firstPages?: number; maxPages?: number } = {},
+): Promise<Map<string, number>> {
+  const floors = new Map<string, number>(terms.map((t) => [t.term, 0]));
+  if (!terms.length) return floors;
+  // Ranges start small and double: the first ones pass every posting (no floor yet), later ones few.
+  let pagesPerRange = options.firstPages ?? 50;
+  const maxPages = options.maxPages ?? 4000;
+  return db.transaction().execute(async (trx) => {
+    await sql`CREATE TEMP TABLE kas_champions_next (term text NOT NULL, document_id text NOT NULL,
+      chunk_id integer NOT NULL, weight real NOT NULL) ON COMMIT DROP`.execute(trx);
+    await sql`CREATE INDEX ON kas_champions_next (term)`.execute(trx);
+    const pages = Number(
+      (
+        await sql<{ pages: number }>`
+          SELECT (pg_relation_size('chunks') / current_setting('block_size')::int)::int AS pages`.execute(trx)
+      ).rows[0]!.pages,
+    );
+    const names = terms.map((t) => t.term);
+    for (
+      let first = 0;
+      first < pages;
+      first += pagesPerRange, pagesPerRange = Math.min(2 * pagesPerRange, maxPages)
+    ) {
+      // The last range is open: it also takes the pages the table grew by since `pages` was read.
+      const last = first + pagesPerRange >= pages ? null : first + pagesPerRange;
+      const touched = await sql<{ term: string }>`
+        WITH floors AS (
+          SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[]) AS f(term, floor)
+        ), postings AS (
+          SELECT u.term, c.document_id, c.chunk_id, u.weight,
+            row_number() OVER (PARTITION BY u.term ORDER BY u.weight DESC, c.document_id, c.chunk_id) AS r
+          FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
+          WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
+            AND f.term = u.term AND u.weight > f.floor
+        ), added AS (
+          INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= ${size}
+          RETURNING term
+        )
+        SELECT DISTINCT term FROM added`.execute(trx);
+      if (!touched.rows.length) continue;
+      // Each touched term back to its best `size`; a full list's lowest weight becomes its floor.
+      const cut = await sql<{ term: string; weight: number }>`
+        WITH ranked AS (
+          SELECT ctid AS row_id, term, weight,
+            row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
+          FROM kas_champions_next WHERE term = ANY(${touched.rows.map((r) => r.term)}::text[])
+        ), dropped AS (
+          DELETE FROM kas_champions_next n USING ranked x WHERE x.r > ${size} AND n.ctid = x.row_id
+        )
+        SELECT term, weight::float8 AS weight FROM ranked WHERE r = ${size}`.execute(trx);
+      for (const row of cut.rows) floors.set(row.term, row.weight);
+    }
+    await sql`DELETE FROM search_champions WHERE term = ANY(${names}::text[])`.execute(trx);
+    // Rows of chunks deleted meanwhile are left out (the insert checks each chunk still exists).
+    await sql`
+      INSERT INTO search_champions (term, document_id, chunk_id, weight)
+      SELECT n.term, n.document_id, n.chunk_id, n.weight FROM kas_champions_next n
+      WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = n.document_id AND c.chunk_id = n.chunk_id)
+      ON CONFLICT DO NOTHING`.execute(trx);
+    await sql`
+      INSERT INTO search_terms (term, df, champions_df, champion_floor)
+      SELECT term, 0, df, floor FROM unnest(${names}::text[], ${terms.map((t) => t.df)}::bigint[],
+        ${names.map((t) => floors.get(t)!)}::real[]) AS u(term, df, floor)
+      ORDER BY term
+      ON CONFLICT (term) DO UPDATE SET champions_df = excluded.champions_df, champion_floor = excluded.champion_floor`.execute(
+      trx,
+    );
+    return floors;
+  });
+}
+
+/**
  * Folds the pending document-frequency deltas into `search_terms` (at most `limit` of them, in one
  * statement; all without it); returns how many were folded. Frequencies of zero are dropped unless
  * `keepZeros` (a scan of every term, left to a quiet moment on the embedded database).
@@ -341,11 +434,31 @@ export async function foldTermDeltas(
       ? sql`DELETE FROM search_term_deltas`
       : sql`DELETE FROM search_term_deltas
           WHERE ctid = ANY(ARRAY(SELECT ctid FROM search_term_deltas LIMIT ${options.limit}))`;
+  // The chunks counted by this fold were weighted with the average lengths in effect until now (the
+  // folded ones, or the defaults below 20 chunks, as kas_bm25_weights computes them): their sum is
+  // kept, so that maintenance knows the averages the stored weights hold without re-weighting
+  // (tracked from an empty index, or from the last re-weighting).
   const result = await sql<{ folded: number }>`
     WITH moved AS (${moved} RETURNING term, delta),
     sums AS (SELECT term, sum(delta) AS delta, count(*) AS n FROM moved GROUP BY term),
+    before AS (
+      SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n,
+        coalesce((SELECT df FROM search_terms WHERE term = ${LENGTH_KEY}), 0) AS len,
+        coalesce((SELECT df FROM search_terms WHERE term = ${TITLE_LENGTH_KEY}), 0) AS tlen,
+        EXISTS (SELECT 1 FROM search_terms WHERE term = ${WEIGHTED_LENGTH_SUM_KEY}) AS tracked
+    ),
+    weighted AS (
+      SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text AS term,
+        round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.len::float8 / b.n, 1) ELSE 120 END * 1000)::bigint AS delta
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      UNION ALL
+      SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text,
+        round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END * 1000)::bigint
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+    ),
     upserted AS (
-      INSERT INTO search_terms (term, df) SELECT term, delta FROM sums ORDER BY term
+      INSERT INTO search_terms (term, df)
+      SELECT term, delta FROM (SELECT term, delta FROM sums UNION ALL SELECT term, delta FROM weighted) x ORDER BY term
       ON CONFLICT (term) DO UPDATE SET df = search_terms.df + excluded.df
     )
     SELECT coalesce(sum(n), 0)::int AS folded FROM sums`.execute(db);
@@ -368,26 +481,30 @@ export interface LengthStatistics {
   weightedTitleLength: number | null;
 }
 
-/** Reserved keys of the averages at the last re-weighting (stored × 1000, as `df` is an integer). */
-const WEIGHTED_LENGTH_KEY = '\u0001wlen';
-const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
-
 export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics> {
   const result = await sql<{ term: string; df: number }>`
     SELECT term, df::float8 AS df FROM search_terms
-    WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY})`.execute(
+    WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY},
+      ${WEIGHTED_TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY})`.execute(
     db,
   );
   const value = new Map(result.rows.map((r) => [r.term, r.df]));
   const chunks = value.get(CHUNK_COUNT_KEY) ?? 0;
   const per = (key: string) => (chunks > 0 ? (value.get(key) ?? 0) / chunks : 0);
-  const weighted = (key: string) => (value.has(key) ? value.get(key)! / 1000 : null);
+  // The mean of the averages the chunks were weighted with where the sums are kept; else (a database
+  // from before them) the averages of the last re-weighting.
+  const weighted = (sumKey: string, key: string) =>
+    value.has(sumKey) && chunks > 0
+      ? value.get(sumKey)! / 1000 / chunks
+      : value.has(key)
+        ? value.get(key)! / 1000
+        : null;
   return {
     chunks,
     length: per(LENGTH_KEY),
     titleLength: per(TITLE_LENGTH_KEY),
-    weightedLength: weighted(WEIGHTED_LENGTH_KEY),
-    weightedTitleLength: weighted(WEIGHTED_TITLE_LENGTH_KEY),
+    weightedLength: weighted(WEIGHTED_LENGTH_SUM_KEY, WEIGHTED_LENGTH_KEY),
+    weightedTitleLength: weighted(WEIGHTED_TITLE_LENGTH_SUM_KEY, WEIGHTED_TITLE_LENGTH_KEY),
   };
 }
 
@@ -396,16 +513,20 @@ export async function recordWeightedLengths(
   length: number,
   titleLength: number,
 ): Promise<void> {
+  // Every chunk counted so far is about to be weighted with these averages.
   await sql`
-    INSERT INTO search_terms (term, df) VALUES
-      (${WEIGHTED_LENGTH_KEY}, ${Math.round(length * 1000)}), (${WEIGHTED_TITLE_LENGTH_KEY}, ${Math.round(titleLength * 1000)})
+    WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
+    INSERT INTO search_terms (term, df)
+    SELECT ${WEIGHTED_LENGTH_KEY}::text, ${Math.round(length * 1000)}::bigint
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
+    UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
     ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
 }
 
 export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
-  await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY})`.execute(
-    db,
-  );
+  await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY},
+    ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY})`.execute(db);
 }
 
 /**
