@@ -357,9 +357,11 @@ export async function buildChampionsTogether(
   let pagesPerRange = options.firstPages ?? 50;
   const maxPages = options.maxPages ?? 4000;
   return db.transaction().execute(async (trx) => {
+    // Postings are joined to the terms' floors by hashing: estimated from a small range of pages, a
+    // nested loop would scan the range once per term.
+    await sql`SET LOCAL enable_nestloop = off`.execute(trx);
     await sql`CREATE TEMP TABLE kas_champions_next (term text NOT NULL, document_id text NOT NULL,
       chunk_id integer NOT NULL, weight real NOT NULL) ON COMMIT DROP`.execute(trx);
-    await sql`CREATE INDEX ON kas_champions_next (term)`.execute(trx);
     const pages = Number(
       (
         await sql<{ pages: number }>`
@@ -367,6 +369,22 @@ export async function buildChampionsTogether(
       ).rows[0]!.pages,
     );
     const names = terms.map((t) => t.term);
+    let staged = 0;
+    // Every term back to its best `size`; returns how many rows are left.
+    const cut = async () => {
+      await sql`
+        WITH ranked AS (
+          SELECT ctid AS row_id, row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
+          FROM kas_champions_next
+        )
+        DELETE FROM kas_champions_next n USING ranked x WHERE x.r > ${size} AND n.ctid = x.row_id`.execute(
+        trx,
+      );
+      const left = await sql<{ n: number }>`SELECT count(*)::float8 AS n FROM kas_champions_next`.execute(
+        trx,
+      );
+      return left.rows[0]!.n;
+    };
     for (
       let first = 0;
       first < pages;
@@ -374,7 +392,9 @@ export async function buildChampionsTogether(
     ) {
       // The last range is open: it also takes the pages the table grew by since `pages` was read.
       const last = first + pagesPerRange >= pages ? null : first + pagesPerRange;
-      const touched = await sql<{ term: string }>`
+      // The range's best `size` per term above its floor are kept; the `size`-th of them is a lower
+      // bound of the term's final floor (the best `size` overall are at least as good).
+      const range = await sql<{ term: string | null; weight: number }>`
         WITH floors AS (
           SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[]) AS f(term, floor)
         ), postings AS (
@@ -385,22 +405,24 @@ export async function buildChampionsTogether(
             AND f.term = u.term AND u.weight > f.floor
         ), added AS (
           INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= ${size}
-          RETURNING term
+          RETURNING 1
         )
-        SELECT DISTINCT term FROM added`.execute(trx);
-      if (!touched.rows.length) continue;
-      // Each touched term back to its best `size`; a full list's lowest weight becomes its floor.
-      const cut = await sql<{ term: string; weight: number }>`
-        WITH ranked AS (
-          SELECT ctid AS row_id, term, weight,
-            row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
-          FROM kas_champions_next WHERE term = ANY(${touched.rows.map((r) => r.term)}::text[])
-        ), dropped AS (
-          DELETE FROM kas_champions_next n USING ranked x WHERE x.r > ${size} AND n.ctid = x.row_id
-        )
-        SELECT term, weight::float8 AS weight FROM ranked WHERE r = ${size}`.execute(trx);
-      for (const row of cut.rows) floors.set(row.term, row.weight);
+        SELECT NULL AS term, count(*)::float8 AS weight FROM added
+        UNION ALL SELECT term, weight::float8 FROM postings WHERE r = ${size}`.execute(trx);
+      for (const row of range.rows) {
+        if (row.term === null) staged += row.weight;
+        else if (row.weight > floors.get(row.term)!) floors.set(row.term, row.weight);
+      }
+      if (staged > 4 * size * terms.length) staged = await cut();
     }
+    await cut();
+    // Exact floors now: the `size`-th weight of a full list, 0 for a shorter one.
+    for (const name of names) floors.set(name, 0);
+    const full = await sql<{ term: string; weight: number }>`
+      SELECT term, min(weight)::float8 AS weight FROM kas_champions_next GROUP BY term HAVING count(*) >= ${size}`.execute(
+      trx,
+    );
+    for (const row of full.rows) floors.set(row.term, row.weight);
     await sql`DELETE FROM search_champions WHERE term = ANY(${names}::text[])`.execute(trx);
     // Rows of chunks deleted meanwhile are left out (the insert checks each chunk still exists).
     await sql`
