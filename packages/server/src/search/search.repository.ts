@@ -360,6 +360,9 @@ export async function buildChampionsTogether(
     // Postings are joined to the terms' floors by hashing: estimated from a small range of pages, a
     // nested loop would scan the range once per term.
     await sql`SET LOCAL enable_nestloop = off`.execute(trx);
+    // A range's postings are ranked per term in memory rather than sorted on disk (the default 4 MB
+    // spills from the first ranges on, where no floor filters yet).
+    await sql`SET LOCAL work_mem = '128MB'`.execute(trx);
     await sql`CREATE TEMP TABLE kas_champions_next (term text NOT NULL, document_id text NOT NULL,
       chunk_id integer NOT NULL, weight real NOT NULL) ON COMMIT DROP`.execute(trx);
     const pages = Number(
