@@ -105,9 +105,10 @@ export function createPostgresSearchIndex(
     [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
 
   /**
-   * Stored weights keep the average lengths of their time (bm25.ts); when the averages moved by more
-   * than REWEIGHT_DRIFT since the last re-weighting (a growing index), every chunk is re-weighted, in
-   * batches so that queries run in between.
+   * Stored weights keep the average lengths of their time (bm25.ts); when the averages now differ by
+   * more than REWEIGHT_DRIFT from the mean of those the chunks were weighted with (kept by each fold:
+   * a load folded as it goes is weighted with nearly the real averages and needs nothing), every chunk
+   * is re-weighted, in batches so that queries run in between.
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
