@@ -50,13 +50,7 @@ async function main(kind: 'postgres' | 'embedded') {
     const reweight = await timed(async () => {
       const stats = await searchRepository.lengthStatistics(db);
       // As the index decides: only when the averages the chunks were weighted with are 15 % off.
-      const drifted = (now: number, then: number | null) =>
-        then === null || Math.abs(now - then) > 0.15 * then;
-      if (
-        !drifted(stats.length, stats.weightedLength) &&
-        !drifted(stats.titleLength, stats.weightedTitleLength)
-      )
-        return 0;
+      if (!searchRepository.weightsDrifted(stats, 0.15)) return 0;
       await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
       let after: { document_id: string; chunk_id: number } | null = null;
       let batches = 0;

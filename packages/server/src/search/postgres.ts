@@ -105,21 +105,15 @@ export function createPostgresSearchIndex(
     [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
 
   /**
-   * Stored weights keep the average lengths of their time (bm25.ts); when the averages now differ by
-   * more than REWEIGHT_DRIFT from the mean of those the chunks were weighted with (kept by each fold:
-   * a load folded as it goes is weighted with nearly the real averages and needs nothing), every chunk
+   * Stored weights keep the average lengths of their time (bm25.ts); when the averages the chunks were
+   * weighted with are off today's by more than REWEIGHT_DRIFT (root mean square, kept by each fold: a
+   * load folded as it goes is weighted with nearly the real averages and needs nothing), every chunk
    * is re-weighted, in batches so that queries run in between.
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
     if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
-    const drifted = (now: number, then: number | null) =>
-      then === null || Math.abs(now - then) > REWEIGHT_DRIFT * Math.max(then, 1);
-    if (
-      !drifted(stats.length, stats.weightedLength) &&
-      !drifted(stats.titleLength, stats.weightedTitleLength)
-    )
-      return false;
+    if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) return false;
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
     let after: { document_id: string; chunk_id: number } | null = null;
     do {

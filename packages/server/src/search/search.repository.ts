@@ -51,6 +51,9 @@ const WEIGHTED_LENGTH_KEY = '\u0001wlen';
 const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
 const WEIGHTED_LENGTH_SUM_KEY = '\u0001wlsum';
 const WEIGHTED_TITLE_LENGTH_SUM_KEY = '\u0001wtlsum';
+/** … and of their squares (not scaled), for how far they spread around today's averages. */
+const WEIGHTED_LENGTH_SQUARES_KEY = '\u0001wlsq';
+const WEIGHTED_TITLE_LENGTH_SQUARES_KEY = '\u0001wtlsq';
 
 /** A tsquery literal matching any of these lexemes (no parsing or stemming of its own). */
 function anyLexeme(lexemes: string[]): string {
@@ -480,6 +483,14 @@ export async function foldTermDeltas(
       SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text,
         round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END * 1000)::bigint
       FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      UNION ALL
+      SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text,
+        round(s.delta * (CASE WHEN b.n >= 20 THEN greatest(b.len::float8 / b.n, 1) ELSE 120 END) ^ 2)::bigint
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      UNION ALL
+      SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text,
+        round(s.delta * (CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END) ^ 2)::bigint
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
     ),
     upserted AS (
       INSERT INTO search_terms (term, df)
@@ -504,15 +515,20 @@ export interface LengthStatistics {
   /** The averages the stored weights were last recomputed with (null: never). */
   weightedLength: number | null;
   weightedTitleLength: number | null;
+  /**
+   * How far the averages the chunks were weighted with spread around today's: the root mean square
+   * of their differences, relative to today's averages (null where the sums are not kept).
+   */
+  lengthDeviation: number | null;
+  titleLengthDeviation: number | null;
 }
 
 export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics> {
   const result = await sql<{ term: string; df: number }>`
     SELECT term, df::float8 AS df FROM search_terms
     WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY},
-      ${WEIGHTED_TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY})`.execute(
-    db,
-  );
+      ${WEIGHTED_TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY},
+      ${WEIGHTED_LENGTH_SQUARES_KEY}, ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY})`.execute(db);
   const value = new Map(result.rows.map((r) => [r.term, r.df]));
   const chunks = value.get(CHUNK_COUNT_KEY) ?? 0;
   const per = (key: string) => (chunks > 0 ? (value.get(key) ?? 0) / chunks : 0);
@@ -524,13 +540,44 @@ export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics
       : value.has(key)
         ? value.get(key)! / 1000
         : null;
+  // The root mean square of (average a chunk was weighted with − today's average), relative to today's.
+  const deviation = (sumKey: string, squaresKey: string, now: number) => {
+    if (!value.has(sumKey) || !value.has(squaresKey) || chunks <= 0 || now <= 0) return null;
+    const mean = value.get(sumKey)! / 1000 / chunks;
+    const meanSquare = value.get(squaresKey)! / chunks;
+    return Math.sqrt(Math.max(meanSquare - 2 * now * mean + now * now, 0)) / now;
+  };
+  const length = per(LENGTH_KEY);
+  const titleLength = per(TITLE_LENGTH_KEY);
   return {
     chunks,
-    length: per(LENGTH_KEY),
-    titleLength: per(TITLE_LENGTH_KEY),
+    length,
+    titleLength,
     weightedLength: weighted(WEIGHTED_LENGTH_SUM_KEY, WEIGHTED_LENGTH_KEY),
     weightedTitleLength: weighted(WEIGHTED_TITLE_LENGTH_SUM_KEY, WEIGHTED_TITLE_LENGTH_KEY),
+    lengthDeviation: deviation(WEIGHTED_LENGTH_SUM_KEY, WEIGHTED_LENGTH_SQUARES_KEY, length),
+    titleLengthDeviation: deviation(
+      WEIGHTED_TITLE_LENGTH_SUM_KEY,
+      WEIGHTED_TITLE_LENGTH_SQUARES_KEY,
+      titleLength,
+    ),
   };
+}
+
+/**
+ * Whether the stored weights are too far from today's average lengths: the averages the chunks were
+ * weighted with are off by more than `drift` (relative, root mean square), or, where that is not kept,
+ * the averages of the last re-weighting are (or there was none).
+ */
+export function weightsDrifted(stats: LengthStatistics, drift: number): boolean {
+  const off = (deviation: number | null, now: number, then: number | null) =>
+    deviation !== null
+      ? deviation > drift
+      : then === null || Math.abs(now - then) > drift * Math.max(then, 1);
+  return (
+    off(stats.lengthDeviation, stats.length, stats.weightedLength) ||
+    off(stats.titleLengthDeviation, stats.titleLength, stats.weightedTitleLength)
+  );
 }
 
 export async function recordWeightedLengths(
@@ -546,12 +593,15 @@ export async function recordWeightedLengths(
     UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
     UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
     UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(n.n * ${length}::float8 ^ 2)::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(n.n * ${titleLength}::float8 ^ 2)::bigint FROM n
     ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
 }
 
 export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
   await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY},
-    ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY})`.execute(db);
+    ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY}, ${WEIGHTED_LENGTH_SQUARES_KEY},
+    ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY})`.execute(db);
 }
 
 /**
