@@ -521,6 +521,8 @@ export interface LengthStatistics {
    */
   lengthDeviation: number | null;
   titleLengthDeviation: number | null;
+  /** Whether every chunk was ever re-weighted (by maintenance or a rebuild). */
+  reweighted: boolean;
 }
 
 export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics> {
@@ -561,8 +563,12 @@ export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics
       WEIGHTED_TITLE_LENGTH_SQUARES_KEY,
       titleLength,
     ),
+    reweighted: value.has(WEIGHTED_LENGTH_KEY),
   };
 }
+
+/** The relative spread that makes maintenance re-weight every chunk when it never has (see below). */
+const FIRST_REWEIGHT_DRIFT = 0.05;
 
 /**
  * Whether the stored weights are too far from today's average lengths: the averages the chunks were
@@ -570,9 +576,11 @@ export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics
  * the averages of the last re-weighting are (or there was none).
  */
 export function weightsDrifted(stats: LengthStatistics, drift: number): boolean {
+  // Until a first re-weighting, a closer bound: the chunks of a load's first seconds hold the defaults.
+  const bound = stats.reweighted ? drift : Math.min(drift, FIRST_REWEIGHT_DRIFT);
   const off = (deviation: number | null, now: number, then: number | null) =>
     deviation !== null
-      ? deviation > drift
+      ? deviation > bound
       : then === null || Math.abs(now - then) > drift * Math.max(then, 1);
   return (
     off(stats.lengthDeviation, stats.length, stats.weightedLength) ||
