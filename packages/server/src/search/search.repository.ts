@@ -321,6 +321,9 @@ export async function buildChampions(
   size: number,
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
+    // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
+    // two builds of one list then wait for each other instead of deadlocking.
+    await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE`.execute(trx);
     await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(trx);
     const inserted = await sql<{ weight: number }>`
       INSERT INTO search_champions (term, document_id, chunk_id, weight)
@@ -429,6 +432,11 @@ export async function buildChampionsTogether(
       trx,
     );
     for (const row of full.rows) floors.set(row.term, row.weight);
+    // The terms' statistics rows first, in one order (as a single list's build takes its own): a search
+    // building a missing list meanwhile waits for these instead of deadlocking with them.
+    await sql`SELECT 1 FROM search_terms WHERE term = ANY(${names}::text[]) ORDER BY term FOR UPDATE`.execute(
+      trx,
+    );
     await sql`DELETE FROM search_champions WHERE term = ANY(${names}::text[])`.execute(trx);
     // Rows of chunks deleted meanwhile are left out (the insert checks each chunk still exists).
     await sql`
