@@ -8,7 +8,11 @@
  *      (term statistics, then BM25 returning the shown chunks' rows), and for comparison the ranking
  *      alone, without the rows. They are measured together, query by query, so that each sees the same
  *      moment of the machine's load.
- * Sizes: BENCH_INGEST_DOCS (default 3000), BENCH_SEARCH_CHUNKS (100000), BENCH_SEARCH_QUERIES (1000).
+ * Sizes: BENCH_INGEST_DOCS (default 3000), BENCH_SEARCH_CHUNKS (100000), BENCH_SEARCH_QUERIES (1000),
+ * BENCH_AGREEMENT_QUERIES (300, compared with exhaustive BM25), BENCH_EXHAUSTIVE_QUERIES (150, timed
+ * exhaustively; each costs seconds at 1M chunks). After the load, the statistics maintenance runs to the
+ * end (on Postgres in another process, as `kas worker` would, while this one searches over HTTP); its
+ * time and the searches' meanwhile are reported. Progress goes to stderr as each stage ends.
  * BENCH_SEARCH_DATA_DIR keeps the embedded search index between runs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -39,6 +43,9 @@ const INGEST_DOCS = Number(process.env.BENCH_INGEST_DOCS ?? 3000);
 const CLIENTS = 8;
 const SEARCH_CHUNKS = Number(process.env.BENCH_SEARCH_CHUNKS ?? 100_000);
 const SEARCH_QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
+/** Queries compared with exhaustive BM25 (top-10 agreement), and timed exhaustively for comparison. */
+const AGREEMENT_QUERIES = Number(process.env.BENCH_AGREEMENT_QUERIES ?? 300);
+const EXHAUSTIVE_QUERIES = Number(process.env.BENCH_EXHAUSTIVE_QUERIES ?? 150);
 export const ADMIN_KEY = `svck-${'D'.repeat(43)}`;
 const ALL: AccessScope = { all: true };
 export const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
@@ -240,13 +247,24 @@ async function benchIngestion(databases: ('embedded' | 'postgres')[] = ['embedde
  * Chunks `from`..`to` of the search benchmarks' index, one ~150-word chunk per document, written by
  * bare multi-row statements in transactions of 500 (the database's triggers weigh and count them).
  */
-export async function seedChunks(db: Kysely<any>, from: number, to: number, random: () => number) {
+export async function seedChunks(
+  db: Kysely<any>,
+  from: number,
+  to: number,
+  random: () => number,
+  options: { progress?: (done: number) => void; fold?: boolean } = {},
+) {
   const BATCH = 500;
   for (let start = from; start < to; start += BATCH) {
     const n = Math.min(BATCH, to - start);
     const ids = Array.from({ length: n }, (_, i) => `chunk-doc-${start + i}`);
     const titles = ids.map(() => text(random, 4));
     const contents = ids.map(() => text(random, 150));
+    // As kas's maintenance does during sustained ingestion (every 15 s at most): fold the term counts,
+    // so that later chunks are weighted with the real average lengths.
+    if (options.fold && start > from && (start - from) % 20_000 === 0)
+      await searchRepository.foldTermDeltas(db);
+    if (start > from && (start - from) % 50_000 === 0) options.progress?.(start - from);
     await db.transaction().execute(async (trx) => {
       await sql`
         INSERT INTO documents (id, semantic_id, title, link, source, from_ingestion_api, doc_updated_at,
@@ -279,25 +297,10 @@ async function benchSearch(database: 'embedded' | 'postgres') {
   });
   const running = await startServer(config, { worker: false });
   const db = running.runtime.deps.db;
-  try {
-    const random = rng(7);
-    const loadStarted = performance.now();
-    const stored = Number(
-      (await sql<{ n: string }>`SELECT count(*) AS n FROM chunks`.execute(db)).rows[0]!.n,
-    );
-    await seedChunks(db, stored >= SEARCH_CHUNKS ? SEARCH_CHUNKS : 0, SEARCH_CHUNKS, random);
-    const loadSeconds = (performance.now() - loadStarted) / 1000;
-    // Fold the statistics, re-weight with the real average lengths and build champion lists, as the
-    // service does in the background after writes.
-    const maintainStarted = performance.now();
-    await (running.runtime.deps.search as PostgresSearchIndex).maintain();
-    let rounds = 1;
-    while ((await searchRepository.staleChampionTerms(db, { minDf: 1000, limit: 1 })).length) {
-      await (running.runtime.deps.search as PostgresSearchIndex).maintain();
-      rounds++;
-    }
-    const maintainSeconds = (performance.now() - maintainStarted) / 1000;
-    await sql`ANALYZE`.execute(db);
+  // Progress on stderr, so that a long run (BENCH_SEARCH_CHUNKS=1000000) reports each stage as it ends.
+  const note = (what: object) =>
+    console.error(JSON.stringify({ at: new Date().toISOString(), database, ...what }));
+  const indexMb = async () => {
     const sizes = (
       await sql<{ database: number; chunks: number; statistics: number }>`
         SELECT pg_database_size(current_database())::float8 AS database,
@@ -306,17 +309,25 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         db,
       )
     ).rows[0]!;
-
-    // Rare (ranks 5k-20k), mid-frequency (200-2k) and very common (0-20) terms, some as two-word queries.
-    const qrandom = rng(99);
-    const pick = (lo: number, hi: number) => VOCABULARY[lo + Math.floor(qrandom() * (hi - lo))]!;
-    const kinds = ['rare', 'mid', 'common'] as const;
-    const queries = Array.from({ length: SEARCH_QUERIES }, (_, i) => {
-      const kind = kinds[i % 3]!;
-      const term = () =>
-        kind === 'rare' ? pick(5000, VOCABULARY.length) : kind === 'mid' ? pick(200, 2000) : pick(0, 20);
-      return { kind, query: i % 5 === 4 ? `${term()} ${term()}` : term() };
+    return {
+      database: Math.round(sizes.database / 1e6),
+      chunks_table: Math.round(sizes.chunks / 1e6),
+      statistics_and_champions: Math.round(sizes.statistics / 1e6),
+    };
+  };
+  try {
+    const random = rng(7);
+    const loadStarted = performance.now();
+    const stored = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM chunks`.execute(db)).rows[0]!.n,
+    );
+    await seedChunks(db, stored >= SEARCH_CHUNKS ? SEARCH_CHUNKS : 0, SEARCH_CHUNKS, random, {
+      fold: true,
+      progress: (done) =>
+        note({ seeding: done, seconds: Math.round((performance.now() - loadStarted) / 1000) }),
     });
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    note({ seeded: SEARCH_CHUNKS, seconds: Math.round(loadSeconds), index_mb: await indexMb() });
     const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
     // A lean keep-alive client (node:http): the figure is kas's, not the client's. Node's fetch adds
     // ~0.3–0.5 ms of its own per request (WHATWG streams), measured on this machine.
@@ -336,6 +347,79 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         req.on('error', reject);
         req.end(JSON.stringify({ query, filters: {} }));
       });
+
+    // Rare (ranks 5k-20k), mid-frequency (200-2k) and very common (0-20) terms, some as two-word queries.
+    const qrandom = rng(99);
+    const pick = (lo: number, hi: number) => VOCABULARY[lo + Math.floor(qrandom() * (hi - lo))]!;
+    const kinds = ['rare', 'mid', 'common'] as const;
+    const queries = Array.from({ length: SEARCH_QUERIES }, (_, i) => {
+      const kind = kinds[i % 3]!;
+      const term = () =>
+        kind === 'rare' ? pick(5000, VOCABULARY.length) : kind === 'mid' ? pick(200, 2000) : pick(0, 20);
+      return { kind, query: i % 5 === 4 ? `${term()} ${term()}` : term() };
+    });
+
+    // Fold the statistics, re-weight with the real average lengths and build champion lists, as the
+    // service does in the background after writes. On Postgres in another process (as `kas worker`
+    // does), while this one searches over HTTP: search must keep answering meanwhile.
+    const maintainStarted = performance.now();
+    let rounds = 1;
+    let duringMaintenance: {
+      queries: number;
+      empty: number;
+      failed: number;
+      p50: number;
+      p99: number;
+    } | null = null;
+    if (postgres) {
+      const child = spawn(
+        process.execPath,
+        [join(import.meta.dirname, 'maintenance.ts'), 'complete', postgres.url],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      let out = '';
+      child.stdout!.on('data', (part: Buffer) => {
+        out += part.toString();
+      });
+      const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+      let done = false;
+      void exited.then(() => {
+        done = true;
+      });
+      const times: number[] = [];
+      let empty = 0;
+      let failed = 0;
+      for (let i = 0; !done; i++) {
+        const t0 = performance.now();
+        try {
+          if ((await httpSearch(queries[i % queries.length]!.query)) === 0) empty++;
+          times.push(performance.now() - t0);
+        } catch {
+          failed++;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      if ((await exited) !== 0) throw new Error('maintenance failed');
+      rounds = (JSON.parse(out.trim().split('\n').at(-1)!) as { rounds: number }).rounds;
+      duringMaintenance = {
+        queries: times.length + failed,
+        empty,
+        failed,
+        p50: percentile(times, 50),
+        p99: percentile(times, 99),
+      };
+    } else {
+      await (running.runtime.deps.search as PostgresSearchIndex).maintain();
+      while ((await searchRepository.staleChampionTerms(db, { minDf: 1000, limit: 1 })).length) {
+        await (running.runtime.deps.search as PostgresSearchIndex).maintain();
+        rounds++;
+      }
+    }
+    const maintainSeconds = (performance.now() - maintainStarted) / 1000;
+    note({ maintenance_seconds: Math.round(maintainSeconds), rounds, during_maintenance: duringMaintenance });
+    await sql`ANALYZE`.execute(db);
+    const indexSizes = await indexMb();
+
     // The ranking statements our Postgres index issues (term statistics, then BM25 over the candidate
     // set), issued directly from here without HTTP, auth or loading the chunks' text.
     const plans = new Map<string, Awaited<ReturnType<typeof planOf>>>();
@@ -389,7 +473,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     };
     // Top-10 agreement of the index with exhaustive BM25, per kind of query.
     const agreement: Record<string, number[]> = { rare: [], mid: [], common: [] };
-    for (const q of queries.slice(0, 300)) {
+    for (const q of queries.slice(0, AGREEMENT_QUERIES)) {
       const { plan, must } = await planOf(q.query);
       const fast = await searchRepository.bm25Search(db, {
         plan,
@@ -456,18 +540,15 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       );
     };
     const [ours, bare, rankingOnly] = await measure([httpSearch, bareSql, rankingOnlySql]);
-    const [naive] = await measure([naiveSql], queries.slice(0, 150));
+    const [naive] = await measure([naiveSql], queries.slice(0, EXHAUSTIVE_QUERIES));
     return {
       database,
       chunks: SEARCH_CHUNKS,
       load_seconds: Math.round(loadSeconds),
       maintenance_seconds: Math.round(maintainSeconds),
       maintenance_rounds: rounds,
-      index_mb: {
-        database: Math.round(sizes.database / 1e6),
-        chunks_table: Math.round(sizes.chunks / 1e6),
-        statistics_and_champions: Math.round(sizes.statistics / 1e6),
-      },
+      index_mb: indexSizes,
+      search_during_maintenance_http: duringMaintenance,
       top10_agreement_with_exhaustive_bm25: meanAgreement,
       ours_http: ours,
       bare_sql: bare,
@@ -480,7 +561,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         p50: Number((ours!.all!.p50 / rankingOnly!.all!.p50).toFixed(2)),
         p99: Number((ours!.all!.p99 / rankingOnly!.all!.p99).toFixed(2)),
       },
-      exhaustive_bm25_sql_150q: naive,
+      exhaustive_bm25_sql: { queries: EXHAUSTIVE_QUERIES, ...naive },
     };
   } finally {
     await running.close();

@@ -5,6 +5,7 @@ import { rng } from '../testing/random.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { B, idf, K1, TITLE_WEIGHT } from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
+import * as searchRepository from './search.repository.ts';
 import type { AccessScope, SearchHit } from './search-index.ts';
 
 const ALL: AccessScope = { all: true };
@@ -287,6 +288,38 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     // Champion lists make this approximate; the benchmark reports the figure at 100k chunks.
     console.log('top-10 agreement, only very frequent words:', mean);
     expect(mean).toBeGreaterThanOrEqual(0.7);
+  });
+
+  it('builds the same champion lists in one pass over the chunks as one term at a time', async () => {
+    const db = t.deps.db;
+    expect(await searchRepository.staleChampionTerms(db, { minDf: limits.alwaysFullDf, limit: 10 })).toEqual(
+      [],
+    );
+    const terms = (
+      await sql<{ term: string; df: number }>`
+        SELECT term, df::float8 AS df FROM search_terms WHERE champions_df IS NOT NULL ORDER BY term`.execute(
+        db,
+      )
+    ).rows;
+    // Lists are above the floor exactly; at the floor, ties may be broken differently.
+    const lists = async () => {
+      const rows = await sql<{ term: string; floor: number; size: number; chunks: string | null }>`
+        SELECT s.term, s.champion_floor::float8 AS floor,
+          (SELECT count(*) FROM search_champions c WHERE c.term = s.term)::int AS size,
+          (SELECT string_agg(c.document_id || '/' || c.chunk_id, ',' ORDER BY c.document_id, c.chunk_id)
+           FROM search_champions c WHERE c.term = s.term AND c.weight > s.champion_floor) AS chunks
+        FROM search_terms s WHERE s.champions_df IS NOT NULL ORDER BY s.term`.execute(db);
+      return rows.rows;
+    };
+    for (const term of terms) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+    const oneByOne = await lists();
+    // Small ranges of pages, so that floors rise between them.
+    await searchRepository.buildChampionsTogether(db, terms, limits.champions, {
+      firstPages: 2,
+      maxPages: 4,
+    });
+    expect(await lists()).toEqual(oneByOne);
+    expect(oneByOne.length).toBeGreaterThan(50);
   });
 
   it('gives a user who sees 1 % of the documents their own best ten, not what is left after a cut', async () => {

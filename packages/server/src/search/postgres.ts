@@ -38,6 +38,8 @@ const EMBEDDED_REWEIGHT_BATCH = 50;
 const EMBEDDED_FOLD_BATCH = 2000;
 /** Maintenance rounds between two vacuums of the statistics (each fold rewrites many of their rows). */
 const STATISTICS_VACUUM_EVERY = 10;
+/** Stale champion lists rebuilt together in one pass over the chunks, at most. */
+const MAX_TERMS_PER_PASS = 100_000;
 /** Champion lists looked at per maintenance round (each rebuild costs a scan of its term's postings). */
 const CHAMPION_REBUILDS_PER_ROUND = 50;
 /** Words of the typo-correction vocabulary written per statement (~10 ms each). */
@@ -103,20 +105,15 @@ export function createPostgresSearchIndex(
     [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
 
   /**
-   * Stored weights keep the average lengths of their time (bm25.ts); when the averages moved by more
-   * than REWEIGHT_DRIFT since the last re-weighting (a growing index), every chunk is re-weighted, in
-   * batches so that queries run in between.
+   * Stored weights keep the average lengths of their time (bm25.ts); when the averages the chunks were
+   * weighted with are off today's by more than REWEIGHT_DRIFT (root mean square, kept by each fold: a
+   * load folded as it goes is weighted with nearly the real averages and needs nothing), every chunk
+   * is re-weighted, in batches so that queries run in between.
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
     if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
-    const drifted = (now: number, then: number | null) =>
-      then === null || Math.abs(now - then) > REWEIGHT_DRIFT * Math.max(then, 1);
-    if (
-      !drifted(stats.length, stats.weightedLength) &&
-      !drifted(stats.titleLength, stats.weightedTitleLength)
-    )
-      return false;
+    if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) return false;
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
     let after: { document_id: string; chunk_id: number } | null = null;
     do {
@@ -169,6 +166,20 @@ export function createPostgresSearchIndex(
     const reweightMs = lap();
     let rebuilt = 0;
     let more = false;
+    if (quiet && !embedded && !closed) {
+      // After a bulk load: every stale list in one pass over the chunks when one scan per term would
+      // read more postings than there are chunks (Postgres: the pass is one long read transaction,
+      // which the embedded database's single connection cannot spare).
+      const stale = await searchRepository.staleChampionTerms(db, {
+        minDf: limits.alwaysFullDf,
+        limit: MAX_TERMS_PER_PASS,
+      });
+      const chunks = (await searchRepository.lengthStatistics(db)).chunks;
+      if (stale.length > CHAMPION_REBUILDS_PER_ROUND && stale.reduce((sum, t) => sum + t.df, 0) > chunks) {
+        await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        rebuilt += stale.length;
+      }
+    }
     if (quiet) {
       const started = performance.now();
       for (;;) {

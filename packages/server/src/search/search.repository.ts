@@ -1,5 +1,6 @@
-import { type RawBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
+import type { Database } from '../db/schema.ts';
 import { closest, transpositionsOf } from '../edit-distance.ts';
 import type { QueryPlan, TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
@@ -42,6 +43,17 @@ const CHUNK_COUNT_KEY = '\u0001n';
 const LENGTH_KEY = '\u0001len';
 const TITLE_LENGTH_KEY = '\u0001tlen';
 const RESERVED_KEYS = '\u0001%';
+/**
+ * Reserved keys of the averages at the last re-weighting (stored × 1000, as `df` is an integer), and
+ * of the sums over chunks of the averages each was weighted with (× 1000), kept by every fold.
+ */
+const WEIGHTED_LENGTH_KEY = '\u0001wlen';
+const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
+const WEIGHTED_LENGTH_SUM_KEY = '\u0001wlsum';
+const WEIGHTED_TITLE_LENGTH_SUM_KEY = '\u0001wtlsum';
+/** … and of their squares (not scaled), for how far they spread around today's averages. */
+const WEIGHTED_LENGTH_SQUARES_KEY = '\u0001wlsq';
+const WEIGHTED_TITLE_LENGTH_SQUARES_KEY = '\u0001wtlsq';
 
 /** A tsquery literal matching any of these lexemes (no parsing or stemming of its own). */
 function anyLexeme(lexemes: string[]): string {
@@ -309,6 +321,9 @@ export async function buildChampions(
   size: number,
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
+    // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
+    // two builds of one list then wait for each other instead of deadlocking.
+    await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE`.execute(trx);
     await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(trx);
     const inserted = await sql<{ weight: number }>`
       INSERT INTO search_champions (term, document_id, chunk_id, weight)
@@ -328,6 +343,120 @@ export async function buildChampions(
 }
 
 /**
+ * Rebuilds the champion lists of many terms in one pass over the chunks (after a bulk load most
+ * frequent terms need a new list, and one index scan per term reads each posting's chunk row again
+ * for every such term: ~20 minutes at 1M chunks). The chunks are read in ranges of pages; each range
+ * adds, per term, its best chunks above the term's current floor (the lowest weight on a full list) to
+ * a working table, which is then cut back to `size` per term. Floors rise quickly, so after the first
+ * ranges few rows pass. Everything happens in one transaction: searches keep the previous lists until
+ * the new ones replace them at once. Returns each term's floor (0 when it has fewer than `size` chunks).
+ */
+export async function buildChampionsTogether(
+  db: Kysely<Database>,
+  terms: { term: string; df: number }[],
+  size: number,
+  options: { firstPages?: number; maxPages?: number } = {},
+): Promise<Map<string, number>> {
+  const floors = new Map<string, number>(terms.map((t) => [t.term, 0]));
+  if (!terms.length) return floors;
+  // Ranges start small and double: the first ones pass every posting (no floor yet), later ones few.
+  let pagesPerRange = options.firstPages ?? 50;
+  const maxPages = options.maxPages ?? 4000;
+  return db.transaction().execute(async (trx) => {
+    // Postings are joined to the terms' floors by hashing: estimated from a small range of pages, a
+    // nested loop would scan the range once per term.
+    await sql`SET LOCAL enable_nestloop = off`.execute(trx);
+    // A range's postings are ranked per term in memory rather than sorted on disk (the default 4 MB
+    // spills from the first ranges on, where no floor filters yet).
+    await sql`SET LOCAL work_mem = '128MB'`.execute(trx);
+    await sql`CREATE TEMP TABLE kas_champions_next (term text NOT NULL, document_id text NOT NULL,
+      chunk_id integer NOT NULL, weight real NOT NULL) ON COMMIT DROP`.execute(trx);
+    const pages = Number(
+      (
+        await sql<{ pages: number }>`
+          SELECT (pg_relation_size('chunks') / current_setting('block_size')::int)::int AS pages`.execute(trx)
+      ).rows[0]!.pages,
+    );
+    const names = terms.map((t) => t.term);
+    let staged = 0;
+    // Every term back to its best `size`; returns how many rows are left.
+    const cut = async () => {
+      await sql`
+        WITH ranked AS (
+          SELECT ctid AS row_id, row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
+          FROM kas_champions_next
+        )
+        DELETE FROM kas_champions_next n USING ranked x WHERE x.r > ${size} AND n.ctid = x.row_id`.execute(
+        trx,
+      );
+      const left = await sql<{ n: number }>`SELECT count(*)::float8 AS n FROM kas_champions_next`.execute(
+        trx,
+      );
+      return left.rows[0]!.n;
+    };
+    for (
+      let first = 0;
+      first < pages;
+      first += pagesPerRange, pagesPerRange = Math.min(2 * pagesPerRange, maxPages)
+    ) {
+      // The last range is open: it also takes the pages the table grew by since `pages` was read.
+      const last = first + pagesPerRange >= pages ? null : first + pagesPerRange;
+      // The range's best `size` per term above its floor are kept; the `size`-th of them is a lower
+      // bound of the term's final floor (the best `size` overall are at least as good).
+      const range = await sql<{ term: string | null; weight: number }>`
+        WITH floors AS (
+          SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[]) AS f(term, floor)
+        ), postings AS (
+          SELECT u.term, c.document_id, c.chunk_id, u.weight,
+            row_number() OVER (PARTITION BY u.term ORDER BY u.weight DESC, c.document_id, c.chunk_id) AS r
+          FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
+          WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
+            AND f.term = u.term AND u.weight > f.floor
+        ), added AS (
+          INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= ${size}
+          RETURNING 1
+        )
+        SELECT NULL AS term, count(*)::float8 AS weight FROM added
+        UNION ALL SELECT term, weight::float8 FROM postings WHERE r = ${size}`.execute(trx);
+      for (const row of range.rows) {
+        if (row.term === null) staged += row.weight;
+        else if (row.weight > floors.get(row.term)!) floors.set(row.term, row.weight);
+      }
+      if (staged > 4 * size * terms.length) staged = await cut();
+    }
+    await cut();
+    // Exact floors now: the `size`-th weight of a full list, 0 for a shorter one.
+    for (const name of names) floors.set(name, 0);
+    const full = await sql<{ term: string; weight: number }>`
+      SELECT term, min(weight)::float8 AS weight FROM kas_champions_next GROUP BY term HAVING count(*) >= ${size}`.execute(
+      trx,
+    );
+    for (const row of full.rows) floors.set(row.term, row.weight);
+    // The terms' statistics rows first, in one order (as a single list's build takes its own): a search
+    // building a missing list meanwhile waits for these instead of deadlocking with them.
+    await sql`SELECT 1 FROM search_terms WHERE term = ANY(${names}::text[]) ORDER BY term FOR UPDATE`.execute(
+      trx,
+    );
+    await sql`DELETE FROM search_champions WHERE term = ANY(${names}::text[])`.execute(trx);
+    // Rows of chunks deleted meanwhile are left out (the insert checks each chunk still exists).
+    await sql`
+      INSERT INTO search_champions (term, document_id, chunk_id, weight)
+      SELECT n.term, n.document_id, n.chunk_id, n.weight FROM kas_champions_next n
+      WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = n.document_id AND c.chunk_id = n.chunk_id)
+      ON CONFLICT DO NOTHING`.execute(trx);
+    await sql`
+      INSERT INTO search_terms (term, df, champions_df, champion_floor)
+      SELECT term, 0, df, floor FROM unnest(${names}::text[], ${terms.map((t) => t.df)}::bigint[],
+        ${names.map((t) => floors.get(t)!)}::real[]) AS u(term, df, floor)
+      ORDER BY term
+      ON CONFLICT (term) DO UPDATE SET champions_df = excluded.champions_df, champion_floor = excluded.champion_floor`.execute(
+      trx,
+    );
+    return floors;
+  });
+}
+
+/**
  * Folds the pending document-frequency deltas into `search_terms` (at most `limit` of them, in one
  * statement; all without it); returns how many were folded. Frequencies of zero are dropped unless
  * `keepZeros` (a scan of every term, left to a quiet moment on the embedded database).
@@ -341,11 +470,39 @@ export async function foldTermDeltas(
       ? sql`DELETE FROM search_term_deltas`
       : sql`DELETE FROM search_term_deltas
           WHERE ctid = ANY(ARRAY(SELECT ctid FROM search_term_deltas LIMIT ${options.limit}))`;
+  // The chunks counted by this fold were weighted with the average lengths in effect until now (the
+  // folded ones, or the defaults below 20 chunks, as kas_bm25_weights computes them): their sum is
+  // kept, so that maintenance knows the averages the stored weights hold without re-weighting
+  // (tracked from an empty index, or from the last re-weighting).
   const result = await sql<{ folded: number }>`
     WITH moved AS (${moved} RETURNING term, delta),
     sums AS (SELECT term, sum(delta) AS delta, count(*) AS n FROM moved GROUP BY term),
+    before AS (
+      SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n,
+        coalesce((SELECT df FROM search_terms WHERE term = ${LENGTH_KEY}), 0) AS len,
+        coalesce((SELECT df FROM search_terms WHERE term = ${TITLE_LENGTH_KEY}), 0) AS tlen,
+        EXISTS (SELECT 1 FROM search_terms WHERE term = ${WEIGHTED_LENGTH_SUM_KEY}) AS tracked
+    ),
+    weighted AS (
+      SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text AS term,
+        round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.len::float8 / b.n, 1) ELSE 120 END * 1000)::bigint AS delta
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      UNION ALL
+      SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text,
+        round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END * 1000)::bigint
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      UNION ALL
+      SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text,
+        round(s.delta * (CASE WHEN b.n >= 20 THEN greatest(b.len::float8 / b.n, 1) ELSE 120 END) ^ 2)::bigint
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      UNION ALL
+      SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text,
+        round(s.delta * (CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END) ^ 2)::bigint
+      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+    ),
     upserted AS (
-      INSERT INTO search_terms (term, df) SELECT term, delta FROM sums ORDER BY term
+      INSERT INTO search_terms (term, df)
+      SELECT term, delta FROM (SELECT term, delta FROM sums UNION ALL SELECT term, delta FROM weighted) x ORDER BY term
       ON CONFLICT (term) DO UPDATE SET df = search_terms.df + excluded.df
     )
     SELECT coalesce(sum(n), 0)::int AS folded FROM sums`.execute(db);
@@ -366,29 +523,77 @@ export interface LengthStatistics {
   /** The averages the stored weights were last recomputed with (null: never). */
   weightedLength: number | null;
   weightedTitleLength: number | null;
+  /**
+   * How far the averages the chunks were weighted with spread around today's: the root mean square
+   * of their differences, relative to today's averages (null where the sums are not kept).
+   */
+  lengthDeviation: number | null;
+  titleLengthDeviation: number | null;
+  /** Whether every chunk was ever re-weighted (by maintenance or a rebuild). */
+  reweighted: boolean;
 }
-
-/** Reserved keys of the averages at the last re-weighting (stored × 1000, as `df` is an integer). */
-const WEIGHTED_LENGTH_KEY = '\u0001wlen';
-const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
 
 export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics> {
   const result = await sql<{ term: string; df: number }>`
     SELECT term, df::float8 AS df FROM search_terms
-    WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY})`.execute(
-    db,
-  );
+    WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY},
+      ${WEIGHTED_TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY},
+      ${WEIGHTED_LENGTH_SQUARES_KEY}, ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY})`.execute(db);
   const value = new Map(result.rows.map((r) => [r.term, r.df]));
   const chunks = value.get(CHUNK_COUNT_KEY) ?? 0;
   const per = (key: string) => (chunks > 0 ? (value.get(key) ?? 0) / chunks : 0);
-  const weighted = (key: string) => (value.has(key) ? value.get(key)! / 1000 : null);
+  // The mean of the averages the chunks were weighted with where the sums are kept; else (a database
+  // from before them) the averages of the last re-weighting.
+  const weighted = (sumKey: string, key: string) =>
+    value.has(sumKey) && chunks > 0
+      ? value.get(sumKey)! / 1000 / chunks
+      : value.has(key)
+        ? value.get(key)! / 1000
+        : null;
+  // The root mean square of (average a chunk was weighted with − today's average), relative to today's.
+  const deviation = (sumKey: string, squaresKey: string, now: number) => {
+    if (!value.has(sumKey) || !value.has(squaresKey) || chunks <= 0 || now <= 0) return null;
+    const mean = value.get(sumKey)! / 1000 / chunks;
+    const meanSquare = value.get(squaresKey)! / chunks;
+    return Math.sqrt(Math.max(meanSquare - 2 * now * mean + now * now, 0)) / now;
+  };
+  const length = per(LENGTH_KEY);
+  const titleLength = per(TITLE_LENGTH_KEY);
   return {
     chunks,
-    length: per(LENGTH_KEY),
-    titleLength: per(TITLE_LENGTH_KEY),
-    weightedLength: weighted(WEIGHTED_LENGTH_KEY),
-    weightedTitleLength: weighted(WEIGHTED_TITLE_LENGTH_KEY),
+    length,
+    titleLength,
+    weightedLength: weighted(WEIGHTED_LENGTH_SUM_KEY, WEIGHTED_LENGTH_KEY),
+    weightedTitleLength: weighted(WEIGHTED_TITLE_LENGTH_SUM_KEY, WEIGHTED_TITLE_LENGTH_KEY),
+    lengthDeviation: deviation(WEIGHTED_LENGTH_SUM_KEY, WEIGHTED_LENGTH_SQUARES_KEY, length),
+    titleLengthDeviation: deviation(
+      WEIGHTED_TITLE_LENGTH_SUM_KEY,
+      WEIGHTED_TITLE_LENGTH_SQUARES_KEY,
+      titleLength,
+    ),
+    reweighted: value.has(WEIGHTED_LENGTH_KEY),
   };
+}
+
+/** The relative spread that makes maintenance re-weight every chunk when it never has (see below). */
+const FIRST_REWEIGHT_DRIFT = 0.05;
+
+/**
+ * Whether the stored weights are too far from today's average lengths: the averages the chunks were
+ * weighted with are off by more than `drift` (relative, root mean square), or, where that is not kept,
+ * the averages of the last re-weighting are (or there was none).
+ */
+export function weightsDrifted(stats: LengthStatistics, drift: number): boolean {
+  // Until a first re-weighting, a closer bound: the chunks of a load's first seconds hold the defaults.
+  const bound = stats.reweighted ? drift : Math.min(drift, FIRST_REWEIGHT_DRIFT);
+  const off = (deviation: number | null, now: number, then: number | null) =>
+    deviation !== null
+      ? deviation > bound
+      : then === null || Math.abs(now - then) > drift * Math.max(then, 1);
+  return (
+    off(stats.lengthDeviation, stats.length, stats.weightedLength) ||
+    off(stats.titleLengthDeviation, stats.titleLength, stats.weightedTitleLength)
+  );
 }
 
 export async function recordWeightedLengths(
@@ -396,16 +601,23 @@ export async function recordWeightedLengths(
   length: number,
   titleLength: number,
 ): Promise<void> {
+  // Every chunk counted so far is about to be weighted with these averages.
   await sql`
-    INSERT INTO search_terms (term, df) VALUES
-      (${WEIGHTED_LENGTH_KEY}, ${Math.round(length * 1000)}), (${WEIGHTED_TITLE_LENGTH_KEY}, ${Math.round(titleLength * 1000)})
+    WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
+    INSERT INTO search_terms (term, df)
+    SELECT ${WEIGHTED_LENGTH_KEY}::text, ${Math.round(length * 1000)}::bigint
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
+    UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(n.n * ${length}::float8 ^ 2)::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(n.n * ${titleLength}::float8 ^ 2)::bigint FROM n
     ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
 }
 
 export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
-  await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY})`.execute(
-    db,
-  );
+  await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY},
+    ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY}, ${WEIGHTED_LENGTH_SQUARES_KEY},
+    ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY})`.execute(db);
 }
 
 /**

@@ -1,0 +1,73 @@
+import { Writable } from 'node:stream';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../db/database.ts';
+import { createLogger } from '../logger.ts';
+import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
+import { lengthStatistics } from './search.repository.ts';
+
+/** Documents of one chunk, `words` words of content and a title of `titleWords`, straight into the tables. */
+async function insertChunks(db: Db, from: number, count: number, words: number, titleWords: number) {
+  const ids = Array.from({ length: count }, (_, i) => `doc-${from + i}`);
+  const text = (n: number, seed: number) =>
+    Array.from({ length: n }, (_, i) => `word${(seed * 7 + i) % 97}x`).join(' ');
+  await db.transaction().execute(async (trx) => {
+    await sql`
+      INSERT INTO documents (id, semantic_id, title, source, from_ingestion_api, doc_updated_at, content_hash,
+        chunk_count, is_public, access_user_ids, access_group_ids, tags)
+      SELECT id, id, id, 'file', true, now(), '', 1, true, '{}', '{}', '{}' FROM unnest(${ids}::text[]) AS t(id)`.execute(
+      trx,
+    );
+    await sql`
+      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+      SELECT id, 0, title, content, '', NULL, 100
+      FROM unnest(${ids}::text[], ${ids.map((_, i) => text(titleWords, from + i + 1))}::text[],
+        ${ids.map((_, i) => text(words, from + i))}::text[]) AS t(id, title, content)`.execute(trx);
+  });
+}
+
+describe('re-weighting after loads', () => {
+  const t = useTestRuntime();
+  let index: PostgresSearchIndex;
+  const rounds: { reweighted: boolean }[] = [];
+
+  beforeAll(() => {
+    // The index logs each maintenance round's steps at debug level.
+    const lines = new Writable({
+      write(line, _encoding, done) {
+        const entry = JSON.parse(line.toString()) as { msg: string; reweighted?: boolean };
+        if (entry.msg === 'search index maintenance round') rounds.push({ reweighted: entry.reweighted! });
+        done();
+      },
+    });
+    const logger = createLogger({ KAS_LOG_LEVEL: 'debug', KAS_LOG_FORMAT: 'json' }, lines);
+    index = createPostgresSearchIndex(t.deps.db, { logger });
+  });
+  afterAll(async () => {
+    await index?.close();
+  });
+
+  it('does not re-weight a load whose chunks were weighted with the real average lengths, and does once they drift', async () => {
+    // Chunks as long as the averages the database assumes before it has counted 20 chunks (120 and 6
+    // positions), folded every 100 chunks as maintenance does during a load.
+    for (let i = 0; i < 400; i += 100) {
+      await insertChunks(t.deps.db, i, 100, 120, 6);
+      await index.maintain();
+    }
+    expect(rounds.length).toBeGreaterThanOrEqual(4);
+    expect(rounds.some((r) => r.reweighted)).toBe(false);
+    const loaded = await lengthStatistics(t.deps.db);
+    expect(loaded.weightedLength).toBeCloseTo(120, 0);
+    expect(loaded.weightedTitleLength).toBeCloseTo(6, 1);
+
+    // Much longer chunks move the average: the chunks weighted before hold averages a quarter off.
+    rounds.length = 0;
+    await insertChunks(t.deps.db, 400, 400, 240, 6);
+    await index.maintain();
+    await index.maintain();
+    expect(rounds.filter((r) => r.reweighted)).toHaveLength(1);
+    const after = await lengthStatistics(t.deps.db);
+    expect(after.weightedLength).toBeCloseTo(after.length, 0);
+  });
+});
