@@ -20,11 +20,8 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
   });
   return createInnerContext(deps, {
     authorization: req.headers.authorization,
-    // The client as `trust proxy` (KAS_TRUST_PROXY) resolves it: the socket's address unless a trusted
-    // proxy forwarded it; worked out only when asked (a failed authentication), not for every request.
-    get clientAddress() {
-      return req.ip ?? req.socket.remoteAddress;
-    },
+    // The client as `trust proxy` (KAS_TRUST_PROXY) resolves it: the socket's address unless a trusted proxy forwarded it.
+    clientAddress: req.ip ?? req.socket.remoteAddress,
     setHeader: (name, value) => {
       if (!res.headersSent) res.setHeader(name, value);
     },

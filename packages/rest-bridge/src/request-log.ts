@@ -71,9 +71,7 @@ export function requestLog(logger: Logger): RequestHandler {
         return;
       }
       if (!pending) setTimeout(flush, FLUSH_MS);
-      // The id (a UUID or CLIENT_REQUEST_ID's characters), the method (an HTTP token) and the user id (a
-      // UUID) need no JSON escaping; the path and the route are escaped.
-      pending += `${sink.head}${Date.now()}${sink.bindings},"req_id":"${id}","method":"${req.method}","path":${JSON.stringify(path)}${typeof route === 'string' ? `,"route":${JSON.stringify(route)}` : ''},"status":${res.statusCode},"ms":${ms}${actor ? `,"actor":"${actor.user_id}","api_key_id":${actor.api_key_id ?? 'null'}` : ''}${res.writableFinished ? '' : ',"aborted":true'},"msg":"request"}\n`;
+      pending += `${sink.head}${Date.now()}${sink.bindings},"req_id":${JSON.stringify(id)},"method":${JSON.stringify(req.method)},"path":${JSON.stringify(path)}${typeof route === 'string' ? `,"route":${JSON.stringify(route)}` : ''},"status":${res.statusCode},"ms":${ms}${actor ? `,"actor":${JSON.stringify(actor.user_id)},"api_key_id":${actor.api_key_id ?? 'null'}` : ''}${res.writableFinished ? '' : ',"aborted":true'},"msg":"request"}\n`;
     });
     next();
   };

@@ -100,17 +100,16 @@ export interface Context {
 
 /** The context of one request (trpc examples/next-prisma-starter `createContextInner`). */
 export function createInnerContext(deps: AppDeps, request: Partial<RequestInfo> = {}): Context {
-  // A transport's complete request is taken as it is: its `clientAddress` may be a getter that works the
-  // address out (proxy headers) only when a failed authentication needs it.
-  const req: RequestInfo = request.setHeader
-    ? (request as RequestInfo)
-    : {
-        authorization: request.authorization,
-        clientAddress: request.clientAddress,
-        setHeader: () => {},
-        signal: request.signal,
-        resource: request.resource,
-        onActor: request.onActor,
-      };
-  return { deps, req, actor: null };
+  return {
+    deps,
+    req: {
+      authorization: request.authorization,
+      clientAddress: request.clientAddress,
+      setHeader: request.setHeader ?? (() => {}),
+      signal: request.signal,
+      resource: request.resource,
+      onActor: request.onActor,
+    },
+    actor: null,
+  };
 }

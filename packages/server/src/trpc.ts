@@ -79,10 +79,8 @@ async function authenticateCaller(ctx: Context): Promise<Actor> {
 }
 
 async function countRequest(ctx: Context, actor: Actor): Promise<void> {
-  const { rateLimiter } = ctx.deps;
-  if (rateLimiter.limit === 0) return; // no limit: nothing to count, no headers
-  const headers = await rateLimiter.consume(actor.rate_limit_key);
-  for (const name in headers) ctx.req.setHeader(name, headers[name]!);
+  const headers = await ctx.deps.rateLimiter.consume(actor.rate_limit_key);
+  for (const [name, value] of Object.entries(headers)) ctx.req.setHeader(name, value);
 }
 
 /**
