@@ -171,12 +171,8 @@ const ConfigSchema = z.object({
   KAS_WASM_OPTIMIZE: z.enum(['auto', 'true', 'false']).default('auto'),
   /** V8's young-generation semi-space (MB); 0: V8's own size (~32 MB, young generation ~100 MB). */
   KAS_HEAP_SEMI_SPACE_MB: z.coerce.number().int().min(0).max(256).default(8),
-  /**
-   * A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's
-   * own choice (1.1–4×). At 30 the full collections under steady request load took a quarter of the
-   * process's CPU (V8's marking threads); 100 keeps the heap within twice its live set.
-   */
-  KAS_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(1000).default(100),
+  /** A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's own choice (1.1–4×). */
+  KAS_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   /** Hard cap on V8's heap (MB; kas restarts itself with --max-old-space-size); 0: no cap of kas's own. */
   KAS_MAX_HEAP_MB: z.coerce
     .number()
