@@ -29,6 +29,16 @@ import { startPostgres } from '../harness/postgres.ts';
 import { ENCRYPTION_KEY, ADMIN_KEY as SPAWNED_ADMIN_KEY, spawnKas } from './documents.ts';
 
 const root = join(import.meta.dirname, '../..');
+
+/** Starts a streamed `/v1` chat completion of the benchmark's one question. */
+function streamCompletion(base: string, headers: Record<string, string>, signal?: AbortSignal) {
+  return fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ model: 'kas', stream: true, messages: [{ role: 'user', content: 'Tell me' }] }),
+    signal,
+  });
+}
 const RUNS = Number(process.env.BENCH_OPENAI_RUNS ?? 40);
 const WARMUP = 5;
 const CONCURRENT = 50;
@@ -124,15 +134,7 @@ async function main() {
     };
     const sseTurn = async () => {
       const firstTokens = fake.firstTokenAt.length;
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({
-          model: 'kas',
-          stream: true,
-          messages: [{ role: 'user', content: 'Tell me' }],
-        }),
-      });
+      const res = await streamCompletion(url, headers);
       let firstAt = 0;
       let id = '';
       let error = res.status !== 200;
@@ -284,16 +286,7 @@ async function cutAndResume(fake: FakeLlmServer) {
     };
     const openaiCut = async (on: string, resumeOn: string, cutAfter: number) => {
       const abort = new AbortController();
-      const res = await fetch(`${on}/v1/chat/completions`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({
-          model: 'kas',
-          stream: true,
-          messages: [{ role: 'user', content: 'Tell me' }],
-        }),
-        signal: abort.signal,
-      });
+      const res = await streamCompletion(on, headers, abort.signal);
       let content = '';
       let id = '';
       let last = -1;
