@@ -322,6 +322,82 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     expect(oneByOne.length).toBeGreaterThan(50);
   });
 
+  it("builds the same champion lists in short steps (the embedded database's pass) as one term at a time", async () => {
+    const db = t.deps.db;
+    const terms = (
+      await sql<{ term: string; df: number }>`
+        SELECT term, df::float8 AS df FROM search_terms WHERE champions_df IS NOT NULL ORDER BY term`.execute(
+        db,
+      )
+    ).rows;
+    const lists = async () =>
+      (
+        await sql<{ term: string; floor: number; size: number; chunks: string | null }>`
+          SELECT s.term, s.champion_floor::float8 AS floor,
+            (SELECT count(*) FROM search_champions c WHERE c.term = s.term)::int AS size,
+            (SELECT string_agg(c.document_id || '/' || c.chunk_id, ',' ORDER BY c.document_id, c.chunk_id)
+             FROM search_champions c WHERE c.term = s.term AND c.weight > s.champion_floor) AS chunks
+          FROM search_terms s WHERE s.champions_df IS NOT NULL ORDER BY s.term`.execute(db)
+      ).rows;
+    for (const term of terms) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+    const oneByOne = await lists();
+    // One page per statement, so that floors rise between many of them; a few terms per write.
+    const floors = await searchRepository.buildChampionsInSteps(db, terms, limits.champions, {
+      firstPages: 1,
+      stepMs: 0,
+      termsPerWrite: 7,
+    });
+    expect(await lists()).toEqual(oneByOne);
+    expect(floors?.size).toBe(terms.length);
+    // Told to stop, it writes nothing.
+    await sql`UPDATE search_terms SET champions_df = 1 WHERE term = ${terms[0]!.term}`.execute(db);
+    expect(
+      await searchRepository.buildChampionsInSteps(db, terms, limits.champions, { stop: () => true }),
+    ).toBeNull();
+    expect(
+      Number(
+        (
+          await sql<{
+            df: number;
+          }>`SELECT champions_df::float8 AS df FROM search_terms WHERE term = ${terms[0]!.term}`.execute(db)
+        ).rows[0]!.df,
+      ),
+    ).toBe(1);
+    await searchRepository.buildChampions(db, terms[0]!.term, terms[0]!.df, limits.champions);
+  });
+
+  it('on the embedded database, a search makes a provisional list for a frequent term that has none, which maintenance replaces', async () => {
+    const db = t.deps.db;
+    const embedded = createPostgresSearchIndex(db, { limits, embedded: true });
+    try {
+      const term = words[0]!;
+      const listOf = async () =>
+        (
+          await sql<{ champions_df: number | null; size: number }>`
+            SELECT champions_df::float8 AS champions_df,
+              (SELECT count(*) FROM search_champions c WHERE c.term = s.term)::int AS size
+            FROM search_terms s WHERE s.term = ${term}`.execute(db)
+        ).rows[0]!;
+      await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(db);
+      await sql`UPDATE search_terms SET champions_df = NULL, champion_floor = NULL WHERE term = ${term}`.execute(
+        db,
+      );
+      const hits = await embedded.search({ query: term, filters: {}, access: ALL, limit: 10 });
+      expect(hits).toHaveLength(10);
+      // Built at a frequency of 0: stale, so that maintenance builds the real list.
+      expect(await listOf()).toEqual({ champions_df: 0, size: limits.champions });
+      expect(
+        await searchRepository.staleChampionTerms(db, { minDf: limits.alwaysFullDf, limit: 100 }),
+      ).toContainEqual(expect.objectContaining({ term }));
+      await embedded.maintain();
+      const rebuilt = await listOf();
+      expect(rebuilt.champions_df).toBeGreaterThan(0);
+      expect(rebuilt.size).toBe(limits.champions);
+    } finally {
+      await embedded.close();
+    }
+  });
+
   it('gives a user who sees 1 % of the documents their own best ten, not what is left after a cut', async () => {
     const access: AccessScope = { all: false, user_id: restrictedUser, group_ids: [], external: [] };
     for (const term of words.slice(0, 5)) {

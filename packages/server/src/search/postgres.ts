@@ -46,6 +46,11 @@ const CHAMPION_REBUILDS_PER_ROUND = 50;
 const VOCABULARY_PER_STATEMENT = 1000;
 /** The longest sustained writes postpone maintenance. */
 const MAX_MAINTENANCE_WAIT_MS = 15_000;
+/**
+ * Postings a search reads to make a provisional champion list on the embedded database, when a frequent
+ * term has none yet (after a bulk load, until maintenance builds them all).
+ */
+const PROVISIONAL_POSTINGS = 20_000;
 /** Time a background round may spend rebuilding champion lists. */
 const CHAMPION_BUDGET_MS = 250;
 /** Champion lists are rebuilt in the background only after writes have been quiet this long. */
@@ -166,17 +171,21 @@ export function createPostgresSearchIndex(
     const reweightMs = lap();
     let rebuilt = 0;
     let more = false;
-    if (quiet && !embedded && !closed) {
+    if (quiet && !closed) {
       // After a bulk load: every stale list in one pass over the chunks when one scan per term would
-      // read more postings than there are chunks (Postgres: the pass is one long read transaction,
-      // which the embedded database's single connection cannot spare).
+      // read more postings than there are chunks (Postgres: the pass is one long read transaction;
+      // the embedded database's single connection cannot spare one, so there in short statements).
       const stale = await searchRepository.staleChampionTerms(db, {
         minDf: limits.alwaysFullDf,
         limit: MAX_TERMS_PER_PASS,
       });
       const chunks = (await searchRepository.lengthStatistics(db)).chunks;
       if (stale.length > CHAMPION_REBUILDS_PER_ROUND && stale.reduce((sum, t) => sum + t.df, 0) > chunks) {
-        await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        if (!embedded) await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        else if (
+          !(await searchRepository.buildChampionsInSteps(db, stale, limits.champions, { stop: () => closed }))
+        )
+          return false;
         rebuilt += stale.length;
       }
     }
@@ -285,7 +294,16 @@ export function createPostgresSearchIndex(
     const plan = planQuery(stats.chunks, stats.terms, limits);
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
-      term.champion_floor = await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+      // On the embedded database a full build holds its only connection for as long as it reads the
+      // term's postings (seconds for a common word at 1M chunks): a provisional list from a bounded
+      // sample of them instead, until maintenance builds the real one.
+      term.champion_floor = await searchRepository.buildChampions(
+        db,
+        term.term,
+        term.df,
+        limits.champions,
+        embedded ? { postings: PROVISIONAL_POSTINGS } : {},
+      );
       term.champions_df = term.df;
     }
     const args = {

@@ -313,13 +313,24 @@ export async function bm25SearchAll(
   return bm25Search(db, { ...args, plan, plannerJoin: true });
 }
 
-/** Rebuilds a term's champion list: its CHAMPIONS highest-weighted chunks. */
+/**
+ * Rebuilds a term's champion list: its CHAMPIONS highest-weighted chunks. With `postings`, a provisional
+ * list from at most that many of the term's chunks (a bounded statement), recorded as built at a
+ * frequency of 0 so that maintenance replaces it with the real one.
+ */
 export async function buildChampions(
   db: DbExecutor,
   term: string,
   df: number,
   size: number,
+  options: { postings?: number } = {},
 ): Promise<number | null> {
+  const postings =
+    options.postings === undefined
+      ? sql`chunks c WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery`
+      : sql`(SELECT c.document_id, c.chunk_id, c.bm25_terms, c.bm25_weights FROM chunks c
+          WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery LIMIT ${options.postings}) c`;
+  const builtAt = options.postings === undefined ? df : 0;
   return db.transaction().execute(async (trx) => {
     // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
     // two builds of one list then wait for each other instead of deadlocking.
@@ -328,13 +339,13 @@ export async function buildChampions(
     const inserted = await sql<{ weight: number }>`
       INSERT INTO search_champions (term, document_id, chunk_id, weight)
       SELECT ${term}, c.document_id, c.chunk_id, c.bm25_weights[array_position(c.bm25_terms, ${term}::text)] AS weight
-      FROM chunks c WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery
+      FROM ${postings}
       ORDER BY weight DESC, c.document_id, c.chunk_id LIMIT ${size}
       ON CONFLICT DO NOTHING
       RETURNING weight::float8 AS weight`.execute(trx);
     const floor = inserted.rows.length < size ? 0 : Math.min(...inserted.rows.map((r) => r.weight));
     await sql`
-      INSERT INTO search_terms (term, df, champions_df, champion_floor) VALUES (${term}, 0, ${df}, ${floor})
+      INSERT INTO search_terms (term, df, champions_df, champion_floor) VALUES (${term}, 0, ${builtAt}, ${floor})
       ON CONFLICT (term) DO UPDATE SET champions_df = excluded.champions_df, champion_floor = excluded.champion_floor`.execute(
       trx,
     );
@@ -454,6 +465,129 @@ export async function buildChampionsTogether(
     );
     return floors;
   });
+}
+
+/** A chunk's weight for a term, as a champion list holds it. */
+interface Posting {
+  weight: number;
+  document_id: string;
+  chunk_id: number;
+}
+
+/** Best first, ties broken by key (as lists are built and searches rank). */
+function byWeight(a: Posting, b: Posting): number {
+  return (
+    b.weight - a.weight ||
+    (a.document_id < b.document_id ? -1 : a.document_id > b.document_id ? 1 : a.chunk_id - b.chunk_id)
+  );
+}
+
+/**
+ * The embedded database's `buildChampionsTogether`: the same pass over the chunks in ranges of pages,
+ * but each range is its own short statement and the best postings so far are kept here, not in a
+ * working table of one long transaction (the embedded database has one connection: a statement or
+ * transaction holds it, and every request waits for it). Ranges are sized so that a statement takes
+ * about `stepMs`; floors are the exact `size`-th best so far, so after the first ranges few postings
+ * come back. The new lists then replace the old ones a few terms per transaction (searches meanwhile
+ * read a term's old list or its new one, never half of one). Returns each term's floor (0 when it has
+ * fewer than `size` chunks), or null when `stop()` said to stop before the end (nothing written).
+ */
+export async function buildChampionsInSteps(
+  db: Kysely<Database>,
+  terms: { term: string; df: number }[],
+  size: number,
+  options: { stepMs?: number; firstPages?: number; termsPerWrite?: number; stop?: () => boolean } = {},
+): Promise<Map<string, number> | null> {
+  const stepMs = options.stepMs ?? 50;
+  const names = terms.map((t) => t.term);
+  const best = new Map<string, Posting[]>(names.map((t) => [t, []]));
+  const floors = new Map<string, number>(names.map((t) => [t, 0]));
+  if (!terms.length) return floors;
+  // A term's postings back to its best `size`, whose last is then its floor.
+  const trim = (term: string, list: Posting[]) => {
+    list.sort(byWeight);
+    list.length = Math.min(list.length, size);
+    if (list.length === size) floors.set(term, list[size - 1]!.weight);
+  };
+  const pages = Number(
+    (
+      await sql<{ pages: number }>`
+        SELECT (pg_relation_size('chunks') / current_setting('block_size')::int)::int AS pages`.execute(db)
+    ).rows[0]!.pages,
+  );
+  let pagesPerStep = options.firstPages ?? 8;
+  for (let first = 0; first < pages; ) {
+    if (options.stop?.()) return null;
+    // The last range is open: it also takes the pages the table grew by since `pages` was read.
+    const last = first + pagesPerStep >= pages ? null : first + pagesPerStep;
+    const started = performance.now();
+    // One row of JSON text: the embedded database hands each field of each row over on its own.
+    const found = await db.transaction().execute(async (trx) => {
+      // Postings are joined to the floors by hashing (a nested loop would look up every term per posting).
+      await sql`SET LOCAL enable_nestloop = off`.execute(trx);
+      const result = await sql<{ postings: string }>`
+        WITH floors AS (
+          SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[]) AS f(term, floor)
+        )
+        SELECT coalesce(json_agg(json_build_array(u.term, c.document_id, c.chunk_id, u.weight)), '[]')::text AS postings
+        FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
+        WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
+          AND f.term = u.term AND u.weight > f.floor`.execute(trx);
+      return JSON.parse(result.rows[0]!.postings) as [string, string, number, number][];
+    });
+    const touched = new Set<string>();
+    for (const [term, document_id, chunk_id, weight] of found) {
+      best.get(term)!.push({ weight, document_id, chunk_id });
+      touched.add(term);
+    }
+    for (const term of touched) {
+      const list = best.get(term)!;
+      // A first floor as soon as there are `size`; then trimmed each time the list doubles.
+      if (list.length >= 2 * size || (list.length >= size && floors.get(term) === 0)) trim(term, list);
+    }
+    if (last === null) break;
+    first = last;
+    // The next range sized by how long this one took (at most doubled or halved).
+    const ms = Math.max(performance.now() - started, 1);
+    pagesPerStep = Math.max(1, Math.round(pagesPerStep * Math.min(2, Math.max(0.5, stepMs / ms))));
+  }
+  for (const [term, list] of best) {
+    trim(term, list);
+    if (list.length < size) floors.set(term, 0);
+  }
+  // Lists of about 2,000–6,000 rows per transaction.
+  const perWrite = options.termsPerWrite ?? Math.max(1, Math.floor(6000 / size));
+  const sorted = [...names].sort();
+  const dfOf = new Map(terms.map((t) => [t.term, t.df]));
+  for (let i = 0; i < sorted.length; i += perWrite) {
+    if (options.stop?.()) return null;
+    const group = sorted.slice(i, i + perWrite);
+    const rows = group.flatMap((term) => best.get(term)!.map((p) => ({ term, ...p })));
+    await db.transaction().execute(async (trx) => {
+      // The terms' statistics rows first, in one order (as a single list's build takes its own).
+      await sql`SELECT 1 FROM search_terms WHERE term = ANY(${group}::text[]) ORDER BY term FOR UPDATE`.execute(
+        trx,
+      );
+      await sql`DELETE FROM search_champions WHERE term = ANY(${group}::text[])`.execute(trx);
+      // Rows of chunks deleted meanwhile are left out.
+      await sql`
+        INSERT INTO search_champions (term, document_id, chunk_id, weight)
+        SELECT n.term, n.document_id, n.chunk_id, n.weight
+        FROM unnest(${rows.map((r) => r.term)}::text[], ${rows.map((r) => r.document_id)}::text[],
+          ${rows.map((r) => r.chunk_id)}::int[], ${rows.map((r) => r.weight)}::real[]) AS n(term, document_id, chunk_id, weight)
+        WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = n.document_id AND c.chunk_id = n.chunk_id)
+        ON CONFLICT DO NOTHING`.execute(trx);
+      await sql`
+        INSERT INTO search_terms (term, df, champions_df, champion_floor)
+        SELECT term, 0, df, floor FROM unnest(${group}::text[], ${group.map((t) => dfOf.get(t)!)}::bigint[],
+          ${group.map((t) => floors.get(t)!)}::real[]) AS u(term, df, floor)
+        ORDER BY term
+        ON CONFLICT (term) DO UPDATE SET champions_df = excluded.champions_df, champion_floor = excluded.champion_floor`.execute(
+        trx,
+      );
+    });
+  }
+  return floors;
 }
 
 /**

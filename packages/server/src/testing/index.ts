@@ -7,6 +7,7 @@ export { apiKeyActor } from '../auth/roles.ts';
 export * as connectorsService from '../connectors/connectors.service.ts';
 export { schedulerPass } from '../connectors/scheduler.ts';
 export { extractHtml } from '../connectors/sources/html.ts';
+export { inBackground } from '../db/database.ts';
 export { chunkDocument } from '../documents/chunking.ts';
 export { championsToScore, DEFAULT_PLAN_LIMITS, planQuery } from '../search/bm25.ts';
 export { createPostgresSearchIndex, type PostgresSearchIndex } from '../search/postgres.ts';
