@@ -295,6 +295,10 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
     KAS_RATE_LIMIT_PER_MINUTE: '0',
     KAS_LOG_LEVEL: 'warn',
+    // The embedded database's buffer cache (its default is small; a 1M-chunk index is ~6 GB).
+    ...(process.env.KAS_PGLITE_SHARED_BUFFERS_MB
+      ? { KAS_PGLITE_SHARED_BUFFERS_MB: process.env.KAS_PGLITE_SHARED_BUFFERS_MB }
+      : {}),
     ...(postgres ? { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY } : {}),
   });
   const running = await startServer(config, { worker: false });
