@@ -334,7 +334,11 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         note({ seeding: done, seconds: Math.round((performance.now() - loadStarted) / 1000) }),
     });
     const loadSeconds = (performance.now() - loadStarted) / 1000;
-    note({ seeded: Math.max(stored, SEARCH_CHUNKS), seconds: Math.round(loadSeconds), index_mb: await indexMb() });
+    note({
+      seeded: Math.max(stored, SEARCH_CHUNKS),
+      seconds: Math.round(loadSeconds),
+      index_mb: await indexMb(),
+    });
     // Seeding a large kept index once, apart from the measurements (which then start from it).
     if (process.env.BENCH_SEARCH_SEED_ONLY)
       return { database, chunks: SEARCH_CHUNKS, load_seconds: loadSeconds };
