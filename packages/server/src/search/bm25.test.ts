@@ -341,10 +341,11 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
       ).rows;
     // As maintenance built them (exactly as one term at a time: see above).
     const oneByOne = await lists();
-    // One page per statement, so that floors rise between many of them; a few terms per write.
+    // Small ranges first (doubling: every statement is quick here), so that floors rise between
+    // them; a few terms per write.
     const floors = await searchRepository.buildChampionsInSteps(db, terms, limits.champions, {
-      firstPages: 1,
-      stepMs: 0,
+      firstPages: 2,
+      stepMs: 1e6,
       termsPerWrite: 7,
     });
     expect(await lists()).toEqual(oneByOne);
@@ -366,11 +367,13 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     await searchRepository.buildChampions(db, terms[0]!.term, terms[0]!.df, limits.champions);
   });
 
-  it('on the embedded database, a search makes a provisional list for a frequent term that has none, which maintenance replaces', async () => {
+  it('on the embedded database, a search makes a provisional list for a very frequent term that has none, which maintenance replaces', async () => {
     const db = t.deps.db;
     const embedded = createPostgresSearchIndex(db, { limits, embedded: true });
+    const term = words[0]!;
+    // As if the term were in more than 10,000 chunks (too many to read in one statement there).
+    await sql`UPDATE search_terms SET df = df + 20000 WHERE term = ${term}`.execute(db);
     try {
-      const term = words[0]!;
       const listOf = async () =>
         (
           await sql<{ champions_df: number | null; size: number }>`
@@ -395,6 +398,11 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
       expect(rebuilt.size).toBe(limits.champions);
     } finally {
       await embedded.close();
+      await sql`UPDATE search_terms SET df = df - 20000 WHERE term = ${term}`.execute(db);
+      const { df } = (
+        await sql<{ df: number }>`SELECT df::float8 AS df FROM search_terms WHERE term = ${term}`.execute(db)
+      ).rows[0]!;
+      await searchRepository.buildChampions(db, term, df, limits.champions);
     }
   });
 

@@ -54,7 +54,7 @@ const PROVISIONAL_POSTINGS = 3000;
 /**
  * Embedded: terms more frequent than this get their champion lists from the pass over the chunks in
  * short statements, not from a scan of their postings (one statement: ~1 s per 20,000 postings at
- * 200k chunks on a loaded machine).
+ * 200k chunks on a loaded machine); a search meanwhile makes a provisional one.
  */
 const EMBEDDED_LIST_SCAN_DF = 10_000;
 /** Time a background round may spend rebuilding champion lists. */
@@ -310,14 +310,15 @@ export function createPostgresSearchIndex(
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
       // On the embedded database a full build holds its only connection for as long as it reads the
-      // term's postings (seconds for a common word at 1M chunks): a provisional list from a bounded
-      // sample of them instead, until maintenance builds the real one.
+      // term's postings (seconds for a common word at 1M chunks): for a term too frequent for that, a
+      // provisional list from a bounded sample of them, until maintenance builds the real one.
+      const provisional = embedded && term.df > EMBEDDED_LIST_SCAN_DF;
       term.champion_floor = await searchRepository.buildChampions(
         db,
         term.term,
         term.df,
         limits.champions,
-        embedded ? { postings: PROVISIONAL_POSTINGS } : {},
+        provisional ? { postings: PROVISIONAL_POSTINGS } : {},
       );
       term.champions_df = term.df;
     }
