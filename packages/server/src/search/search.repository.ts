@@ -503,11 +503,17 @@ export async function buildChampionsInSteps(
   const best = new Map<string, Posting[]>(names.map((t) => [t, []]));
   const floors = new Map<string, number>(names.map((t) => [t, 0]));
   if (!terms.length) return floors;
+  /**
+   * Each term's `size`-th best so far (a posting passes only if it ranks before it: ties on the weight
+   * broken by key, as a single list's build and exhaustive ranking break them, so that the lists are
+   * theirs exactly); none until it has `size`.
+   */
+  const last = new Map<string, Posting>();
   // A term's postings back to its best `size`, whose last is then its floor.
   const trim = (term: string, list: Posting[]) => {
     list.sort(byWeight);
     list.length = Math.min(list.length, size);
-    if (list.length === size) floors.set(term, list[size - 1]!.weight);
+    if (list.length === size) last.set(term, list[size - 1]!);
   };
   const pages = Number(
     (
@@ -519,20 +525,28 @@ export async function buildChampionsInSteps(
   for (let first = 0; first < pages; ) {
     if (options.stop?.()) return null;
     // The last range is open: it also takes the pages the table grew by since `pages` was read.
-    const last = first + pagesPerStep >= pages ? null : first + pagesPerStep;
+    const end = first + pagesPerStep >= pages ? null : first + pagesPerStep;
     const started = performance.now();
     // One row of JSON text: the embedded database hands each field of each row over on its own.
     const found = await db.transaction().execute(async (trx) => {
       // Postings are joined to the floors by hashing (a nested loop would look up every term per posting).
       await sql`SET LOCAL enable_nestloop = off`.execute(trx);
+      const bars = names.map((t) => last.get(t));
+      // Keys compared byte by byte, as here (the embedded database's collation is C).
       const result = await sql<{ postings: string }>`
         WITH floors AS (
-          SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[]) AS f(term, floor)
+          SELECT * FROM unnest(${names}::text[], ${bars.map((p) => p?.weight ?? -1)}::real[],
+            ${bars.map((p) => p?.document_id ?? '')}::text[], ${bars.map((p) => p?.chunk_id ?? 0)}::int[])
+            AS f(term, floor, document_id, chunk_id)
         )
         SELECT coalesce(json_agg(json_build_array(u.term, c.document_id, c.chunk_id, u.weight)), '[]')::text AS postings
         FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
-        WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
-          AND f.term = u.term AND u.weight > f.floor`.execute(trx);
+        WHERE c.ctid >= ${`(${first},0)`}::tid ${end === null ? sql`` : sql`AND c.ctid < ${`(${end},0)`}::tid`}
+          AND f.term = u.term
+          AND (u.weight > f.floor OR (u.weight = f.floor
+            AND (c.document_id COLLATE "C", c.chunk_id) < (f.document_id COLLATE "C", f.chunk_id)))`.execute(
+        trx,
+      );
       return JSON.parse(result.rows[0]!.postings) as [string, string, number, number][];
     });
     const touched = new Set<string>();
@@ -543,17 +557,17 @@ export async function buildChampionsInSteps(
     for (const term of touched) {
       const list = best.get(term)!;
       // A first floor as soon as there are `size`; then trimmed each time the list doubles.
-      if (list.length >= 2 * size || (list.length >= size && floors.get(term) === 0)) trim(term, list);
+      if (list.length >= 2 * size || (list.length >= size && !last.has(term))) trim(term, list);
     }
-    if (last === null) break;
-    first = last;
+    if (end === null) break;
+    first = end;
     // The next range sized by how long this one took (at most doubled or halved).
     const ms = Math.max(performance.now() - started, 1);
     pagesPerStep = Math.max(1, Math.round(pagesPerStep * Math.min(2, Math.max(0.5, stepMs / ms))));
   }
   for (const [term, list] of best) {
     trim(term, list);
-    if (list.length < size) floors.set(term, 0);
+    floors.set(term, list.length < size ? 0 : list[size - 1]!.weight);
   }
   // ~1,200 rows per transaction: writing a list costs ~0.2 ms per row (its keys, the chunk's existence),
   // and 6,000 rows took 1–2 s at 200k chunks on a loaded machine.
