@@ -109,6 +109,8 @@ export function text(random: () => number, words: number): string {
 }
 
 function percentile(values: number[], p: number): number {
+  // None of a kind in a small sample (JSON shows null).
+  if (!values.length) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2));
 }
