@@ -14,6 +14,9 @@ import { noteActor, requestId, requestLog } from './request-log.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
 function requestContext(deps: AppDeps, req: Request, res: Response) {
+  // Without a trusted proxy the client is the socket's address: read it without express's `req.ip`,
+  // which parses X-Forwarded-For to then ignore it.
+  const trustsProxy = deps.config.KAS_TRUST_PROXY !== false && deps.config.KAS_TRUST_PROXY !== 0;
   const controller = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) controller.abort();
@@ -21,7 +24,7 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
   return createInnerContext(deps, {
     authorization: req.headers.authorization,
     // The client as `trust proxy` (KAS_TRUST_PROXY) resolves it: the socket's address unless a trusted proxy forwarded it.
-    clientAddress: req.ip ?? req.socket.remoteAddress,
+    clientAddress: (trustsProxy ? req.ip : undefined) ?? req.socket.remoteAddress,
     setHeader: (name, value) => {
       if (!res.headersSent) res.setHeader(name, value);
     },
@@ -109,6 +112,21 @@ export function createHttpApp(deps: AppDeps): express.Express {
       ),
     );
   api.use(readBody);
+  // The REST paths first (express tries each route in order, so the most used are tried first); the
+  // hand-written routes before the REST adapter, because express answers with the first route that matches.
+  registerChatRoutes(api, { router: appRouter, createContext, logger: deps.logger });
+  createRestAdapter({
+    router: appRouter,
+    into: api,
+    createContext,
+    logger: deps.logger,
+    upload: {
+      maxFileBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+      maxRequestBytes: deps.config.KAS_MAX_UPLOAD_REQUEST_MB * 1024 * 1024,
+      maxFields: deps.config.KAS_MAX_UPLOAD_FIELDS,
+      maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
+    },
+  });
   api.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openApiDocument);
   });
@@ -142,21 +160,6 @@ export function createHttpApp(deps: AppDeps): express.Express {
         }
       },
     }),
-  );
-  // Hand-written routes before the REST adapter: express answers with the first route that matches.
-  registerChatRoutes(api, { router: appRouter, createContext, logger: deps.logger });
-  api.use(
-    createRestAdapter({
-      router: appRouter,
-      createContext,
-      logger: deps.logger,
-      upload: {
-        maxFileBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
-        maxRequestBytes: deps.config.KAS_MAX_UPLOAD_REQUEST_MB * 1024 * 1024,
-        maxFields: deps.config.KAS_MAX_UPLOAD_FIELDS,
-        maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
-      },
-    }).handler,
   );
   api.use((req, res) => {
     sendError(

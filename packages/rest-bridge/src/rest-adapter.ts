@@ -223,12 +223,17 @@ export function callProcedure(
  */
 export function createRestAdapter(options: {
   router: AnyTRPCRouter;
+  /**
+   * The express router to add the routes to (a new one by default). The app passes its `/api` router
+   * itself, so a REST request is matched once there rather than again in a router nested in it.
+   */
+  into?: express.Router;
   createContext(req: Request, res: Response): Context;
   logger: Logger;
   /** What a multipart procedure accepts. */
   upload: MultipartLimits;
 }): { handler: express.Router; routes: RestRoute[] } {
-  const handler = express.Router();
+  const handler = options.into ?? express.Router();
   const routes: RestRoute[] = [];
   const procedures = Object.entries(options.router._def.procedures as Record<string, AnyTRPCProcedure>);
   // A path without parameters is registered before the parameterised ones, so `GET /persona/labels` is
