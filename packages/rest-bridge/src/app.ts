@@ -111,13 +111,21 @@ export function createHttpApp(deps: AppDeps): express.Express {
           : new AppError('VALIDATION_ERROR', 'Unreadable request body (check Content-Encoding)'),
       ),
     );
-  api.use(readBody);
-  // The REST paths first (express tries each route in order, so the most used are tried first); the
-  // hand-written routes before the REST adapter, because express answers with the first route that matches.
-  registerChatRoutes(api, { router: appRouter, createContext, logger: deps.logger });
+  // The REST paths on the app itself (express tries each route in order, so the most used are tried
+  // first, and one router matches them); the hand-written routes before the REST adapter, because
+  // express answers with the first route that matches.
+  registerChatRoutes(app.router, {
+    router: appRouter,
+    createContext,
+    logger: deps.logger,
+    prefix: '/api',
+    readBody,
+  });
   createRestAdapter({
     router: appRouter,
-    into: api,
+    into: app.router,
+    prefix: '/api',
+    readBody,
     createContext,
     logger: deps.logger,
     upload: {
@@ -127,6 +135,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
       maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
     },
   });
+  api.use(readBody);
   api.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openApiDocument);
   });
@@ -173,6 +182,10 @@ export function createHttpApp(deps: AppDeps): express.Express {
   });
 
   app.use('/api', api);
+  // What the routes above pass on (a body that cannot be read) is answered like everything under /api.
+  app.use('/api', (error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    sendError(res, error, deps.logger);
+  });
   app.use('/v1', createOpenAiRouter({ deps, createContext }));
   app.use(createMcpRouter({ deps, createContext }));
   app.use(createOAuthRouter(deps));
