@@ -195,13 +195,15 @@ export interface RestRoute {
  * request's abort signal.
  *
  * The one patch kept: `invokeProcedure` (invoke.ts) runs the middleware chain instead of tRPC's private
- * `callRecursive`, whose transpiled object spreads cost ~19 µs per call (3 middlewares plus input and
- * output: 21.6 µs against 2.4 µs). On the public entry alone the platform benchmark's authenticated GET
- * took 49-55 µs of CPU against bare express's 21-23 µs, on both databases (38-47 %, below the 50 %
- * floor); with this runner 35-45 µs (46-62 %). Helmet as middleware and `res.json` measured within
- * 2 µs of the replayed headers and the JSON bypass they replaced, so those patches are gone. The
- * parity test (invoke.test.ts) compares this runner with the built procedure's own call; drop both
- * when tRPC's runner no longer spreads its options per middleware.
+ * `callRecursive`, whose transpiled object spreads (two per middleware, two more in the output
+ * validator) made the call cost far more than the work. Measured in one process, the same requests
+ * alternating between the two builds (load 14): the public entry (`procedure(opts)`) costs 18.6 µs of
+ * CPU more per authenticated GET than this runner and allocates ~50 % more, which alone puts the
+ * platform benchmark's authenticated GET below its floor of 50 % of bare express. Helmet as middleware
+ * and `res.json` measured within 2 µs of the replayed headers and the JSON bypass they replaced, so
+ * those patches are gone. The parity tests (invoke.test.ts) compare this runner with the built
+ * procedure's own call, streamed answers included; drop both when tRPC's runner no longer spreads its
+ * options per middleware.
  */
 export function callProcedure(
   procedure: AnyTRPCProcedure,
