@@ -128,6 +128,35 @@ describe('invokeProcedure', () => {
         });
       }
 
+  it('ends a streamed answer that fails midway exactly as tRPC does: the lines before, then its error', async () => {
+    const streams = t.procedure.input(z.object({ upTo: z.number() })).query(async function* ({ input }) {
+      for (let i = 0; i < input.upTo; i++) yield i;
+      throw new Error('the stream broke');
+    });
+    const consume = async (run: () => Promise<unknown>) => {
+      const lines: unknown[] = [];
+      try {
+        for await (const line of (await run()) as AsyncIterable<unknown>) lines.push(line);
+        return { lines };
+      } catch (error) {
+        return { lines, error: describeError(error) };
+      }
+    };
+    const call = { path: 'streams', getRawInput: async () => ({ upTo: 2 }), signal };
+    const ctx = { user: null, seen: [] };
+    const ours = await consume(() => invokeProcedure(streams, { ...call, ctx: ctx as never }));
+    const theirs = await consume(() =>
+      (streams as unknown as (opts: object) => Promise<unknown>)({
+        ...call,
+        ctx,
+        type: 'query',
+        batchIndex: 0,
+      }),
+    );
+    expect(ours).toEqual(theirs);
+    expect(ours).toMatchObject({ lines: [0, 1], error: { message: 'the stream broke' } });
+  });
+
   it('is compared on answers that differ (the comparison can fail)', async () => {
     const a = await outcome(
       (ctx) =>
