@@ -1,7 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { Actor } from '../../auth/roles.ts';
 import {
-  type Db,
   type DbExecutor,
   inBackground,
   isUniqueViolation,
