@@ -638,7 +638,8 @@ export async function reweightChunks(
       -- written again, weighted as they are written); waiting could close a deadlock with its deletes.
       FOR UPDATE SKIP LOCKED
     ), done AS (
-      UPDATE chunks c SET bm25_weights = (SELECT w.weights FROM kas_bm25_weights(c.search_vector) w)
+      -- Terms too: rows written before migration 0030 hold them in the collation's order, not the function's.
+      UPDATE chunks c SET (bm25_terms, bm25_weights) = (SELECT w.terms, w.weights FROM kas_bm25_weights(c.search_vector) w)
       FROM k WHERE c.document_id = k.document_id AND c.chunk_id = k.chunk_id
       RETURNING 1
     )
