@@ -193,7 +193,8 @@ const ConfigSchema = z.object({
   KAS_BACKGROUND_YIELD_MS: z.coerce.number().int().min(0).max(10_000).default(100),
   /**
    * Postgres: most background statements (ingestion, search maintenance) that run at once, so that the
-   * rest of the database's CPU stays with searches and chats; 0: half the machine's cores, at least 1.
+   * rest of the database's CPU stays with searches and chats (per process); 0: as many as ingestion
+   * writers (`KAS_INGEST_WRITERS`), which maintenance then takes turns with.
    */
   KAS_BACKGROUND_STATEMENTS: z.coerce.number().int().min(0).max(256).default(0),
   /** Worker threads that parse files and chunk large documents; 0: one fewer than the machine's cores (at least 1). */

@@ -304,7 +304,7 @@ function gateStatements(pool: pg.Pool, maxWaitMs: number, maxBackground: number)
   const gate = new StatementGate({
     lingerMs: FOREGROUND_LINGER_MS,
     maxWaitMs,
-    maxBackground: maxBackground || Math.max(1, Math.floor(availableParallelism() / 2)),
+    maxBackground,
     maxSlotWaitMs: BACKGROUND_TURN_MAX_WAIT_MS,
   });
   pool.on('connect', (client) => {
@@ -342,7 +342,13 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
-    gateStatements(pool, config.KAS_BACKGROUND_YIELD_MS, config.KAS_BACKGROUND_STATEMENTS);
+    gateStatements(
+      pool,
+      config.KAS_BACKGROUND_YIELD_MS,
+      config.KAS_BACKGROUND_STATEMENTS ||
+        config.KAS_INGEST_WRITERS ||
+        Math.max(1, Math.floor(availableParallelism() / 2)),
+    );
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
     if (!config.DATABASE_READ_URLS.length)
       return { db, read: db, kind: 'postgres', pool, close: () => db.destroy() };
