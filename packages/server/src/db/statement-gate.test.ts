@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configFrom } from '../config.ts';
 import { createTestDatabase, type TestDatabase, testDbKind } from '../testing/test-runtime.ts';
 import { createDatabase, type DatabaseHandle, inBackground } from './database.ts';
@@ -158,7 +158,18 @@ describe.runIf(testDbKind() === 'postgres')('background statements on Postgres',
       const long = inBackground(() => sql`SELECT pg_sleep(0.4)`.execute(database.db)).then(() =>
         order.push('long'),
       );
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Once the long one runs (a new pooled connection may take a while to open on a busy machine).
+      await vi.waitFor(
+        async () => {
+          const { rows } = await sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'`.execute(
+            database.db,
+          );
+          expect(rows[0]?.n).toBe(1);
+        },
+        { timeout: 5000, interval: 20 },
+      );
       const short = inBackground(() => sql`SELECT 1`.execute(database.db)).then(() => order.push('short'));
       await Promise.all([long, short]);
       return order;
