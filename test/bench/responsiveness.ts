@@ -13,7 +13,7 @@
  * without HTTP, auth or kas's process, during the load and after it.
  * BENCH_SERVER_LOG=<file> keeps the server's log (slow statements: KAS_SLOW_QUERY_MS). kas's settings
  * pass through the environment: `KAS_BACKGROUND_YIELD_MS=0` measures Postgres without admission control
- * for background statements. The machine's load changes the figures a lot: on a shared machine compare
+ * for background statements, `KAS_BACKGROUND_STATEMENTS=256` without their taking turns. The machine's load changes the figures a lot: on a shared machine compare
  * runs made back to back, and `loaded.search` with `loaded.floor` of the same run (the floor's
  * statements are not kas's requests, so only kas's own searches are let ahead of its background work).
  * Sizes: BENCH_RESP_DOC_MB (5), BENCH_RESP_DOCS_PER_CLIENT (1), BENCH_RESP_PDF_MB (20).
