@@ -1,11 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { Actor } from '../../auth/roles.ts';
-import {
-  type DbExecutor,
-  inBackground,
-  isUniqueViolation,
-  retryOnConflict,
-} from '../../db/database.ts';
+import { type DbExecutor, inBackground, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
 import { AppError, toErrorResponse } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
