@@ -58,6 +58,13 @@ const procedures: Record<string, AnyTRPCProcedure> = {
     throw 'a string';
   }),
   badOutput: t.procedure.output(z.object({ id: z.number() })).query(() => ({ id: 'not a number' }) as never),
+  // A parser that is not a Zod schema: its middleware runs as tRPC wrote it.
+  functionParser: t.procedure
+    .input((value: unknown) => {
+      if (typeof value !== 'object' || value === null) throw new Error('not an object');
+      return value as { f: string };
+    })
+    .query(({ input }) => input),
   swallows: t.procedure
     .use(async () => ({ ok: true, data: 'no next', marker: 'middlewareMarker' }) as never)
     .query(() => 'unused'),
@@ -95,8 +102,9 @@ describe('invokeProcedure', () => {
     throwsValue: undefined,
     badOutput: undefined,
     swallows: undefined,
+    functionParser: { f: 'F' },
   };
-  const invalid: Record<string, unknown> = { plain: { n: 'x' }, authed: { a: 1 } };
+  const invalid: Record<string, unknown> = { plain: { n: 'x' }, authed: { a: 1 }, functionParser: 'text' };
   for (const [name, procedure] of Object.entries(procedures))
     for (const user of ['ann', null])
       for (const [label, input] of [

@@ -1,6 +1,5 @@
 import type { Context } from '@kas/server';
 import { type AnyTRPCProcedure, getTRPCErrorFromUnknown, TRPCError } from '@trpc/server';
-import { getParseFn, isAsyncIterable, isObject } from '@trpc/server/unstable-core-do-not-import';
 
 /** What each tRPC middleware returns (tRPC's own `MiddlewareResult`). */
 type MiddlewareResult =
@@ -23,10 +22,39 @@ const MARKER = 'middlewareMarker';
 
 type Parse = (value: unknown) => unknown;
 
+/** A plain object or a class instance, not an array (tRPC merges such inputs). */
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  !!value && typeof value === 'object' && !Array.isArray(value);
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  isObject(value) && Symbol.asyncIterator in value;
+
 /**
- * What each middleware of a procedure is: one of tRPC's own (an `.input()` or `.output()` validator,
- * with its parser made the way tRPC makes it, `getParseFn`; the error formatter) or any other. Worked
- * out once per procedure.
+ * A Zod schema's parse as tRPC's `.input()`/`.output()` make it (its `getParseFn`): `parse`, and
+ * `parseAsync` from the first time the schema turns out to need it. Undefined for any other kind of
+ * parser, whose middleware then runs as tRPC wrote it.
+ */
+function zodParse(schema: unknown): Parse | undefined {
+  const zod = schema as { parse?: Parse; parseAsync?: Parse };
+  if (typeof zod?.parse !== 'function' || typeof zod.parseAsync !== 'function') return undefined;
+  const parse = zod.parse.bind(zod);
+  const parseAsync = zod.parseAsync.bind(zod);
+  let isAsync = false;
+  return (value) => {
+    if (!isAsync)
+      try {
+        return parse(value);
+      } catch (cause) {
+        if (Array.isArray((cause as { issues?: unknown } | undefined)?.issues)) throw cause;
+        isAsync = true;
+      }
+    return parseAsync(value);
+  };
+}
+
+/**
+ * What each middleware of a procedure is: one of tRPC's own (an `.input()` or `.output()` validator of
+ * a Zod schema; the error formatter) or any other. Worked out once per procedure.
  */
 type Step = { kind: 'errors' } | { kind: 'input' | 'output'; parse: Parse } | { kind: 'other' };
 
@@ -37,13 +65,14 @@ function planOf(def: { middlewares: Middleware[]; inputs: unknown[]; output?: un
   if (plan) return plan;
   let inputs = 0;
   plan = def.middlewares.map((middleware): Step => {
-    const parser = (of: unknown) => getParseFn(of as Parameters<typeof getParseFn>[0]) as Parse;
     if (middleware._type === 'errors') return { kind: 'errors' };
-    if (middleware._type === 'input' && def.inputs[inputs] !== undefined)
-      return { kind: 'input', parse: parser(def.inputs[inputs++]) };
-    if (middleware._type === 'output' && def.output !== undefined)
-      return { kind: 'output', parse: parser(def.output) };
-    return { kind: 'other' };
+    const parse =
+      middleware._type === 'input'
+        ? zodParse(def.inputs[inputs++])
+        : middleware._type === 'output'
+          ? zodParse(def.output)
+          : undefined;
+    return parse ? { kind: middleware._type as 'input' | 'output', parse } : { kind: 'other' };
   });
   plans.set(def, plan);
   return plan;
