@@ -314,10 +314,14 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     for (const term of terms) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
     const oneByOne = await lists();
     // Small ranges of pages, so that floors rise between them.
-    await searchRepository.buildChampionsTogether(db, terms, limits.champions, {
-      firstPages: 2,
-      maxPages: 4,
-    });
+    await searchRepository.buildChampionsTogether(
+      db,
+      terms.map((term) => ({ ...term, size: limits.champions })),
+      {
+        firstPages: 2,
+        maxPages: 4,
+      },
+    );
     expect(await lists()).toEqual(oneByOne);
     expect(oneByOne.length).toBeGreaterThan(50);
   });

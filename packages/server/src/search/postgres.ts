@@ -1,6 +1,6 @@
 import { type Db, inBackground } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
-import { championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
+import { championsFor, championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
@@ -176,7 +176,10 @@ export function createPostgresSearchIndex(
       });
       const chunks = (await searchRepository.lengthStatistics(db)).chunks;
       if (stale.length > CHAMPION_REBUILDS_PER_ROUND && stale.reduce((sum, t) => sum + t.df, 0) > chunks) {
-        await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        await searchRepository.buildChampionsTogether(
+          db,
+          stale.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
+        );
         rebuilt += stale.length;
       }
     }
@@ -190,7 +193,7 @@ export function createPostgresSearchIndex(
         let done = 0;
         for (const term of stale) {
           if (closed || (!mode.untilDone && performance.now() - started > CHAMPION_BUDGET_MS)) break;
-          await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits));
           done++;
         }
         rebuilt += done;
@@ -283,10 +286,23 @@ export function createPostgresSearchIndex(
   ): Promise<SearchHit[]> => {
     const stats = await searchRepository.queryTerms(read, words, { stemmed });
     const plan = planQuery(stats.chunks, stats.terms, limits);
+    // A list missing (a new frequent term, or a bulk load's lists not built yet) is built here when
+    // that reads few postings; a longer one is left to maintenance (one build read a common word's
+    // every posting: 44 s at 1M chunks), its term sampled meanwhile.
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
-      term.champion_floor = await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+      if (term.df > limits.buildOnDemandDf) {
+        plan.sampled.push(term.term);
+        continue;
+      }
+      const size = championsFor(term.df, limits);
+      term.champion_floor = await searchRepository.buildChampions(db, term.term, term.df, size);
       term.champions_df = term.df;
+    }
+    if (plan.sampled.length) {
+      plan.champions = plan.champions.filter((t) => !plan.sampled.includes(t.term));
+      // Maintenance builds them (once writes are quiet).
+      schedule();
     }
     const args = {
       plan,
@@ -299,10 +315,11 @@ export function createPostgresSearchIndex(
     const hits = await searchRepository.bm25Search(read, {
       ...args,
       scoredChampions: championsToScore(request.limit, limits),
+      sampledChunks: limits.sampledChunks,
     });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
-    if (hits.length < request.limit && plan.champions.length)
+    if (hits.length < request.limit && (plan.champions.length || plan.sampled.length))
       return searchRepository.bm25SearchAll(read, args);
     return hits;
   };
