@@ -409,6 +409,11 @@ export async function buildChampionsTogether(
     const names = terms.map((t) => t.term);
     const sizes = terms.map((t) => t.size);
     const total = sizes.reduce((a, b) => a + b, 0);
+    const lowestFloor = () => {
+      let lowest = Number.POSITIVE_INFINITY;
+      for (const floor of floors.values()) lowest = Math.min(lowest, floor);
+      return lowest;
+    };
     let staged = 0;
     // Every term back to its best `size`; returns how many rows are left.
     const cut = async () => {
@@ -433,7 +438,8 @@ export async function buildChampionsTogether(
       // The last range is open: it also takes the pages the table grew by since `pages` was read.
       const last = first + pagesPerRange >= pages ? null : first + pagesPerRange;
       // The range's best `size` per term above its floor are kept; the `size`-th of them is a lower
-      // bound of the term's final floor (the best `size` overall are at least as good).
+      // bound of the term's final floor (the best `size` overall are at least as good). The lowest
+      // floor first, a comparison instead of a lookup: most postings are single occurrences below it.
       const range = await sql<{ term: string | null; weight: number }>`
         WITH floors AS (
           SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[], ${sizes}::int[]) AS f(term, floor, size)
@@ -442,7 +448,7 @@ export async function buildChampionsTogether(
             row_number() OVER (PARTITION BY u.term ORDER BY u.weight DESC, c.document_id, c.chunk_id) AS r
           FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
           WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
-            AND f.term = u.term AND u.weight > f.floor
+            AND u.weight > ${lowestFloor()}::real AND f.term = u.term AND u.weight > f.floor
         ), added AS (
           INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= size
           RETURNING 1
