@@ -287,8 +287,8 @@ export function createPostgresSearchIndex(
     const stats = await searchRepository.queryTerms(read, words, { stemmed });
     const plan = planQuery(stats.chunks, stats.terms, limits);
     // A list missing (a new frequent term, or a bulk load's lists not built yet) is built here when
-    // that reads few postings; a longer one is left to maintenance (one build read a common word's
-    // every posting: 44 s at 1M chunks), its term sampled meanwhile.
+    // that reads few postings and no other build holds it; a longer one is left to maintenance (one
+    // build read a common word's every posting: 44 s at 1M chunks), its term sampled meanwhile.
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
       if (term.df > limits.buildOnDemandDf) {
@@ -296,8 +296,12 @@ export function createPostgresSearchIndex(
         continue;
       }
       const size = championsFor(term.df, limits);
-      term.champion_floor = await searchRepository.buildChampions(db, term.term, term.df, size);
-      term.champions_df = term.df;
+      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, { ifFree: true });
+      if (floor === undefined) plan.sampled.push(term.term);
+      else {
+        term.champion_floor = floor;
+        term.champions_df = term.df;
+      }
     }
     if (plan.sampled.length) {
       plan.champions = plan.champions.filter((t) => !plan.sampled.includes(t.term));

@@ -343,17 +343,30 @@ export async function bm25SearchAll(
   return bm25Search(db, { ...args, plan, plannerJoin: true });
 }
 
-/** Rebuilds a term's champion list: its CHAMPIONS highest-weighted chunks. */
+/**
+ * Rebuilds a term's champion list: its `size` highest-weighted chunks; returns the list's floor. With
+ * `ifFree`, returns undefined at once, building nothing, when another build holds the list (a pass
+ * over many terms holds theirs while it writes them: a search should not wait for that).
+ */
 export async function buildChampions(
   db: DbExecutor,
   term: string,
   df: number,
   size: number,
-): Promise<number | null> {
+  options: { ifFree?: boolean } = {},
+): Promise<number | null | undefined> {
   return db.transaction().execute(async (trx) => {
     // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
     // two builds of one list then wait for each other instead of deadlocking.
-    await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE`.execute(trx);
+    if (options.ifFree) {
+      const free = await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE SKIP LOCKED`.execute(
+        trx,
+      );
+      if (!free.rows.length) {
+        const known = await sql`SELECT 1 FROM search_terms WHERE term = ${term}`.execute(trx);
+        if (known.rows.length) return undefined;
+      }
+    } else await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE`.execute(trx);
     await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(trx);
     const inserted = await sql<{ weight: number }>`
       INSERT INTO search_champions (term, document_id, chunk_id, weight)
