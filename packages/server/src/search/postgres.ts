@@ -303,11 +303,9 @@ export function createPostgresSearchIndex(
         term.champions_df = term.df;
       }
     }
-    if (plan.sampled.length) {
-      plan.champions = plan.champions.filter((t) => !plan.sampled.includes(t.term));
-      // Maintenance builds them (once writes are quiet).
-      schedule();
-    }
+    // Maintenance builds them, in the process that wrote (here or a worker): a search does not start a
+    // pass of its own beside it.
+    plan.champions = plan.champions.filter((t) => !plan.sampled.includes(t.term));
     const args = {
       plan,
       must: toTsquery(parsed, { conditionsOnly: true }),
