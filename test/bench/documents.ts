@@ -262,9 +262,10 @@ export async function seedChunks(
     const ids = Array.from({ length: n }, (_, i) => `chunk-doc-${start + i}`);
     const titles = ids.map(() => text(random, 4));
     const contents = ids.map(() => text(random, 150));
-    // As kas's maintenance does during sustained ingestion (every 15 s at most): fold the term counts,
-    // so that later chunks are weighted with the real average lengths.
-    if (options.fold && start > from && (start - from) % 20_000 === 0)
+    // As kas's maintenance does during sustained ingestion (a second after a young index's first
+    // writes, then every 15 s at most): fold the term counts, so that later chunks are weighted with
+    // the real average lengths.
+    if (options.fold && start > from && ((start - from) % 20_000 === 0 || (from === 0 && start === BATCH)))
       await searchRepository.foldTermDeltas(db);
     if (start > from && (start - from) % 50_000 === 0) options.progress?.(start - from);
     await db.transaction().execute(async (trx) => {

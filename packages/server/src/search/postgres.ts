@@ -25,6 +25,8 @@ function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): Se
 const MAINTENANCE_DELAY_MS = 1000;
 /** The chunk count below which the database weighs chunks with default average lengths (migration 0011). */
 const MIN_CHUNKS_FOR_AVERAGES = 20;
+/** Below this many chunks counted, writes do not postpone maintenance (see `written`). */
+const YOUNG_INDEX_CHUNKS = 1000;
 /** Relative change of an average length that makes maintenance re-weight every chunk. */
 const REWEIGHT_DRIFT = 0.15;
 const REWEIGHT_BATCH = 1000;
@@ -112,6 +114,7 @@ export function createPostgresSearchIndex(
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
+    countedChunks = stats.chunks;
     if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
     if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) return false;
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
@@ -126,6 +129,8 @@ export function createPostgresSearchIndex(
 
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
+  /** Chunks counted at the last maintenance round (none known before the first). */
+  let countedChunks = 0;
   let closed = false;
   let rounds = 0;
   let lastWrite = 0;
@@ -270,7 +275,11 @@ export function createPostgresSearchIndex(
     const now = Date.now();
     lastWrite = now;
     if (!firstPendingWrite) firstPendingWrite = now;
-    if (timer && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
+    // A young index is folded a second after its first writes, even while they go on: until then the
+    // database weighs chunks with assumed average lengths, and a load's first 15 s weighed so made a
+    // 1M-chunk load's averages drift enough to re-weight every chunk (tens of minutes).
+    const young = countedChunks < YOUNG_INDEX_CHUNKS;
+    if (timer && !young && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
       clearTimeout(timer);
       timer = null;
     }
