@@ -11,8 +11,11 @@
  *   - every chunk containing one of the query's rare terms (document frequency ≤ `alwaysFullDf`, plus
  *     the next rarest while their summed frequencies fit `fullBudget`, none by default), found through
  *     the GIN index;
- *   - for each remaining (frequent) term, its champion list: the `champions` chunks with the highest
- *     weight for that term.
+ *   - for each remaining (frequent) term, its champion list: the chunks with the highest weight for
+ *     that term (`championsFor`: 300, more for a term in more than 50k chunks);
+ *   - when the query has only frequent terms and few chunks are expected to hold all of them, those
+ *     chunks (found by intersecting the terms' postings in the GIN index): a chunk with two of the
+ *     query's words at ordinary weights ranks high but is on neither list.
  * The champion candidates are first ranked by what the lists alone give them (Σ idf × weight over the
  * lists a chunk is on) and only the best `scoredChampions` (at least four times the limit) go on. Each
  * remaining candidate gets its exact BM25 score over all query terms. Access and filters are conditions
