@@ -80,7 +80,7 @@ export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   champions: 300,
   championsGrowthDf: 50_000,
   conjunctiveBudget: 2000,
-  buildOnDemandDf: 5000,
+  buildOnDemandDf: 20_000,
   sampledChunks: 1000,
   alwaysFullDf: 1000,
   fullBudget: 0,
