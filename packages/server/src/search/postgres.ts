@@ -327,6 +327,10 @@ export function createPostgresSearchIndex(
       ...args,
       scoredChampions: championsToScore(request.limit, limits),
       sampledChunks: limits.sampledChunks,
+      // The sampled terms in a tenth of the chunks or more: the table's first pages hold the sample.
+      sampleByScan: plan.sampled.every(
+        (term) => (stats.terms.find((t) => t.term === term)?.df ?? 0) >= stats.chunks / 10,
+      ),
     });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
