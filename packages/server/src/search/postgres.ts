@@ -1,6 +1,6 @@
 import { type Db, inBackground } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
-import { championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
+import { championsFor, championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
@@ -25,6 +25,8 @@ function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): Se
 const MAINTENANCE_DELAY_MS = 1000;
 /** The chunk count below which the database weighs chunks with default average lengths (migration 0011). */
 const MIN_CHUNKS_FOR_AVERAGES = 20;
+/** Below this many chunks counted, writes do not postpone maintenance (see `written`). */
+const YOUNG_INDEX_CHUNKS = 1000;
 /** Relative change of an average length that makes maintenance re-weight every chunk. */
 const REWEIGHT_DRIFT = 0.15;
 /**
@@ -120,6 +122,7 @@ export function createPostgresSearchIndex(
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
+    countedChunks = stats.chunks;
     if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
     if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) return false;
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
@@ -134,6 +137,8 @@ export function createPostgresSearchIndex(
 
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
+  /** Chunks counted at the last maintenance round (none known before the first). */
+  let countedChunks = 0;
   let closed = false;
   let rounds = 0;
   let lastWrite = 0;
@@ -181,7 +186,10 @@ export function createPostgresSearchIndex(
       });
       const chunks = (await searchRepository.lengthStatistics(db)).chunks;
       if (stale.length > CHAMPION_REBUILDS_PER_ROUND && stale.reduce((sum, t) => sum + t.df, 0) > chunks) {
-        await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        await searchRepository.buildChampionsTogether(
+          db,
+          stale.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
+        );
         rebuilt += stale.length;
       }
     }
@@ -195,7 +203,7 @@ export function createPostgresSearchIndex(
         let done = 0;
         for (const term of stale) {
           if (closed || (!mode.untilDone && performance.now() - started > CHAMPION_BUDGET_MS)) break;
-          await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits));
           done++;
         }
         rebuilt += done;
@@ -273,7 +281,11 @@ export function createPostgresSearchIndex(
     const now = Date.now();
     lastWrite = now;
     if (!firstPendingWrite) firstPendingWrite = now;
-    if (timer && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
+    // A young index is folded a second after its first writes, even while they go on: until then the
+    // database weighs chunks with assumed average lengths, and a load's first 15 s weighed so made a
+    // 1M-chunk load's averages drift enough to re-weight every chunk (tens of minutes).
+    const young = countedChunks < YOUNG_INDEX_CHUNKS;
+    if (timer && !young && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
       clearTimeout(timer);
       timer = null;
     }
@@ -289,11 +301,26 @@ export function createPostgresSearchIndex(
   ): Promise<SearchHit[]> => {
     const stats = await searchRepository.queryTerms(read, words, { stemmed });
     const plan = planQuery(stats.chunks, stats.terms, limits);
+    // A list missing (a new frequent term, or a bulk load's lists not built yet) is built here when
+    // that reads few postings and no other build holds it; a longer one is left to maintenance (one
+    // build read a common word's every posting: 44 s at 1M chunks), its term sampled meanwhile.
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
-      term.champion_floor = await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
-      term.champions_df = term.df;
+      if (term.df > limits.buildOnDemandDf) {
+        plan.sampled.push(term.term);
+        continue;
+      }
+      const size = championsFor(term.df, limits);
+      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, { ifFree: true });
+      if (floor === undefined) plan.sampled.push(term.term);
+      else {
+        term.champion_floor = floor;
+        term.champions_df = term.df;
+      }
     }
+    // Maintenance builds them, in the process that wrote (here or a worker): a search does not start a
+    // pass of its own beside it.
+    plan.champions = plan.champions.filter((t) => !plan.sampled.includes(t.term));
     const args = {
       plan,
       must: toTsquery(parsed, { conditionsOnly: true }),
@@ -305,10 +332,15 @@ export function createPostgresSearchIndex(
     const hits = await searchRepository.bm25Search(read, {
       ...args,
       scoredChampions: championsToScore(request.limit, limits),
+      sampledChunks: limits.sampledChunks,
+      // The sampled terms in a tenth of the chunks or more: the table's first pages hold the sample.
+      sampleByScan: plan.sampled.every(
+        (term) => (stats.terms.find((t) => t.term === term)?.df ?? 0) >= stats.chunks / 10,
+      ),
     });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
-    if (hits.length < request.limit && plan.champions.length)
+    if (hits.length < request.limit && (plan.champions.length || plan.sampled.length))
       return searchRepository.bm25SearchAll(read, args);
     return hits;
   };

@@ -83,4 +83,22 @@ describe('re-weighting after loads', () => {
     await index.maintain();
     expect(rounds[1]).toEqual({ reweighted: false, vacuum: 'statistics' });
   });
+
+  it("folds a young index's first writes within seconds while writes go on (later chunks get the real averages)", async () => {
+    const young = createPostgresSearchIndex(t.deps.db);
+    try {
+      await sql`DELETE FROM documents`.execute(t.deps.db);
+      await index.maintain();
+      await sql`DELETE FROM search_terms`.execute(t.deps.db);
+      // A write every 200 ms for 3 s: an older index postpones maintenance for up to 15 s meanwhile.
+      for (let i = 0; i < 15; i++) {
+        await insertChunks(t.deps.db, 1000 + i * 10, 10, 120, 6);
+        await young.indexDocuments([]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect((await lengthStatistics(t.deps.db)).chunks).toBeGreaterThanOrEqual(20);
+    } finally {
+      await young.close();
+    }
+  });
 });
