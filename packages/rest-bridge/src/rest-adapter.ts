@@ -195,13 +195,15 @@ export interface RestRoute {
  * request's abort signal.
  *
  * The one patch kept: `invokeProcedure` (invoke.ts) runs the middleware chain instead of tRPC's private
- * `callRecursive`, whose transpiled object spreads cost ~19 µs per call (3 middlewares plus input and
- * output: 21.6 µs against 2.4 µs). On the public entry alone the platform benchmark's authenticated GET
- * took 49-55 µs of CPU against bare express's 21-23 µs, on both databases (38-47 %, below the 50 %
- * floor); with this runner 35-45 µs (46-62 %). Helmet as middleware and `res.json` measured within
- * 2 µs of the replayed headers and the JSON bypass they replaced, so those patches are gone. The
- * parity test (invoke.test.ts) compares this runner with the built procedure's own call; drop both
- * when tRPC's runner no longer spreads its options per middleware.
+ * `callRecursive`, whose transpiled object spreads (two per middleware, two more in the output
+ * validator) made the call cost far more than the work. Measured in one process, the same requests
+ * alternating between the two builds (load 14): the public entry (`procedure(opts)`) costs 18.6 µs of
+ * CPU more per authenticated GET than this runner and allocates ~50 % more, which alone puts the
+ * platform benchmark's authenticated GET below its floor of 50 % of bare express. Helmet as middleware
+ * and `res.json` measured within 2 µs of the replayed headers and the JSON bypass they replaced, so
+ * those patches are gone. The parity tests (invoke.test.ts) compare this runner with the built
+ * procedure's own call, streamed answers included; drop both when tRPC's runner no longer spreads its
+ * options per middleware.
  */
 export function callProcedure(
   procedure: AnyTRPCProcedure,
@@ -223,12 +225,21 @@ export function callProcedure(
  */
 export function createRestAdapter(options: {
   router: AnyTRPCRouter;
+  /**
+   * Where the routes go (a new router by default) and the path they are under. The app adds them to
+   * itself under `/api`, so a REST request is matched by one router rather than by routers nested in
+   * it (each level a router costs allocations and a path rewrite on every request).
+   */
+  into?: express.Router;
+  prefix?: string;
+  /** Reads a JSON body for the routes that take one (not GET and DELETE, which read the query). */
+  readBody?: RequestHandler;
   createContext(req: Request, res: Response): Context;
   logger: Logger;
   /** What a multipart procedure accepts. */
   upload: MultipartLimits;
 }): { handler: express.Router; routes: RestRoute[] } {
-  const handler = express.Router();
+  const handler = options.into ?? express.Router();
   const routes: RestRoute[] = [];
   const procedures = Object.entries(options.router._def.procedures as Record<string, AnyTRPCProcedure>);
   // A path without parameters is registered before the parameterised ones, so `GET /persona/labels` is
@@ -253,7 +264,9 @@ export function createRestAdapter(options: {
 
     const before: RequestHandler[] = meta?.multipart
       ? [multipartReader(meta.multipart, meta.minRole, options.upload, options.createContext, options.logger)]
-      : [];
+      : !readsQuery && options.readBody
+        ? [options.readBody]
+        : [];
     const serve: RequestHandler = async (req, res) => {
       try {
         const pathParams = coerceParams(shape, req.params as Record<string, string>);
@@ -286,7 +299,7 @@ export function createRestAdapter(options: {
         sendError(res, error, options.logger);
       }
     };
-    handler[method](expressPath, ...before, serve);
+    handler[method](`${options.prefix ?? ''}${expressPath}`, ...before, serve);
   }
   return { handler, routes };
 }

@@ -191,6 +191,12 @@ const ConfigSchema = z.object({
    * this process runs a request's statements, so that searches and chats get the database's CPU first; 0: never.
    */
   KAS_BACKGROUND_YIELD_MS: z.coerce.number().int().min(0).max(10_000).default(100),
+  /**
+   * Postgres: most background statements (ingestion, search maintenance) that run at once, so that the
+   * rest of the database's CPU stays with searches and chats (per process); 0: as many as ingestion
+   * writers (`KAS_INGEST_WRITERS`), which maintenance then takes turns with.
+   */
+  KAS_BACKGROUND_STATEMENTS: z.coerce.number().int().min(0).max(256).default(0),
   /** Worker threads that parse files and chunk large documents; 0: one fewer than the machine's cores (at least 1). */
   KAS_WORKER_THREADS: z.coerce.number().int().min(0).max(64).default(0),
   /** Heap of one parsing thread (MB): a file that needs more to read is refused (413). */

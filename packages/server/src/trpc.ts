@@ -2,7 +2,7 @@ import { initTRPC } from '@trpc/server';
 import superjson from 'superjson';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import type { ZodType } from 'zod';
-import { authenticate } from './auth/authenticate.ts';
+import { authenticate, cachedCaller } from './auth/authenticate.ts';
 import { type Actor, type Role, roleAtLeast } from './auth/roles.ts';
 import type { AppDeps, Context } from './context.ts';
 import { AppError, toErrorResponse } from './errors.ts';
@@ -78,40 +78,26 @@ async function authenticateCaller(ctx: Context): Promise<Actor> {
   }
 }
 
-async function countRequest(ctx: Context, actor: Actor): Promise<void> {
+async function countRequest(ctx: Context, actor: Actor): Promise<Actor> {
   const headers = await ctx.deps.rateLimiter.consume(actor.rate_limit_key);
   for (const [name, value] of Object.entries(headers)) ctx.req.setHeader(name, value);
-}
-
-/**
- * The one role gate: authenticates, checks the role the procedure's meta requires (a procedure built
- * without one is admin-only: fail closed), counts the request against the caller's rate limit, and
- * narrows the context to the caller (trpc examples/next-sse-chat `isAuthed`).
- */
-const authed = t.middleware(async ({ ctx, meta, next }) => {
-  const actor = await admit(ctx, meta?.minRole);
-  return next({ ctx: { actor } });
-});
-
-/**
- * `authorize`, then the request counted against the caller's rate limit, as every procedure is: for the
- * surfaces that do not go through a procedure (MCP), so they have the same gate and the same limits.
- */
-export async function admit(ctx: Context, minimum: Role | undefined): Promise<Actor> {
-  const actor = await authorize(ctx, minimum);
-  await countRequest(ctx, actor);
   return actor;
 }
 
 /**
- * Authenticates the request's caller and checks the role `minimum` (unset: admin), as `authed` does
- * (which also counts the request). The REST bridge calls it before reading a multipart body, so a caller
- * without a valid credential or the role never has a byte of it read; the actor found is kept on the
- * context, and the procedure's own `authed` reuses it.
+ * The caller: the one already found for this request, else one the auth cache holds (without waiting:
+ * most requests come with a credential seen moments ago), else `authenticateCaller`'s.
  */
-export async function authorize(ctx: Context, minimum: Role | undefined): Promise<Actor> {
+function callerOf(ctx: Context): Actor | Promise<Actor> {
+  if (ctx.actor) return ctx.actor;
+  const cached = cachedCaller(ctx.deps, ctx.req.authorization);
+  if (!cached) return authenticateCaller(ctx);
+  ctx.req.onActor?.(cached);
+  return cached;
+}
+
+function withRole(actor: Actor, minimum: Role | undefined): Actor {
   const required = minimum ?? 'admin';
-  const actor = await authenticateCaller(ctx);
   if (!roleAtLeast(actor.role, required)) {
     throw new AppError(
       'INSUFFICIENT_PERMISSIONS',
@@ -121,6 +107,41 @@ export async function authorize(ctx: Context, minimum: Role | undefined): Promis
     );
   }
   return actor;
+}
+
+/**
+ * `authorize`, then the request counted against the caller's rate limit (when there is one), as every
+ * procedure is: `authed` runs it, and so do the surfaces that do not go through a procedure (MCP, /v1),
+ * so they have the same gate and the same limits. Answers at once when the caller is cached and no limit
+ * is kept: the gate runs on every request, and each wait costs more than the checks.
+ */
+export function admit(ctx: Context, minimum: Role | undefined): Actor | Promise<Actor> {
+  const counted = (actor: Actor) => (ctx.deps.rateLimiter.limit > 0 ? countRequest(ctx, actor) : actor);
+  const found = callerOf(ctx);
+  return found instanceof Promise
+    ? found.then((actor) => counted(withRole(actor, minimum)))
+    : counted(withRole(found, minimum));
+}
+
+/**
+ * The one role gate: authenticates, checks the role the procedure's meta requires (a procedure built
+ * without one is admin-only: fail closed), counts the request against the caller's rate limit, and
+ * narrows the context to the caller (trpc examples/next-sse-chat `isAuthed`).
+ */
+const authed = t.middleware(async ({ ctx, meta, next }) => {
+  const admitted = admit(ctx, meta?.minRole);
+  const actor = admitted instanceof Promise ? await admitted : admitted;
+  return next({ ctx: { actor } });
+});
+
+/**
+ * Authenticates the request's caller and checks the role `minimum` (unset: admin), as `authed` does
+ * (which also counts the request). The REST bridge calls it before reading a multipart body, so a caller
+ * without a valid credential or the role never has a byte of it read; the actor found is kept on the
+ * context, and the procedure's own `authed` reuses it.
+ */
+export async function authorize(ctx: Context, minimum: Role | undefined): Promise<Actor> {
+  return withRole(await callerOf(ctx), minimum);
 }
 
 /** Authenticates when a credential is sent and runs without one: only for publicly shared reads. */

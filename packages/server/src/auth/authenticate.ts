@@ -107,6 +107,21 @@ async function authenticateOauth(db: Db, token: string, resource: string | undef
 }
 
 /**
+ * The caller behind an API key or personal access token the auth cache holds and that has not expired,
+ * found without waiting; undefined when `authenticate` must decide (any other credential, a cache miss,
+ * an expired entry). The same cache and the same checks as `authenticate`, which it never contradicts.
+ */
+export function cachedCaller(ctx: AuthenticateDeps, authorization: string | undefined): Actor | undefined {
+  if (!ctx.authCache) return undefined;
+  const credential = parseAuthorizationHeader(authorization);
+  if (!credential) return undefined;
+  const kind = credentialKind(credential);
+  if (kind === 'oidc' || kind === 'oauth') return undefined;
+  const cached = ctx.authCache.get(hashCredential(credential));
+  return cached && !isExpired(cached.expires_at, Date.now()) ? cached.actor : undefined;
+}
+
+/**
  * Resolves the caller from the Authorization header: an API key (`svck-…`), a personal access token
  * (`kpat-…`), an OAuth access token kas issued (`kmat-…`, only at the resource `resource` it is for) or
  * an OIDC bearer JWT. Keys and tokens are read from the database on every request, or

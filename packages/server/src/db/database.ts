@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { PGlite } from '@electric-sql/pglite';
@@ -287,12 +288,25 @@ const FOREGROUND_LINGER_MS = 10;
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|savepoint|release)\b/i;
 
 /**
- * Background statements on this pool hold back while a request's run (`StatementGate`). Only the
- * promise form of `query` (Kysely's) is gated; a callback or a cursor goes as it is.
+ * A background statement waits at most this long for its turn among the others (`KAS_BACKGROUND_STATEMENTS`)
+ * before it goes anyway: longer than the longest background statement meant to run (a group of chunks,
+ * a maintenance step), short enough to end a wait on a lock held by a transaction whose next statement
+ * waits for the turn.
  */
-function gateStatements(pool: pg.Pool, maxWaitMs: number): void {
-  if (maxWaitMs <= 0) return;
-  const gate = new StatementGate({ lingerMs: FOREGROUND_LINGER_MS, maxWaitMs });
+const BACKGROUND_TURN_MAX_WAIT_MS = 2000;
+
+/**
+ * Background statements on this pool hold back while a request's run, and take turns
+ * (`StatementGate`). Only the promise form of `query` (Kysely's) is gated; a callback or a cursor goes
+ * as it is.
+ */
+function gateStatements(pool: pg.Pool, maxWaitMs: number, maxBackground: number): void {
+  const gate = new StatementGate({
+    lingerMs: FOREGROUND_LINGER_MS,
+    maxWaitMs,
+    maxBackground,
+    maxSlotWaitMs: BACKGROUND_TURN_MAX_WAIT_MS,
+  });
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as { query: unknown }).query = (...args: unknown[]) => {
@@ -328,7 +342,13 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
-    gateStatements(pool, config.KAS_BACKGROUND_YIELD_MS);
+    gateStatements(
+      pool,
+      config.KAS_BACKGROUND_YIELD_MS,
+      config.KAS_BACKGROUND_STATEMENTS ||
+        config.KAS_INGEST_WRITERS ||
+        Math.max(1, Math.floor(availableParallelism() / 2)),
+    );
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
     if (!config.DATABASE_READ_URLS.length)
       return { db, read: db, kind: 'postgres', pool, close: () => db.destroy() };

@@ -1,10 +1,15 @@
 import { isInBackground } from './pglite-thread.ts';
 
 /**
- * Admission control for background statements on Postgres (bulk ingestion, search maintenance): each
- * one waits while this process has a request's statement in flight, or had one end less than
- * `lingerMs` ago (a search runs three statements with a little work of kas's in between), and goes
- * anyway once it has waited `maxWaitMs` (no starvation). The statement already running is not stopped.
+ * Admission control for background statements on Postgres (bulk ingestion, search maintenance):
+ * - each one waits while this process has a request's statement in flight, or had one end less than
+ *   `lingerMs` ago (a search runs three statements with a little work of kas's in between), and goes
+ *   anyway once it has waited `maxWaitMs` (no starvation). The statement already running is not stopped;
+ * - at most `maxBackground` of them run at once (0: no bound), first come first served: an ingestion
+ *   batch and a maintenance round take turns instead of keeping two of the database's processes busy.
+ *   One that has waited `maxSlotWaitMs` for its turn goes anyway: a statement holding the turn may be
+ *   blocked by a lock of a transaction whose next statement waits for the turn, a wait Postgres cannot
+ *   see (its deadlock detector only knows its own locks).
  *
  * Why: on a small machine the database's CPU is the bottleneck under heavy ingestion, not kas's code.
  * A writing transaction keeps one Postgres process busy indexing chunks (~1–2 ms each); with 2 cores
@@ -16,14 +21,24 @@ import { isInBackground } from './pglite-thread.ts';
 export class StatementGate {
   readonly #lingerMs: number;
   readonly #maxWaitMs: number;
+  readonly #maxBackground: number;
+  readonly #maxSlotWaitMs: number;
   #inFlight = 0;
+  #backgroundInFlight = 0;
   #lastEnded = Number.NEGATIVE_INFINITY;
-  #waiters: (() => void)[] = [];
+  #waiters: Waiter[] = [];
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(options: { lingerMs: number; maxWaitMs: number }) {
+  constructor(options: {
+    lingerMs: number;
+    maxWaitMs: number;
+    maxBackground?: number;
+    maxSlotWaitMs?: number;
+  }) {
     this.#lingerMs = options.lingerMs;
     this.#maxWaitMs = options.maxWaitMs;
+    this.#maxBackground = options.maxBackground ?? 0;
+    this.#maxSlotWaitMs = options.maxSlotWaitMs ?? Number.POSITIVE_INFINITY;
   }
 
   /** Whether a request's statement runs, or ended less than the linger ago. */
@@ -31,11 +46,21 @@ export class StatementGate {
     return this.#inFlight > 0 || performance.now() - this.#lastEnded < this.#lingerMs;
   }
 
-  /** Runs a statement: a request's at once (counted), background work's when no request's runs. */
+  /** Background statements running now (admitted and not yet settled). */
+  get backgroundInFlight(): number {
+    return this.#backgroundInFlight;
+  }
+
+  /** Runs a statement: a request's at once (counted), background work's when its turn comes. */
   async run<T>(statement: () => Promise<T>): Promise<T> {
     if (isInBackground()) {
       await this.#admitted();
-      return statement();
+      try {
+        return await statement();
+      } finally {
+        this.#backgroundInFlight--;
+        this.#pump();
+      }
     }
     this.#inFlight++;
     try {
@@ -43,42 +68,88 @@ export class StatementGate {
     } finally {
       this.#inFlight--;
       this.#lastEnded = performance.now();
-      this.#wakeLater();
+      this.#pump();
     }
   }
 
+  /** Resolves once the statement may go; it then counts as in flight. */
   #admitted(): Promise<void> {
-    if (!this.busy || this.#maxWaitMs <= 0) return Promise.resolve();
+    if (!this.#waiters.length && this.#hasSlot() && (!this.busy || this.#maxWaitMs <= 0)) {
+      this.#backgroundInFlight++;
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve) => {
-      let done = false;
-      const go = () => {
-        if (done) return;
-        done = true;
-        clearTimeout(deadline);
-        resolve();
+      const waiter: Waiter = {
+        impatient: this.#maxWaitMs <= 0,
+        forced: false,
+        go: resolve,
+        deadline: undefined,
       };
-      const deadline = setTimeout(go, this.#maxWaitMs);
-      this.#waiters.push(go);
-      this.#wakeLater();
+      const slotDeadline = () => {
+        if (this.#maxSlotWaitMs === Number.POSITIVE_INFINITY) return;
+        waiter.deadline = setTimeout(
+          () => {
+            waiter.forced = true;
+            this.#pump();
+          },
+          Math.max(0, this.#maxSlotWaitMs - this.#maxWaitMs),
+        );
+      };
+      if (waiter.impatient) slotDeadline();
+      else
+        waiter.deadline = setTimeout(() => {
+          waiter.impatient = true;
+          slotDeadline();
+          this.#pump();
+        }, this.#maxWaitMs);
+      this.#waiters.push(waiter);
+      this.#pump();
     });
   }
 
-  /** Once the linger after the last request's statement is over, every waiting statement goes. */
-  #wakeLater(): void {
-    if (this.#timer || !this.#waiters.length || this.#inFlight > 0) return;
-    const check = () => {
-      this.#timer = undefined;
-      // A request's statement began meanwhile: its end calls this again.
-      if (!this.#waiters.length || this.#inFlight > 0) return;
-      const left = this.#lingerMs - (performance.now() - this.#lastEnded);
-      if (left > 0) {
-        this.#timer = setTimeout(check, left);
-        return;
-      }
-      const waiters = this.#waiters;
-      this.#waiters = [];
-      for (const go of waiters) go();
-    };
-    this.#timer = setTimeout(check, Math.max(0, this.#lingerMs - (performance.now() - this.#lastEnded)));
+  #hasSlot(): boolean {
+    return this.#maxBackground <= 0 || this.#backgroundInFlight < this.#maxBackground;
   }
+
+  /**
+   * Lets waiting statements go, oldest first: while a turn is free, each one once no request's statement
+   * runs (or it has waited long enough); one forced by its deadline at once. Otherwise, when only the
+   * linger holds them back, looks again once it is over (a request's statement ending calls this again).
+   */
+  #pump(): void {
+    const forced = this.#waiters.filter((w) => w.forced);
+    if (forced.length) {
+      this.#waiters = this.#waiters.filter((w) => !w.forced);
+      for (const waiter of forced) this.#admit(waiter);
+    }
+    const busy = this.busy;
+    while (this.#waiters.length && this.#hasSlot()) {
+      const next = this.#waiters[0]!;
+      if (busy && !next.impatient) break;
+      this.#waiters.shift();
+      this.#admit(next);
+    }
+    if (this.#timer || !this.#waiters.length || !this.#hasSlot() || this.#inFlight > 0) return;
+    const left = this.#lingerMs - (performance.now() - this.#lastEnded);
+    if (left <= 0) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#pump();
+    }, left);
+  }
+
+  #admit(waiter: Waiter): void {
+    clearTimeout(waiter.deadline);
+    this.#backgroundInFlight++;
+    waiter.go();
+  }
+}
+
+interface Waiter {
+  /** Has waited `maxWaitMs`: goes even while a request's statement runs. */
+  impatient: boolean;
+  /** Has waited `maxSlotWaitMs`: goes even when no turn is free. */
+  forced: boolean;
+  go(): void;
+  deadline: NodeJS.Timeout | undefined;
 }

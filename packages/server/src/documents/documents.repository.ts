@@ -253,8 +253,10 @@ export interface NewDocument {
 }
 
 /**
- * New documents, their chunks and their owners in one statement. Fails with a unique violation if
- * one of the ids exists meanwhile.
+ * New documents, their chunks and their owners: one statement, or with `perStatement` the chunks
+ * beyond it in more statements. Fails with a unique violation if one of the ids exists meanwhile.
+ * Several statements in a transaction count the chunks' terms for the search statistics once, after
+ * the last one (`kas.count_terms_later`, migration 0031), rather than each statement its own.
  */
 export async function insertNewDocuments(
   db: DbExecutor,
@@ -263,6 +265,8 @@ export async function insertNewDocuments(
 ) {
   if (!documents.length) return;
   const [first = [], ...rest] = slices(documents, perStatement);
+  const countOnce = rest.length > 0 && db.isTransaction;
+  if (countOnce) await sql`SELECT set_config('kas.count_terms_later', 'on', true)`.execute(db);
   await db
     .with('doc', (qb) =>
       qb
@@ -289,6 +293,31 @@ export async function insertNewDocuments(
     .execute();
   for (const slice of rest)
     await db.insertInto('chunks').columns(CHUNK_COLUMNS).expression(chunkRows(slice)).execute();
+  if (countOnce) {
+    await sql`SELECT set_config('kas.count_terms_later', 'off', true)`.execute(db);
+    await countChunkTerms(
+      db,
+      documents.map((d) => d.row.id),
+    );
+  }
+}
+
+/**
+ * Appends the search statistics' deltas of these documents' chunks (what the insert trigger appends
+ * for the chunks of one statement, migration 0011): one row per distinct term, then the chunk count
+ * and total lengths under their reserved keys.
+ */
+async function countChunkTerms(db: DbExecutor, documentIds: string[]) {
+  // Raw SQL: `unnest` of each chunk's term array, grouped, which the builder cannot express.
+  await sql`
+    WITH c AS MATERIALIZED (
+      SELECT bm25_terms, bm25_length, bm25_title_length FROM chunks WHERE document_id = ANY(${documentIds}::text[])
+    )
+    INSERT INTO search_term_deltas (term, delta)
+    SELECT t, count(*) FROM c, unnest(c.bm25_terms) AS t GROUP BY t
+    UNION ALL SELECT ${'\u0001n'}::text, count(*) FROM c HAVING count(*) > 0
+    UNION ALL SELECT ${'\u0001len'}::text, sum(bm25_length) FROM c HAVING count(*) > 0
+    UNION ALL SELECT ${'\u0001tlen'}::text, sum(bm25_title_length) FROM c HAVING count(*) > 0`.execute(db);
 }
 
 /** The documents' chunks in slices of at most `perStatement` (the first one written with the rows). */

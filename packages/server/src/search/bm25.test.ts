@@ -315,10 +315,14 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     for (const term of terms) await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
     const oneByOne = await lists();
     // Small ranges of pages, so that floors rise between them.
-    await searchRepository.buildChampionsTogether(db, terms, limits.champions, {
-      firstPages: 2,
-      maxPages: 4,
-    });
+    await searchRepository.buildChampionsTogether(
+      db,
+      terms.map((term) => ({ ...term, size: limits.champions })),
+      {
+        firstPages: 2,
+        maxPages: 4,
+      },
+    );
     expect(await lists()).toEqual(oneByOne);
     expect(oneByOne.length).toBeGreaterThan(50);
   });
@@ -424,5 +428,78 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
       expect(hits).toHaveLength(10);
       expectSameRanking(hits, expected);
     }
+  });
+});
+
+describe('champion lists: queries of frequent words only, lists not built yet, lengths by frequency', () => {
+  const t = useTestRuntime();
+  const [a, b, ...filler] = vocabulary(40) as [string, string, ...string[]];
+  // Lists of 20 grow with √df past 50: 40 for these words (in 201 chunks each).
+  const limits = {
+    champions: 20,
+    championsGrowthDf: 50,
+    alwaysFullDf: 25,
+    fullBudget: 0,
+    scoredChampions: 0,
+    buildOnDemandDf: 100,
+  };
+  let index: PostgresSearchIndex;
+  const listOf = async (term: string) =>
+    (
+      await sql<{ id: string }>`
+        SELECT document_id AS id FROM search_champions WHERE term = ${term} ORDER BY weight DESC, document_id`.execute(
+        t.deps.db,
+      )
+    ).rows.map((r) => r.id);
+
+  beforeAll(async () => {
+    index = createPostgresSearchIndex(t.deps.db, { limits });
+    // Ten words per chunk: a word three times in 40 chunks, once in 160, and one chunk with both words once.
+    const fill = (i: number, n: number) =>
+      Array.from({ length: n }, (_, j) => filler[(i + j) % filler.length]).join(' ');
+    const docs = [a, b].flatMap((word) =>
+      Array.from({ length: 200 }, (_, i) => ({
+        id: `${word}-${i}`,
+        title: fill(i + 7, 1),
+        content: i < 40 ? `${word} ${word} ${word} ${fill(i, 7)}` : `${word} ${fill(i, 9)}`,
+      })),
+    );
+    docs.push({ id: 'both', title: fill(3, 1), content: `${a} ${b} ${fill(0, 8)}` });
+    await insertDocuments(t.deps.db, docs);
+  });
+  afterAll(async () => {
+    await index?.close();
+  });
+
+  it('samples a frequent word whose list is missing instead of building it during the search', async () => {
+    const hits = await index.search({ query: a, filters: {}, access: ALL, limit: 10 });
+    expect(hits).toHaveLength(10);
+    // Every chunk of the word was in the sample: the ten are chunks holding it three times.
+    for (const hit of hits) expect(Number(hit.document_id.split('-')[1])).toBeLessThan(40);
+    expect(await listOf(a)).toEqual([]);
+  });
+
+  it('finds the chunk holding both words of a query, on neither list, and sizes lists by frequency', async () => {
+    await index.maintain();
+    expect(await listOf(a)).toHaveLength(40);
+    expect(await listOf(a)).not.toContain('both');
+    expect(await listOf(b)).not.toContain('both');
+    const hits = await index.search({ query: `${a} ${b}`, filters: {}, access: ALL, limit: 10 });
+    expect(hits[0]!.document_id).toBe('both');
+    expectSameRanking(hits, exhaustiveBm25(await loadCorpus(t.deps.db), [a, b]));
+  });
+
+  it('builds lists of each term’s own length in one pass over the chunks', async () => {
+    const one = { a: await listOf(a), b: await listOf(b) };
+    await searchRepository.buildChampionsTogether(
+      t.deps.db,
+      [
+        { term: a, df: 201, size: 40 },
+        { term: b, df: 201, size: 30 },
+      ],
+      { firstPages: 1, maxPages: 2 },
+    );
+    expect(await listOf(a)).toEqual(one.a);
+    expect(await listOf(b)).toEqual(one.b.slice(0, 30));
   });
 });

@@ -11,8 +11,11 @@
  *   - every chunk containing one of the query's rare terms (document frequency ≤ `alwaysFullDf`, plus
  *     the next rarest while their summed frequencies fit `fullBudget`, none by default), found through
  *     the GIN index;
- *   - for each remaining (frequent) term, its champion list: the `champions` chunks with the highest
- *     weight for that term.
+ *   - for each remaining (frequent) term, its champion list: the chunks with the highest weight for
+ *     that term (`championsFor`: 300, more for a term in more than 50k chunks);
+ *   - when the query has only frequent terms and few chunks are expected to hold all of them, those
+ *     chunks (found by intersecting the terms' postings in the GIN index): a chunk with two of the
+ *     query's words at ordinary weights ranks high but is on neither list.
  * The champion candidates are first ranked by what the lists alone give them (Σ idf × weight over the
  * lists a chunk is on) and only the best `scoredChampions` (at least four times the limit) go on. Each
  * remaining candidate gets its exact BM25 score over all query terms. Access and filters are conditions
@@ -38,8 +41,24 @@ export const TITLE_WEIGHT = 1.5;
 
 /** How much a query may score; the defaults keep a query on 100k chunks within tens of milliseconds. */
 export interface PlanLimits {
-  /** Chunks kept per frequent term. */
+  /** Chunks kept per frequent term, at least (see `championsFor`). */
   champions: number;
+  /**
+   * The document frequency from which a term's list grows beyond `champions`, with the square root of
+   * its frequency: a very common word's best chunks by its weight alone are a thinner slice of the
+   * chunks that contain it, and a second word of the query reorders more of them.
+   */
+  championsGrowthDf: number;
+  /**
+   * A query made only of frequent terms also scores every chunk that contains all of them when that
+   * set is expected to be this small (the GIN index intersects the postings cheaply): a chunk with
+   * two of the query's words, each at an ordinary weight, is on neither list but ranks high.
+   */
+  conjunctiveBudget: number;
+  /** A search builds a missing list itself only for a term in at most this many chunks. */
+  buildOnDemandDf: number;
+  /** Chunks a search scores for a term whose list is missing and too long to build (`QueryPlan.sampled`). */
+  sampledChunks: number;
   /** Terms at most this frequent are always scored in full. */
   alwaysFullDf: number;
   /** Summed document frequency of the terms scored in full beyond the always-full ones. */
@@ -59,10 +78,20 @@ export interface PlanLimits {
  */
 export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   champions: 300,
+  championsGrowthDf: 50_000,
+  conjunctiveBudget: 2000,
+  buildOnDemandDf: 20_000,
+  sampledChunks: 1000,
   alwaysFullDf: 1000,
   fullBudget: 0,
   scoredChampions: 200,
 };
+
+/** The length of a term's champion list: `champions`, growing with √df beyond `championsGrowthDf`. */
+export function championsFor(df: number, limits: PlanLimits = DEFAULT_PLAN_LIMITS): number {
+  if (df <= limits.championsGrowthDf) return limits.champions;
+  return Math.round(limits.champions * Math.sqrt(df / limits.championsGrowthDf));
+}
 
 /** How many champion candidates a query for `limit` results scores exactly. */
 export function championsToScore(limit: number, limits: PlanLimits = DEFAULT_PLAN_LIMITS): number {
@@ -91,6 +120,14 @@ export interface QueryPlan {
   full: string[];
   /** Scored through their champion lists. */
   champions: TermStats[];
+  /** Chunks containing every one of these terms are candidates too (empty: no such arm). */
+  conjunctive: string[];
+  /**
+   * Frequent terms without a champion list yet (a bulk load's maintenance has not reached them): a
+   * bounded number of the chunks containing them are candidates, so that a search stays fast until
+   * the list exists (set by the index, never by `planQuery`).
+   */
+  sampled: string[];
   /** Every term with its IDF (terms absent from the index are left out). */
   scored: { term: string; idf: number }[];
 }
@@ -114,9 +151,17 @@ export function planQuery(
       spent += term.df;
     } else champions.push(term);
   }
+  // Expected size of the intersection, the terms taken as independent.
+  const together = champions.reduce((n, t) => (n * t.df) / Math.max(chunks, 1), Math.max(chunks, 1));
+  const conjunctive =
+    !full.length && champions.length > 1 && together <= limits.conjunctiveBudget
+      ? champions.map((t) => t.term)
+      : [];
   return {
     full,
     champions,
+    conjunctive,
+    sampled: [],
     scored: present.map((t) => ({ term: t.term, idf: idf(chunks, t.df) })),
   };
 }

@@ -1,6 +1,6 @@
 import { type Db, inBackground } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
-import { championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
+import { championsFor, championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
@@ -25,9 +25,18 @@ function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): Se
 const MAINTENANCE_DELAY_MS = 1000;
 /** The chunk count below which the database weighs chunks with default average lengths (migration 0011). */
 const MIN_CHUNKS_FOR_AVERAGES = 20;
+/** Below this many chunks counted, writes do not postpone maintenance (see `written`). */
+const YOUNG_INDEX_CHUNKS = 1000;
 /** Relative change of an average length that makes maintenance re-weight every chunk. */
 const REWEIGHT_DRIFT = 0.15;
-const REWEIGHT_BATCH = 1000;
+/**
+ * On Postgres too maintenance works in bounded statements, so that with admission control
+ * (db/statement-gate.ts: background statements hold back while a request's run, and take turns) a
+ * search never waits long behind one already running: re-weighting 1,000 chunks took 1–1.8 s and
+ * folding every delta after a 5 MB document 0.4–0.6 s while 8 clients ingested 5 MB documents (2 cores).
+ */
+const REWEIGHT_BATCH = 200;
+const FOLD_BATCH = 10_000;
 /**
  * The embedded database runs each statement on the event loop's thread with its only connection, so
  * its maintenance works in short statements: re-weighting 1,000 chunks took 0.7–1.7 s there, folding
@@ -93,8 +102,8 @@ export function createPostgresSearchIndex(
     /** Where searches read (a replica router, db/replicas.ts); writes and maintenance use `db`. */
     read?: Db;
     /**
-     * The embedded database: maintenance in short statements, and the vacuums of the statistics and
-     * chunks (one long statement each) only once writes are quiet.
+     * The embedded database: maintenance in shorter statements still, and no pass over every chunk to
+     * rebuild many champion lists at once.
      */
     embedded?: boolean;
   } = {},
@@ -102,6 +111,7 @@ export function createPostgresSearchIndex(
   const read = options.read ?? db;
   const embedded = options.embedded ?? false;
   const reweightBatch = embedded ? EMBEDDED_REWEIGHT_BATCH : REWEIGHT_BATCH;
+  const foldBatch = embedded ? EMBEDDED_FOLD_BATCH : FOLD_BATCH;
   const rowsWithRanking = options.rowsWithRanking ?? false;
   const few = options.fewResults ?? 3;
   const limits = { ...DEFAULT_PLAN_LIMITS, ...options.limits };
@@ -123,6 +133,7 @@ export function createPostgresSearchIndex(
    */
   const reweightIfDrifted = async () => {
     const stats = await searchRepository.lengthStatistics(db);
+    countedChunks = stats.chunks;
     if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
     if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) return false;
     await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
@@ -137,10 +148,12 @@ export function createPostgresSearchIndex(
 
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
+  /** Chunks counted at the last maintenance round (none known before the first). */
+  let countedChunks = 0;
   let closed = false;
   let rounds = 0;
   let lastWrite = 0;
-  /** Embedded: vacuums postponed until writes are quiet. */
+  /** Work postponed until writes are quiet: vacuums of the statistics and chunks, dropping unused terms. */
   const owed = { statistics: false, chunks: false, zeros: false };
   /**
    * One round: fold the statistics, re-weight if the averages drifted, then — once writes have been
@@ -158,19 +171,16 @@ export function createPostgresSearchIndex(
     };
     const quiet = mode.untilDone || Date.now() - lastWrite >= QUIET_MS;
     let folded = 0;
-    if (embedded) {
-      for (;;) {
-        const n = await searchRepository.foldTermDeltas(db, { limit: EMBEDDED_FOLD_BATCH, keepZeros: true });
-        folded += n;
-        if (n < EMBEDDED_FOLD_BATCH || closed) break;
-      }
-      owed.zeros ||= folded > 0;
-      if (quiet && owed.zeros) {
-        await searchRepository.dropZeroFrequencies(db);
-        owed.zeros = false;
-      }
-    } else {
-      folded = await searchRepository.foldTermDeltas(db);
+    for (;;) {
+      const n = await searchRepository.foldTermDeltas(db, { limit: foldBatch, keepZeros: true });
+      folded += n;
+      if (n < foldBatch || closed) break;
+    }
+    // Dropping the terms no chunk holds any more scans every term: once writes are quiet.
+    owed.zeros ||= folded > 0;
+    if (quiet && owed.zeros) {
+      await searchRepository.dropZeroFrequencies(db);
+      owed.zeros = false;
     }
     const foldMs = lap();
     const reweighted = await reweightIfDrifted();
@@ -189,7 +199,10 @@ export function createPostgresSearchIndex(
       const together =
         stale.length > CHAMPION_REBUILDS_PER_ROUND && stale.reduce((sum, t) => sum + t.df, 0) > chunks;
       if (together && !embedded) {
-        await searchRepository.buildChampionsTogether(db, stale, limits.champions);
+        await searchRepository.buildChampionsTogether(
+          db,
+          stale.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
+        );
         rebuilt += stale.length;
       } else if (embedded) {
         // Embedded: a term's own scan is one statement as long as its postings; the lists of terms
@@ -214,7 +227,7 @@ export function createPostgresSearchIndex(
         let done = 0;
         for (const term of stale) {
           if (closed || (!mode.untilDone && performance.now() - started > CHAMPION_BUDGET_MS)) break;
-          await searchRepository.buildChampions(db, term.term, term.df, limits.champions);
+          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits));
           done++;
         }
         rebuilt += done;
@@ -227,13 +240,14 @@ export function createPostgresSearchIndex(
     const championsMs = lap();
     let statistics = reweighted || rebuilt > 0 || rounds % STATISTICS_VACUUM_EVERY === 0;
     let chunks = reweighted;
-    if (embedded && !quiet) {
-      // Only the deltas now (few rows after a fold); the rest once writes are quiet.
+    if (!quiet) {
+      // Only the deltas now (few rows after a fold); the rest once writes are quiet (a vacuum of the
+      // chunks took 0.4–1.1 s on Postgres during a bulk load, and reads every chunk written since).
       owed.statistics ||= statistics;
       owed.chunks ||= chunks;
       statistics = chunks = false;
       if (owed.statistics || owed.chunks) more = true;
-    } else if (embedded) {
+    } else {
       statistics ||= owed.statistics;
       chunks ||= owed.chunks;
       owed.statistics = owed.chunks = false;
@@ -291,7 +305,11 @@ export function createPostgresSearchIndex(
     const now = Date.now();
     lastWrite = now;
     if (!firstPendingWrite) firstPendingWrite = now;
-    if (timer && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
+    // A young index is folded a second after its first writes, even while they go on: until then the
+    // database weighs chunks with assumed average lengths, and a load's first 15 s weighed so made a
+    // 1M-chunk load's averages drift enough to re-weight every chunk (tens of minutes).
+    const young = countedChunks < YOUNG_INDEX_CHUNKS;
+    if (timer && !young && now - firstPendingWrite < MAX_MAINTENANCE_WAIT_MS) {
       clearTimeout(timer);
       timer = null;
     }
@@ -307,21 +325,37 @@ export function createPostgresSearchIndex(
   ): Promise<SearchHit[]> => {
     const stats = await searchRepository.queryTerms(read, words, { stemmed });
     const plan = planQuery(stats.chunks, stats.terms, limits);
+    // A list missing (a new frequent term, or a bulk load's lists not built yet) is built here when
+    // that reads few postings and no other build holds it; a longer one is left to maintenance (one
+    // build read a common word's every posting: 44 s at 1M chunks), its term sampled meanwhile.
     for (const term of plan.champions) {
       if (term.champions_df !== null) continue;
       // On the embedded database a full build holds its only connection for as long as it reads the
       // term's postings (seconds for a common word at 1M chunks): for a term too frequent for that, a
       // provisional list from a bounded sample of them, until maintenance builds the real one.
-      const provisional = embedded && term.df > EMBEDDED_LIST_SCAN_DF;
-      term.champion_floor = await searchRepository.buildChampions(
-        db,
-        term.term,
-        term.df,
-        limits.champions,
-        provisional ? { postings: PROVISIONAL_POSTINGS } : {},
-      );
-      term.champions_df = term.df;
+      if (embedded && term.df > EMBEDDED_LIST_SCAN_DF) {
+        term.champion_floor =
+          (await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits), {
+            postings: PROVISIONAL_POSTINGS,
+          })) ?? null;
+        term.champions_df = term.df;
+        continue;
+      }
+      if (term.df > limits.buildOnDemandDf) {
+        plan.sampled.push(term.term);
+        continue;
+      }
+      const size = championsFor(term.df, limits);
+      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, { ifFree: true });
+      if (floor === undefined) plan.sampled.push(term.term);
+      else {
+        term.champion_floor = floor;
+        term.champions_df = term.df;
+      }
     }
+    // Maintenance builds them, in the process that wrote (here or a worker): a search does not start a
+    // pass of its own beside it.
+    plan.champions = plan.champions.filter((t) => !plan.sampled.includes(t.term));
     const args = {
       plan,
       must: toTsquery(parsed, { conditionsOnly: true }),
@@ -333,10 +367,15 @@ export function createPostgresSearchIndex(
     const hits = await searchRepository.bm25Search(read, {
       ...args,
       scoredChampions: championsToScore(request.limit, limits),
+      sampledChunks: limits.sampledChunks,
+      // The sampled terms in a tenth of the chunks or more: the table's first pages hold the sample.
+      sampleByScan: plan.sampled.every(
+        (term) => (stats.terms.find((t) => t.term === term)?.df ?? 0) >= stats.chunks / 10,
+      ),
     });
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
-    if (hits.length < request.limit && plan.champions.length)
+    if (hits.length < request.limit && (plan.champions.length || plan.sampled.length))
       return searchRepository.bm25SearchAll(read, args);
     return hits;
   };

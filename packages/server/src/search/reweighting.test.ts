@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Db } from '../db/database.ts';
 import { createLogger } from '../logger.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
@@ -30,14 +30,15 @@ async function insertChunks(db: Db, from: number, count: number, words: number, 
 describe('re-weighting after loads', () => {
   const t = useTestRuntime();
   let index: PostgresSearchIndex;
-  const rounds: { reweighted: boolean }[] = [];
+  const rounds: { reweighted: boolean; vacuum: string }[] = [];
 
   beforeAll(() => {
     // The index logs each maintenance round's steps at debug level.
     const lines = new Writable({
       write(line, _encoding, done) {
-        const entry = JSON.parse(line.toString()) as { msg: string; reweighted?: boolean };
-        if (entry.msg === 'search index maintenance round') rounds.push({ reweighted: entry.reweighted! });
+        const entry = JSON.parse(line.toString()) as { msg: string; reweighted?: boolean; vacuum?: string };
+        if (entry.msg === 'search index maintenance round')
+          rounds.push({ reweighted: entry.reweighted!, vacuum: entry.vacuum! });
         done();
       },
     });
@@ -69,5 +70,35 @@ describe('re-weighting after loads', () => {
     expect(rounds.filter((r) => r.reweighted)).toHaveLength(1);
     const after = await lengthStatistics(t.deps.db);
     expect(after.weightedLength).toBeCloseTo(after.length, 0);
+  });
+
+  it('re-weights during writes but leaves the vacuums of the statistics and chunks until writes are quiet', async () => {
+    // Shorter chunks move the averages again; a write starts a background round a second later.
+    rounds.length = 0;
+    await insertChunks(t.deps.db, 800, 800, 30, 6);
+    await index.indexDocuments([]);
+    await vi.waitFor(() => expect(rounds).toHaveLength(1), { timeout: 10_000, interval: 100 });
+    expect(rounds[0]).toEqual({ reweighted: true, vacuum: 'deltas' });
+    // What the round left is done once writes are quiet (here: maintenance asked for).
+    await index.maintain();
+    expect(rounds[1]).toEqual({ reweighted: false, vacuum: 'statistics' });
+  });
+
+  it("folds a young index's first writes within seconds while writes go on (later chunks get the real averages)", async () => {
+    const young = createPostgresSearchIndex(t.deps.db);
+    try {
+      await sql`DELETE FROM documents`.execute(t.deps.db);
+      await index.maintain();
+      await sql`DELETE FROM search_terms`.execute(t.deps.db);
+      // A write every 200 ms for 3 s: an older index postpones maintenance for up to 15 s meanwhile.
+      for (let i = 0; i < 15; i++) {
+        await insertChunks(t.deps.db, 1000 + i * 10, 10, 120, 6);
+        await young.indexDocuments([]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect((await lengthStatistics(t.deps.db)).chunks).toBeGreaterThanOrEqual(20);
+    } finally {
+      await young.close();
+    }
   });
 });

@@ -60,6 +60,11 @@ function anyLexeme(lexemes: string[]): string {
   return lexemes.map((l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`).join(' | ');
 }
 
+/** A tsquery literal matching chunks that contain every one of these lexemes. */
+function everyLexeme(lexemes: string[]): string {
+  return anyLexeme(lexemes).replaceAll("' | '", "' & '");
+}
+
 /** A `StoredChunk` from `chunks c` and `documents d`. */
 const STORED_CHUNK_COLUMNS = sql`c.document_id, c.chunk_id, c.content, c.blurb, c.link, c.section_links,
   d.semantic_id AS semantic_identifier, d.title, d.source AS source_type, d.doc_updated_at AS updated_at,
@@ -153,6 +158,13 @@ export async function bm25Search(
     rows?: SearchRequest['rows'];
     /** Leave the join order to the planner (the exhaustive fallback, where visibility is selective). */
     plannerJoin?: boolean;
+    /** Chunks taken per term without a list (`plan.sampled`). */
+    sampledChunks?: number;
+    /**
+     * Take them reading the table from its start rather than through the index: for terms in a large
+     * share of the chunks, the index's bitmap of every chunk holding them costs seconds at 1M chunks.
+     */
+    sampleByScan?: boolean;
   },
 ): Promise<SearchHit[]> {
   const { plan } = args;
@@ -194,6 +206,24 @@ export async function bm25Search(
       SELECT c.document_id, c.chunk_id, ${scored}
       FROM chunks c ${arrays}
       WHERE c.search_vector @@ ${anyLexeme(plan.full)}::tsquery ${must} ${inArm}`);
+  }
+  if (plan.conjunctive.length) {
+    // The GIN index intersects the terms' postings (skipping through the longer ones).
+    arms.push(sql`
+      SELECT c.document_id, c.chunk_id, ${scored}
+      FROM chunks c ${arrays}
+      WHERE c.search_vector @@ ${everyLexeme(plan.conjunctive)}::tsquery ${must} ${inArm}`);
+  }
+  if (plan.sampled.length) {
+    // The first chunks the index yields, not the best: approximate until the lists are built.
+    arms.push(sql`
+      SELECT c.document_id, c.chunk_id, ${scored}
+      FROM (
+        SELECT c.document_id, c.chunk_id FROM chunks c
+        WHERE ${args.sampleByScan ? sql`ts_match_vq(c.search_vector, ${anyLexeme(plan.sampled)}::tsquery)` : sql`c.search_vector @@ ${anyLexeme(plan.sampled)}::tsquery`}
+          ${must} ${inArm}
+        LIMIT ${args.sampledChunks ?? 1000}
+      ) s JOIN chunks c ON c.document_id = s.document_id AND c.chunk_id = s.chunk_id ${arrays}`);
   }
   if (plan.champions.length) {
     // A chunk on several of the query's lists is one candidate (UNION dedupes across the arms only
@@ -309,22 +339,30 @@ export async function bm25SearchAll(
     limit: number;
   },
 ): Promise<SearchHit[]> {
-  const plan = { ...args.plan, full: args.plan.scored.map((s) => s.term), champions: [] };
+  const plan = {
+    ...args.plan,
+    full: args.plan.scored.map((s) => s.term),
+    champions: [],
+    conjunctive: [],
+    sampled: [],
+  };
   return bm25Search(db, { ...args, plan, plannerJoin: true });
 }
 
 /**
- * Rebuilds a term's champion list: its CHAMPIONS highest-weighted chunks. With `postings`, a provisional
- * list from at most that many of the term's chunks (a bounded statement), recorded as built at a
- * frequency of 0 so that maintenance replaces it with the real one.
+ * Rebuilds a term's champion list: its `size` highest-weighted chunks; returns the list's floor. With
+ * `postings`, a provisional list from at most that many of the term's chunks (a bounded statement),
+ * recorded as built at a frequency of 0 so that maintenance replaces it with the real one. With
+ * `ifFree`, returns undefined at once, building nothing, when another build holds the list (a pass
+ * over many terms holds theirs while it writes them: a search should not wait for that).
  */
 export async function buildChampions(
   db: DbExecutor,
   term: string,
   df: number,
   size: number,
-  options: { postings?: number } = {},
-): Promise<number | null> {
+  options: { postings?: number; ifFree?: boolean } = {},
+): Promise<number | null | undefined> {
   const postings =
     options.postings === undefined
       ? sql`chunks c WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery`
@@ -334,7 +372,15 @@ export async function buildChampions(
   return db.transaction().execute(async (trx) => {
     // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
     // two builds of one list then wait for each other instead of deadlocking.
-    await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE`.execute(trx);
+    if (options.ifFree) {
+      const free = await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE SKIP LOCKED`.execute(
+        trx,
+      );
+      if (!free.rows.length) {
+        const known = await sql`SELECT 1 FROM search_terms WHERE term = ${term}`.execute(trx);
+        if (known.rows.length) return undefined;
+      }
+    } else await sql`SELECT 1 FROM search_terms WHERE term = ${term} FOR UPDATE`.execute(trx);
     await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(trx);
     const inserted = await sql<{ weight: number }>`
       INSERT INTO search_champions (term, document_id, chunk_id, weight)
@@ -358,14 +404,13 @@ export async function buildChampions(
  * frequent terms need a new list, and one index scan per term reads each posting's chunk row again
  * for every such term: ~20 minutes at 1M chunks). The chunks are read in ranges of pages; each range
  * adds, per term, its best chunks above the term's current floor (the lowest weight on a full list) to
- * a working table, which is then cut back to `size` per term. Floors rise quickly, so after the first
+ * a working table, which is then cut back to each term's `size`. Floors rise quickly, so after the first
  * ranges few rows pass. Everything happens in one transaction: searches keep the previous lists until
  * the new ones replace them at once. Returns each term's floor (0 when it has fewer than `size` chunks).
  */
 export async function buildChampionsTogether(
   db: Kysely<Database>,
-  terms: { term: string; df: number }[],
-  size: number,
+  terms: { term: string; df: number; size: number }[],
   options: { firstPages?: number; maxPages?: number } = {},
 ): Promise<Map<string, number>> {
   const floors = new Map<string, number>(terms.map((t) => [t.term, 0]));
@@ -389,21 +434,38 @@ export async function buildChampionsTogether(
       ).rows[0]!.pages,
     );
     const names = terms.map((t) => t.term);
+    const sizes = terms.map((t) => t.size);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const sizeOf = new Map(terms.map((t) => [t.term, t.size]));
+    const lowestFloor = () => {
+      let lowest = Number.POSITIVE_INFINITY;
+      for (const floor of floors.values()) lowest = Math.min(lowest, floor);
+      return lowest;
+    };
     let staged = 0;
     // Every term back to its best `size`; returns how many rows are left.
     const cut = async () => {
       await sql`
-        WITH ranked AS (
-          SELECT ctid AS row_id, row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
+        WITH sizes AS (SELECT * FROM unnest(${names}::text[], ${sizes}::int[]) AS z(term, size)),
+        ranked AS (
+          SELECT ctid AS row_id, term, row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
           FROM kas_champions_next
         )
-        DELETE FROM kas_champions_next n USING ranked x WHERE x.r > ${size} AND n.ctid = x.row_id`.execute(
+        DELETE FROM kas_champions_next n USING ranked x JOIN sizes z ON z.term = x.term
+        WHERE x.r > z.size AND n.ctid = x.row_id`.execute(trx);
+      // A term with `size` rows kept has its floor so far: most terms never reach `size` postings in
+      // one range (a term in 0.1 % of 1M chunks has ~12 in the largest), so their floors rise here.
+      const kept = await sql<{ term: string; n: number; weight: number }>`
+        SELECT term, count(*)::float8 AS n, min(weight)::float8 AS weight FROM kas_champions_next GROUP BY term`.execute(
         trx,
       );
-      const left = await sql<{ n: number }>`SELECT count(*)::float8 AS n FROM kas_champions_next`.execute(
-        trx,
-      );
-      return left.rows[0]!.n;
+      let left = 0;
+      for (const row of kept.rows) {
+        left += row.n;
+        if (row.n >= sizeOf.get(row.term)! && row.weight > floors.get(row.term)!)
+          floors.set(row.term, row.weight);
+      }
+      return left;
     };
     for (
       let first = 0;
@@ -413,35 +475,36 @@ export async function buildChampionsTogether(
       // The last range is open: it also takes the pages the table grew by since `pages` was read.
       const last = first + pagesPerRange >= pages ? null : first + pagesPerRange;
       // The range's best `size` per term above its floor are kept; the `size`-th of them is a lower
-      // bound of the term's final floor (the best `size` overall are at least as good).
+      // bound of the term's final floor (the best `size` overall are at least as good). The lowest
+      // floor first, a comparison instead of a lookup: most postings are single occurrences below it.
       const range = await sql<{ term: string | null; weight: number }>`
         WITH floors AS (
-          SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[]) AS f(term, floor)
+          SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[], ${sizes}::int[]) AS f(term, floor, size)
         ), postings AS (
-          SELECT u.term, c.document_id, c.chunk_id, u.weight,
+          SELECT u.term, c.document_id, c.chunk_id, u.weight, f.size,
             row_number() OVER (PARTITION BY u.term ORDER BY u.weight DESC, c.document_id, c.chunk_id) AS r
           FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
           WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
-            AND f.term = u.term AND u.weight > f.floor
+            AND u.weight > ${lowestFloor()}::real AND f.term = u.term AND u.weight > f.floor
         ), added AS (
-          INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= ${size}
+          INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= size
           RETURNING 1
         )
         SELECT NULL AS term, count(*)::float8 AS weight FROM added
-        UNION ALL SELECT term, weight::float8 FROM postings WHERE r = ${size}`.execute(trx);
+        UNION ALL SELECT term, weight::float8 FROM postings WHERE r = size`.execute(trx);
       for (const row of range.rows) {
         if (row.term === null) staged += row.weight;
         else if (row.weight > floors.get(row.term)!) floors.set(row.term, row.weight);
       }
-      if (staged > 4 * size * terms.length) staged = await cut();
+      if (staged > 2 * total) staged = await cut();
     }
     await cut();
     // Exact floors now: the `size`-th weight of a full list, 0 for a shorter one.
     for (const name of names) floors.set(name, 0);
     const full = await sql<{ term: string; weight: number }>`
-      SELECT term, min(weight)::float8 AS weight FROM kas_champions_next GROUP BY term HAVING count(*) >= ${size}`.execute(
-      trx,
-    );
+      SELECT n.term, min(n.weight)::float8 AS weight
+      FROM kas_champions_next n JOIN unnest(${names}::text[], ${sizes}::int[]) AS z(term, size) ON z.term = n.term
+      GROUP BY n.term, z.size HAVING count(*) >= z.size`.execute(trx);
     for (const row of full.rows) floors.set(row.term, row.weight);
     // The terms' statistics rows first, in one order (as a single list's build takes its own): a search
     // building a missing list meanwhile waits for these instead of deadlocking with them.
@@ -787,7 +850,8 @@ export async function reweightChunks(
       -- written again, weighted as they are written); waiting could close a deadlock with its deletes.
       FOR UPDATE SKIP LOCKED
     ), done AS (
-      UPDATE chunks c SET bm25_weights = (SELECT w.weights FROM kas_bm25_weights(c.search_vector) w)
+      -- Terms too: rows written before migration 0030 hold them in the collation's order, not the function's.
+      UPDATE chunks c SET (bm25_terms, bm25_weights) = (SELECT w.terms, w.weights FROM kas_bm25_weights(c.search_vector) w)
       FROM k WHERE c.document_id = k.document_id AND c.chunk_id = k.chunk_id
       RETURNING 1
     )

@@ -1,12 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { Actor } from '../../auth/roles.ts';
-import {
-  type Db,
-  type DbExecutor,
-  inBackground,
-  isUniqueViolation,
-  retryOnConflict,
-} from '../../db/database.ts';
+import { type DbExecutor, inBackground, isUniqueViolation, retryOnConflict } from '../../db/database.ts';
 import { AppError, toErrorResponse } from '../../errors.ts';
 import type { Chunk } from '../chunking.ts';
 import * as documentsRepository from '../documents.repository.ts';
@@ -341,8 +335,11 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
  * while the next one gathers the requests that arrive meanwhile (group commit).
  */
 function batchesInFlight(ctx: Pick<Deps, 'config'>): number {
-  return ctx.config.KAS_INGEST_WRITERS || Math.max(1, Math.floor(availableParallelism() / 2));
+  return ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
 }
+
+/** Read once: `availableParallelism()` asks the system each time, and this is asked for every document. */
+const DEFAULT_WRITERS = Math.max(1, Math.floor(availableParallelism() / 2));
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
 function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
