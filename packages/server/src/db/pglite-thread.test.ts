@@ -5,7 +5,14 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFrom } from '../config.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
-import { createDatabase, type DatabaseHandle, inBackground, isUniqueViolation } from './database.ts';
+import {
+  createDatabase,
+  type DatabaseHandle,
+  inBackground,
+  isUniqueViolation,
+  outsideBackground,
+} from './database.ts';
+import { isInBackground } from './pglite-thread.ts';
 
 /** How late a 5 ms timer fires while `work` runs. */
 async function timerDelay(work: Promise<unknown>): Promise<number> {
@@ -21,6 +28,18 @@ async function timerDelay(work: Promise<unknown>): Promise<number> {
   }
   return worst;
 }
+
+describe('background work', () => {
+  it("reaches a worker's timers (its heartbeats), which outsideBackground runs as a request's work", async () => {
+    const inTimer = await inBackground(
+      () =>
+        new Promise<boolean[]>((resolve) =>
+          setTimeout(() => resolve([isInBackground(), outsideBackground(() => isInBackground())]), 1),
+        ),
+    );
+    expect(inTimer).toEqual([true, false]);
+  });
+});
 
 describe.runIf(testDbKind() === 'pglite')('the embedded database on its own thread', () => {
   let dir: string;

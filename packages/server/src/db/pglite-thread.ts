@@ -62,6 +62,14 @@ export function inBackground<T>(work: () => Promise<T>): Promise<T> {
   return backgroundWork.run(true, work);
 }
 
+/**
+ * Runs `work` as a request's work even inside background work: for a worker's heartbeats, which must not
+ * wait their turn behind bulk statements (a late heartbeat makes another worker take the job over).
+ */
+export function outsideBackground<T>(work: () => T): T {
+  return backgroundWork.exit(work);
+}
+
 /** Whether the caller runs inside `inBackground`. */
 export function isInBackground(): boolean {
   return backgroundWork.getStore() === true;

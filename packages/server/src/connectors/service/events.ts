@@ -1,3 +1,4 @@
+import { outsideBackground } from '../../db/database.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
 import { OutboundError } from '../../outbound/outbound.ts';
@@ -174,7 +175,9 @@ export async function processQueuedEvents(
       const event = await eventsRepository.claimEvent(ctx.db, state.workerId);
       if (!event) break;
       const beat = setInterval(() => {
-        eventsRepository.heartbeatEvent(ctx.db, event.id, state.workerId).catch(() => {});
+        outsideBackground(() => eventsRepository.heartbeatEvent(ctx.db, event.id, state.workerId)).catch(
+          () => {},
+        );
       }, options.heartbeatMs);
       const log = ctx.logger.child({ cc_pair_id: event.cc_pair_id, connector_event_id: event.id });
       try {

@@ -1,3 +1,4 @@
+import { outsideBackground } from '../../db/database.ts';
 import type { IngestedDocument } from '../../documents/documents.schemas.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
@@ -126,9 +127,9 @@ export async function runAttempt(
   const onStop = () => controller.abort();
   stop.addEventListener('abort', onStop, { once: true });
   let attempt = claimed;
+  // Heartbeats never wait behind the worker's own bulk statements (see `outsideBackground`).
   const beat = setInterval(() => {
-    indexingRepository
-      .heartbeat(ctx.db, attempt.id, workerId)
+    outsideBackground(() => indexingRepository.heartbeat(ctx.db, attempt.id, workerId))
       .then((status) => {
         if (status === null || status === 'paused' || status === 'deleting') controller.abort();
       })
