@@ -13,10 +13,7 @@ import { buildOpenApiDocument } from './openapi.ts';
 import { noteActor, requestId, requestLog } from './request-log.ts';
 import { createRestAdapter } from './rest-adapter.ts';
 
-function requestContext(deps: AppDeps, req: Request, res: Response) {
-  // Without a trusted proxy the client is the socket's address: read it without express's `req.ip`,
-  // which parses X-Forwarded-For to then ignore it.
-  const trustsProxy = deps.config.KAS_TRUST_PROXY !== false && deps.config.KAS_TRUST_PROXY !== 0;
+function requestContext(deps: AppDeps, req: Request, res: Response, trustsProxy: boolean) {
   const controller = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) controller.abort();
@@ -90,7 +87,10 @@ export function createHttpApp(deps: AppDeps): express.Express {
   const openApiDocument = JSON.stringify(buildOpenApiDocument());
   const api = express.Router();
   // One context for every way in (REST, the chat stream, /api/trpc), with the request's abort signal.
-  const createContext = (req: Request, res: Response) => requestContext(deps, req, res);
+  // Without a trusted proxy the client is the socket's address: read it without express's `req.ip`,
+  // which parses X-Forwarded-For to then ignore it.
+  const trustsProxy = deps.config.KAS_TRUST_PROXY !== false && deps.config.KAS_TRUST_PROXY !== 0;
+  const createContext = (req: Request, res: Response) => requestContext(deps, req, res, trustsProxy);
 
   const jsonBody = express.json({
     limit: `${deps.config.KAS_MAX_BODY_MB}mb`,

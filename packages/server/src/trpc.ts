@@ -116,11 +116,15 @@ function withRole(actor: Actor, minimum: Role | undefined): Actor {
  * is kept: the gate runs on every request, and each wait costs more than the checks.
  */
 export function admit(ctx: Context, minimum: Role | undefined): Actor | Promise<Actor> {
-  const counted = (actor: Actor) => (ctx.deps.rateLimiter.limit > 0 ? countRequest(ctx, actor) : actor);
   const found = callerOf(ctx);
   return found instanceof Promise
-    ? found.then((actor) => counted(withRole(actor, minimum)))
-    : counted(withRole(found, minimum));
+    ? found.then((actor) => counted(ctx, withRole(actor, minimum)))
+    : counted(ctx, withRole(found, minimum));
+}
+
+/** The request counted against the caller's rate limit, when one is kept. */
+function counted(ctx: Context, actor: Actor): Actor | Promise<Actor> {
+  return ctx.deps.rateLimiter.limit > 0 ? countRequest(ctx, actor) : actor;
 }
 
 /**
