@@ -11,6 +11,8 @@ export interface CpuPoolOptions {
   memoryMb: number;
   /** Longest time one task may run (ms); a task waits at most as long again for a free thread. */
   timeoutMs: number;
+  /** How much lower the threads' scheduling priority is than the main thread's (Linux nice; default 10). */
+  niceIncrement?: number;
 }
 
 export interface RunOptions {
@@ -46,7 +48,7 @@ export function createCpuPool(options: CpuPoolOptions): CpuPool {
     idleTimeout: 30_000,
     resourceLimits: { maxOldGenerationSizeMb: options.memoryMb, maxYoungGenerationSizeMb: 32 },
     // Linux: the main thread (health, search, chat) wins the CPU when both want it.
-    niceIncrement: 10,
+    niceIncrement: options.niceIncrement ?? 10,
   });
   // A task's time limit starts when a thread takes it up (the worker says so), not while it waits its
   // turn: under load a document may queue behind others without being refused for their work.
