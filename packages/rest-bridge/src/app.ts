@@ -30,6 +30,23 @@ function requestContext(deps: AppDeps, req: Request, res: Response, trustsProxy:
   });
 }
 
+/** Bodies of more bytes than this are parsed in the CPU pool (see `readBody`). */
+const LARGE_JSON_BYTES = 256 * 1024;
+
+/**
+ * A JSON body large enough to parse off the event loop: declared longer than LARGE_JSON_BYTES, in
+ * UTF-8 (another charset is express's parser's to refuse), not multipart, not a signed webhook's
+ * (verified on its exact bytes) and not yet read.
+ */
+function isLargeJson(req: Request): boolean {
+  if (!(Number(req.headers['content-length']) > LARGE_JSON_BYTES) || (req as { _body?: boolean })._body)
+    return false;
+  const type = String(req.headers['content-type'] ?? '').toLowerCase();
+  if (type.startsWith('multipart/') || /\/event\/?(\?|$)/.test(req.url ?? '')) return false;
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type)?.[1];
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
+}
+
 /** The HTTP process: REST paths, /api/trpc, /api/openapi.json, /api/docs, /api/health. */
 export function createHttpApp(deps: AppDeps): express.Express {
   const app = express();
@@ -101,16 +118,37 @@ export function createHttpApp(deps: AppDeps): express.Express {
       if (/\/event\/?(\?|$)/.test(req.url ?? '')) (req as { rawBody?: Buffer }).rawBody = buf;
     },
   });
+  // A large body's bytes only are read on the event loop; it is parsed in the CPU pool (JSON.parse of
+  // a 5 MB document held the loop ~70 ms, everyone's requests waiting), as express's parser would.
+  const rawBody = express.raw({ limit: `${deps.config.KAS_MAX_BODY_MB}mb`, type: () => true });
+  const parsedInPool: express.RequestHandler = (req, res, next) =>
+    rawBody(req, res, (error?: unknown) => {
+      if (error !== undefined) return next(error);
+      const bytes = req.body as Buffer;
+      const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+      deps.cpu
+        .run(
+          'parseJson',
+          { data: bytes },
+          { subject: 'the request body', ...(whole ? { transfer: [bytes.buffer as ArrayBuffer] } : {}) },
+        )
+        .then((value) => {
+          req.body = value;
+          next();
+        }, next);
+    });
   // Whatever fails while reading a body (a corrupt gzip or brotli stream, a broken connection) is the
   // request's fault; the mapping knows the parser's own errors (too large, bad JSON) by their type.
-  const readBody: express.RequestHandler = (req, res, next) =>
-    jsonBody(req, res, (error?: unknown) =>
+  const readBody: express.RequestHandler = (req, res, next) => {
+    const done = (error?: unknown) =>
       next(
-        error === undefined || (error as { type?: unknown }).type
+        error === undefined || error instanceof AppError || (error as { type?: unknown }).type
           ? error
           : new AppError('VALIDATION_ERROR', 'Unreadable request body (check Content-Encoding)'),
-      ),
-    );
+      );
+    if (isLargeJson(req)) parsedInPool(req, res, done);
+    else jsonBody(req, res, done);
+  };
   // The REST paths on the app itself (express tries each route in order, so the most used are tried
   // first, and one router matches them); the hand-written routes before the REST adapter, because
   // express answers with the first route that matches.

@@ -2,6 +2,7 @@ import { type AttachedText, attachmentsFor } from '../chat/attachments.ts';
 import { extractHtml } from '../connectors/sources/html.ts';
 import { countTokens } from '../documents/chunking.ts';
 import { prepareDocument } from '../documents/prepare.ts';
+import { AppError } from '../errors.ts';
 import { decodeText, type ExtractLimits, extractText, tooManyChars } from '../files/files.parse.ts';
 import { unzipBounded } from '../files/files.unzip.ts';
 
@@ -50,6 +51,21 @@ export const TASKS = {
     input: Parameters<typeof prepareDocument>[0];
     options: Parameters<typeof prepareDocument>[1];
   }) => prepareDocument(input.input, input.options),
+  /**
+   * A large JSON request body (UTF-8, a byte-order mark ignored), as express's JSON parser reads it in
+   * strict mode: an object or an array, or the same refusal.
+   */
+  parseJson: (input: { data: Uint8Array }) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(new TextDecoder().decode(input.data));
+    } catch {
+      value = undefined;
+    }
+    if (typeof value !== 'object' || value === null)
+      throw new AppError('VALIDATION_ERROR', 'Malformed JSON in request body');
+    return value;
+  },
   /** The o200k token count of a long text (an uploaded file's). */
   countTokens: (input: { text: string }) => countTokens(input.text),
 };
