@@ -529,7 +529,7 @@ export async function ingestBatch({
 }
 
 /**
- * Documents of fewer characters than this are prepared on the event loop: chunking runs at ~10 MB/s,
+ * Documents of fewer characters than this are prepared on the event loop, one per turn of it: chunking runs at ~10 MB/s,
  * so they cost it at most ~3 ms, less than handing them to a worker thread and back (cloning, the
  * queue, a wake-up) costs the request; larger ones are chunked and hashed in the CPU pool.
  */
@@ -545,7 +545,18 @@ function prepare(
   let chars = document.semantic_identifier.length + (document.title?.length ?? 0);
   for (const section of document.sections) chars += section.text.length;
   const all = { ...options, maxChunks: ctx.config.KAS_MAX_DOCUMENT_CHUNKS };
-  if (chars < INLINE_CHARS) return Promise.resolve().then(() => prepareDocument(input, all));
+  // A macrotask rather than a microtask: a batch's hundred small documents would otherwise be chunked
+  // back to back (~250 ms) before the event loop could answer anyone else.
+  if (chars < INLINE_CHARS)
+    return new Promise((resolve, reject) =>
+      setImmediate(() => {
+        try {
+          resolve(prepareDocument(input, all));
+        } catch (error) {
+          reject(error);
+        }
+      }),
+    );
   return ctx.cpu.run(
     'prepareDocument',
     { input, options: { ...all, vocabulary: true } },
