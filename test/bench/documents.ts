@@ -139,6 +139,8 @@ export async function spawnKas(
     process.execPath,
     [
       ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      // e.g. BENCH_NODE_FLAGS=--trace-gc (its lines go to BENCH_SERVER_LOG)
+      ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
       join(root, 'packages/rest-bridge/src/cli.ts'),
       'serve',
       '--no-worker',
