@@ -9,6 +9,7 @@ import {
   createDatabase,
   type DatabaseHandle,
   inBackground,
+  inOneTurn,
   isUniqueViolation,
   outsideBackground,
 } from './database.ts';
@@ -108,5 +109,39 @@ describe.runIf(testDbKind() === 'pglite')('the embedded database on its own thre
     await background;
     // The statement in progress (50 ms), not the seven queued before the request (350 ms more).
     expect(waited).toBeLessThan(200);
+  });
+
+  it("runs a turn's statements one after another, bulk statements waiting until it ends", async () => {
+    const { db } = database;
+    await sql`CREATE TABLE turn_log (seq serial PRIMARY KEY, who text)`.execute(db);
+    let bulkDone = false;
+    // Bulk work: a stream of short statements, each logging itself.
+    const bulk = inBackground(async () => {
+      for (let i = 0; i < 40; i++)
+        await sql`INSERT INTO turn_log (who) SELECT 'bulk' FROM pg_sleep(0.005)`.execute(db);
+      bulkDone = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A search-like turn: three statements with a little of the caller's work between them.
+    await inOneTurn(async () => {
+      for (const step of ['a', 'b', 'c']) {
+        await sql`INSERT INTO turn_log (who) VALUES (${step})`.execute(db);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
+    // Outside a turn the same statements queue again each time, bulk statements going in between.
+    for (const step of ['x', 'y', 'z']) {
+      await sql`INSERT INTO turn_log (who) VALUES (${step})`.execute(db);
+      await new Promise((resolve) => setTimeout(resolve, 8));
+    }
+    await bulk;
+    expect(bulkDone).toBe(true);
+    const order = (await sql<{ who: string }>`SELECT who FROM turn_log ORDER BY seq`.execute(db)).rows.map(
+      (r) => r.who,
+    );
+    const at = (who: string) => order.indexOf(who);
+    expect([at('b') - at('a'), at('c') - at('b')]).toEqual([1, 1]);
+    // (the control: without a turn, bulk statements ran between the request's statements)
+    expect(at('z') - at('x')).toBeGreaterThan(2);
   });
 });

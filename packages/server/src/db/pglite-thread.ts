@@ -75,6 +75,35 @@ export function isInBackground(): boolean {
   return backgroundWork.getStore() === true;
 }
 
+/** A request's statements that take one turn at the connection (`inOneTurn`). */
+interface Turn {
+  ended: boolean;
+  /** Hands the connection on if it is kept for this turn between statements. */
+  onEnd?: () => void;
+}
+
+const turns = new AsyncLocalStorage<Turn>();
+
+/**
+ * Runs `work` (a request's few statements, e.g. a search's) as one turn at the embedded database's
+ * connection: it waits for the connection once, and keeps it between its statements (at most
+ * TURN_GAP_MS idle) rather than queueing again behind bulk statements for each. On Postgres (a pool of
+ * connections) it changes nothing.
+ */
+export async function inOneTurn<T>(work: () => Promise<T>): Promise<T> {
+  if (turns.getStore() || isInBackground()) return work();
+  const turn: Turn = { ended: false };
+  try {
+    return await turns.run(turn, work);
+  } finally {
+    turn.ended = true;
+    turn.onEnd?.();
+  }
+}
+
+/** Longest time the connection is kept idle for a turn's next statement. */
+const TURN_GAP_MS = 15;
+
 /** Background work waits at most this long while requests keep the connection busy (no starvation). */
 const BACKGROUND_MAX_WAIT_MS = 100;
 
@@ -89,37 +118,73 @@ const BACKGROUND_MAX_WAIT_MS = 100;
  */
 class ConnectionLock {
   #busy = false;
-  readonly #waiting = { foreground: [] as (() => void)[], background: [] as (() => void)[] };
+  readonly #waiting = { foreground: [] as Waiting[], background: [] as Waiting[] };
   /** When the oldest background waiter began to wait. */
   readonly #backgroundSince: number[] = [];
+  /** The turn the connection is kept for between its statements (`inOneTurn`), and until when. */
+  #keptFor: { turn: Turn; timer: NodeJS.Timeout } | undefined;
 
   async acquire(): Promise<void> {
     const request = !isInBackground();
+    const turn = request ? turns.getStore() : undefined;
+    if (turn && this.#keptFor?.turn === turn) {
+      clearTimeout(this.#keptFor.timer);
+      this.#keptFor = undefined;
+      return;
+    }
     if (!this.#busy) {
       this.#busy = true;
       return;
     }
     if (!request) this.#backgroundSince.push(performance.now());
-    await new Promise<void>((resolve) =>
-      (request ? this.#waiting.foreground : this.#waiting.background).push(resolve),
+    await new Promise<void>((go) =>
+      (request ? this.#waiting.foreground : this.#waiting.background).push({ go, turn }),
     );
   }
 
   release(): void {
+    const turn = isInBackground() ? undefined : turns.getStore();
+    if (turn && !turn.ended) {
+      // Another statement of the same turn waiting (run beside this one) goes next; otherwise the
+      // connection waits a moment for the turn's next statement.
+      const same = this.#waiting.foreground.findIndex((w) => w.turn === turn);
+      if (same >= 0) {
+        this.#waiting.foreground.splice(same, 1)[0]!.go();
+        return;
+      }
+      const handOn = () => {
+        if (this.#keptFor?.turn !== turn) return;
+        clearTimeout(this.#keptFor.timer);
+        this.#keptFor = undefined;
+        this.#handOn();
+      };
+      this.#keptFor = { turn, timer: setTimeout(handOn, TURN_GAP_MS) };
+      turn.onEnd = handOn;
+      return;
+    }
+    this.#handOn();
+  }
+
+  #handOn(): void {
     const starving =
       (this.#backgroundSince[0] ?? Number.POSITIVE_INFINITY) < performance.now() - BACKGROUND_MAX_WAIT_MS;
     const next =
       (starving ? this.#nextBackground() : undefined) ??
       this.#waiting.foreground.shift() ??
       this.#nextBackground();
-    if (next) next();
+    if (next) next.go();
     else this.#busy = false;
   }
 
-  #nextBackground(): (() => void) | undefined {
+  #nextBackground(): Waiting | undefined {
     this.#backgroundSince.shift();
     return this.#waiting.background.shift();
   }
+}
+
+interface Waiting {
+  go(): void;
+  turn: Turn | undefined;
 }
 
 /** The worker thread and the requests waiting for its answers. */

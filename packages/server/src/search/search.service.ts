@@ -1,7 +1,7 @@
 import type { Actor } from '../auth/roles.ts';
 import { memberGroupIds } from '../auth/scope.ts';
 import type { ServiceContext } from '../context.ts';
-import type { Db } from '../db/database.ts';
+import { type Db, inOneTurn } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
@@ -126,6 +126,27 @@ export async function searchChunks({
   fallbacks?: boolean;
   /** Only each document's best chunk, for at most this many documents (loaded and highlighted alone). */
   perDocument?: number;
+}): Promise<SearchChunk[]> {
+  // On the embedded database, one wait for its connection rather than one per statement behind bulk work.
+  return inOneTurn(() => retrieve({ ctx, actor, query, filters, limit, fallbacks, perDocument }));
+}
+
+async function retrieve({
+  ctx,
+  actor,
+  query,
+  filters,
+  limit,
+  fallbacks,
+  perDocument,
+}: {
+  ctx: Deps;
+  actor: Actor;
+  query: string;
+  filters: ChunkSearchFilters;
+  limit: number;
+  fallbacks: boolean;
+  perDocument: number | undefined;
 }): Promise<SearchChunk[]> {
   const access = await accessScopeOf(ctx, actor);
   const indexFilters = await resolveFilters(ctx, actor, filters);
