@@ -5,8 +5,9 @@
  * same triggers as always. The floor, in the same run: the same rows (documents, owners, the chunks
  * kas's chunker makes) written by bare multi-row statements in transactions of one batch each, from 8
  * connections on Postgres (one on the embedded database, which runs one statement at a time anyway),
- * into the same kind of freshly migrated database — the triggers that keep the search statistics
- * included, since they are part of the same rows' cost.
+ * into the same kind of freshly migrated database — each chunk's tsvector and BM25 weights computed in
+ * the statement as kas's own statements do, and the triggers that keep the search statistics included,
+ * since they are part of the same rows' cost.
  * Beside the rates, the CPU each side spent per document (robust to a shared machine's load, where the
  * rates are not): kas's process (on the embedded database its database thread included), the Postgres
  * server's processes, and the floor's own process (the chunker, and the embedded database's thread).
@@ -180,12 +181,17 @@ function bareWriter(execute: (statement: ReturnType<typeof sql>) => Promise<void
       owner AS (
         INSERT INTO document_by_cc_pair (document_id, cc_pair_id)
         SELECT id, ${pairId}::int FROM unnest(${ids}::text[]) AS u(id) RETURNING cc_pair_id)
-      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, section_links, token_count)
-      SELECT d, c, t, x, b, l, s::jsonb, n FROM unnest(
+      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, section_links, token_count,
+        search_vector, bm25_terms, bm25_weights, bm25_length, bm25_title_length, bm25_boost)
+      SELECT d, c, t, x, b, l, s::jsonb, n, v.vector, w.terms, w.weights, coalesce(w.len, 0), coalesce(w.tlen, 0), 1
+      FROM unnest(
         ${flat.map((c) => c.d)}::text[], ${flat.map((c) => c.chunk_id)}::int[], ${flat.map((c) => c.title)}::text[],
         ${flat.map((c) => c.content)}::text[], ${flat.map((c) => c.blurb)}::text[], ${flat.map((c) => c.link)}::text[],
         ${flat.map((c) => JSON.stringify(c.section_links))}::text[], ${flat.map((c) => c.token_count)}::int[]
-      ) AS u(d, c, t, x, b, l, s, n)`);
+      ) AS u(d, c, t, x, b, l, s, n),
+      LATERAL (SELECT setweight(to_tsvector('english', u.t), 'A') || setweight(to_tsvector('english', u.x), 'D') AS vector
+        OFFSET 0) v,
+      LATERAL kas_bm25_weights(v.vector) w`);
     return 0;
   };
 }
