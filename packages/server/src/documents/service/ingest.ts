@@ -236,9 +236,22 @@ interface Pending extends QueuedIngestion {
   reject(error: unknown): void;
 }
 
-/** Most documents and chunks written by one group commit (bounds statement size and lock time). */
-const BATCH_DOCUMENTS = 64;
+/**
+ * Most documents and chunks written by one group commit (bounds statement size and lock time). The
+ * search statistics gain one delta row per distinct term of a group (`insertNewDocuments`), which
+ * maintenance folds and deletes again: ~300-word documents bring 42 rows per document in groups of 64,
+ * 15 in groups of 256 (words follow Zipf's law), so on Postgres groups of 256 cost the database ~20 %
+ * less CPU per document (1.10 → 0.87 ms, 8 clients posting batches of 100). On the embedded database a
+ * group's transaction holds the only connection (searches wait for all of it): 64 there, which measured
+ * no worse per document.
+ */
+const POSTGRES_BATCH_DOCUMENTS = 256;
+const PGLITE_BATCH_DOCUMENTS = 64;
 const BATCH_CHUNKS = 2000;
+
+function batchDocuments(ctx: Pick<Deps, 'dbKind'>): number {
+  return ctx.dbKind === 'pglite' ? PGLITE_BATCH_DOCUMENTS : POSTGRES_BATCH_DOCUMENTS;
+}
 
 /**
  * Writes several requests' documents in one transaction (group commit): one durable commit and a few
@@ -361,11 +374,12 @@ function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] 
   const rest: Pending[] = [];
   const ids = new Set<string>();
   let chunks = 0;
+  const most = batchDocuments(ctx);
   // Every queued request was pushed by `ingestDocument` below, as a `Pending`.
   for (const item of queue.pending as Pending[]) {
     // A document written in stages goes alone (a batch is one transaction).
     const full =
-      batch.length >= BATCH_DOCUMENTS ||
+      batch.length >= most ||
       (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS) ||
       (batch.length > 0 && (isStaged(ctx, chunks) || isStaged(ctx, item.p.chunks.length)));
     if (full || ids.has(item.documentId) || queue.busy.has(item.documentId)) {
