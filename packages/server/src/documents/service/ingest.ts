@@ -346,13 +346,37 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
  * 2 cores two such writers left a search's own process a third of the CPU, and its bare statements'
  * p99 rose from 19 to 131 ms while 8 clients ingested 5 MB documents. One batch is still being written
  * while the next one gathers the requests that arrive meanwhile (group commit).
+ *
+ * A bulk load on Postgres (`bulkLoad`) gets `KAS_BULK_INGEST_WRITERS` (by default the machine's cores,
+ * at least 2), each extra writer with a background turn of its own (`StatementGate.extraTurns`): with
+ * nobody searching, one writer left a core idle (799 docs/s on 2 cores, 2 writers 1,204). As soon as a
+ * request's statement runs, no further extra batch starts, and those in flight hold back as always.
  */
-function batchesInFlight(ctx: Pick<Deps, 'config'>): number {
-  return ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+function batchesInFlight(ctx: Pick<Deps, 'config' | 'dbKind' | 'dbGate'>, queue: IngestionState): number {
+  const writers = ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+  const bulk = ctx.config.KAS_BULK_INGEST_WRITERS || DEFAULT_BULK_WRITERS;
+  return bulk > writers && bulkLoad(ctx, queue) ? bulk : writers;
+}
+
+/**
+ * Requests' statements have been absent this long for a bulk load (a search runs a few within
+ * milliseconds; a chat's, between the model's tokens, within a second or two).
+ */
+const BULK_QUIET_MS = 2000;
+
+/**
+ * Whether the queue holds a bulk load: a full group waiting beside those being written, on Postgres,
+ * while this process has run no request's statement for `BULK_QUIET_MS`.
+ */
+function bulkLoad(ctx: Pick<Deps, 'dbKind' | 'dbGate'>, queue: IngestionState): boolean {
+  return (
+    !!ctx.dbGate && queue.pending.length >= batchDocuments(ctx) && ctx.dbGate.requestsIdleMs >= BULK_QUIET_MS
+  );
 }
 
 /** Read once: `availableParallelism()` asks the system each time, and this is asked for every document. */
 const DEFAULT_WRITERS = Math.max(1, Math.floor(availableParallelism() / 2));
+const DEFAULT_BULK_WRITERS = Math.max(2, availableParallelism());
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
 function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
@@ -396,11 +420,15 @@ function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] 
 
 function startBatches(ctx: Deps, queue: IngestionState) {
   queue.scheduled = false;
-  while (queue.pending.length && queue.inFlight < batchesInFlight(ctx)) {
+  const writers = ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+  while (queue.pending.length && queue.inFlight < batchesInFlight(ctx, queue)) {
+    // A bulk load's extra writer: its statements get a background turn of their own.
+    const gate = queue.inFlight >= writers ? ctx.dbGate : undefined;
     const batch = takeBatch(ctx, queue);
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
     queue.inFlight++;
+    if (gate) gate.extraTurns++;
     // Bulk work: on the embedded database, reads waiting for its one connection go first.
     void inBackground(() => runBatch(ctx, batch))
       .catch((error) => {
@@ -409,13 +437,14 @@ function startBatches(ctx: Deps, queue: IngestionState) {
       .finally(() => {
         for (const item of batch) queue.busy.delete(item.documentId);
         queue.inFlight--;
+        if (gate) gate.extraTurns--;
         schedule(ctx, queue);
       });
   }
 }
 
 function schedule(ctx: Deps, queue: IngestionState) {
-  if (queue.scheduled || !queue.pending.length || queue.inFlight >= batchesInFlight(ctx)) return;
+  if (queue.scheduled || !queue.pending.length || queue.inFlight >= batchesInFlight(ctx, queue)) return;
   queue.scheduled = true;
   // After the requests already received in this turn of the event loop have joined the queue.
   setImmediate(() => startBatches(ctx, queue));
