@@ -11,10 +11,12 @@
  * Beside the rates, the CPU each side spent per document (robust to a shared machine's load, where the
  * rates are not): kas's process (on the embedded database its database thread included), the Postgres
  * server's processes, and the floor's own process (the chunker, and the embedded database's thread).
- * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `ingest-batch embedded|postgres` runs one.
+ * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `batch-ingestion.ts embedded|postgres` runs one.
+ * kas runs with the environment's KAS_INGEST_WRITERS and KAS_BULK_INGEST_WRITERS (defaults when unset:
+ * nothing else runs, so on Postgres the bulk mode's writers write); `writers` reports them.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createDatabase, migrateToLatest } from '@kas/server';
 import { chunkDocument, rng } from '@kas/server/testing';
@@ -85,6 +87,20 @@ async function postgresCpuMs(url: string): Promise<number> {
 const perDocument = (ms: number, documents: number) => Math.round((ms / documents) * 100) / 100;
 
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+/** The writers settings kas ran with (the bench passes the environment on), defaults spelled out. */
+function writers(database: 'embedded' | 'postgres') {
+  const cores = availableParallelism();
+  const ingest = Number(process.env.KAS_INGEST_WRITERS || 0) || Math.max(1, Math.floor(cores / 2));
+  if (database === 'embedded') return { ingest_writers: 1, note: 'one statement at a time' };
+  const bulk = Number(process.env.KAS_BULK_INGEST_WRITERS || 0) || Math.max(2, cores);
+  return {
+    cores,
+    ingest_writers: ingest,
+    // Bulk mode: while a full group waits and no search or chat runs (as here), `bulk_writers` write.
+    bulk_writers: Math.max(ingest, bulk),
+  };
+}
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -228,6 +244,7 @@ async function embedded() {
         database: 'embedded',
         batch_size: BATCH,
         clients: CLIENTS,
+        writers: writers('embedded'),
         kas_http: ours,
         floor_bare_sql: floor,
       };
@@ -280,6 +297,7 @@ async function postgres() {
         database: 'postgres',
         batch_size: BATCH,
         clients: CLIENTS,
+        writers: writers('postgres'),
         kas_http: ours,
         floor_bare_sql: floor,
       };
