@@ -5,15 +5,18 @@
  * same triggers as always. The floor, in the same run: the same rows (documents, owners, the chunks
  * kas's chunker makes) written by bare multi-row statements in transactions of one batch each, from 8
  * connections on Postgres (one on the embedded database, which runs one statement at a time anyway),
- * into the same kind of freshly migrated database — the triggers that keep the search statistics
- * included, since they are part of the same rows' cost.
+ * into the same kind of freshly migrated database — each chunk's tsvector and BM25 weights computed in
+ * the statement as kas's own statements do, and the triggers that keep the search statistics included,
+ * since they are part of the same rows' cost.
  * Beside the rates, the CPU each side spent per document (robust to a shared machine's load, where the
  * rates are not): kas's process (on the embedded database its database thread included), the Postgres
  * server's processes, and the floor's own process (the chunker, and the embedded database's thread).
- * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `ingest-batch embedded|postgres` runs one.
+ * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `batch-ingestion.ts embedded|postgres` runs one.
+ * kas runs with the environment's KAS_INGEST_WRITERS and KAS_BULK_INGEST_WRITERS (defaults when unset:
+ * nothing else runs, so on Postgres the bulk mode's writers write); `writers` reports them.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFrom, createDatabase, migrateToLatest } from '@kas/server';
 import { chunkDocument, rng } from '@kas/server/testing';
@@ -84,6 +87,20 @@ async function postgresCpuMs(url: string): Promise<number> {
 const perDocument = (ms: number, documents: number) => Math.round((ms / documents) * 100) / 100;
 
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+/** The writers settings kas ran with (the bench passes the environment on), defaults spelled out. */
+function writers(database: 'embedded' | 'postgres') {
+  const cores = availableParallelism();
+  const ingest = Number(process.env.KAS_INGEST_WRITERS || 0) || Math.max(1, Math.floor(cores / 2));
+  if (database === 'embedded') return { ingest_writers: 1, note: 'one statement at a time' };
+  const bulk = Number(process.env.KAS_BULK_INGEST_WRITERS || 0) || Math.max(2, cores);
+  return {
+    cores,
+    ingest_writers: ingest,
+    // Bulk mode: while a full group waits and no search or chat runs (as here), `bulk_writers` write.
+    bulk_writers: Math.max(ingest, bulk),
+  };
+}
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -180,12 +197,17 @@ function bareWriter(execute: (statement: ReturnType<typeof sql>) => Promise<void
       owner AS (
         INSERT INTO document_by_cc_pair (document_id, cc_pair_id)
         SELECT id, ${pairId}::int FROM unnest(${ids}::text[]) AS u(id) RETURNING cc_pair_id)
-      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, section_links, token_count)
-      SELECT d, c, t, x, b, l, s::jsonb, n FROM unnest(
+      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, section_links, token_count,
+        search_vector, bm25_terms, bm25_weights, bm25_length, bm25_title_length, bm25_boost)
+      SELECT d, c, t, x, b, l, s::jsonb, n, v.vector, w.terms, w.weights, coalesce(w.len, 0), coalesce(w.tlen, 0), 1
+      FROM unnest(
         ${flat.map((c) => c.d)}::text[], ${flat.map((c) => c.chunk_id)}::int[], ${flat.map((c) => c.title)}::text[],
         ${flat.map((c) => c.content)}::text[], ${flat.map((c) => c.blurb)}::text[], ${flat.map((c) => c.link)}::text[],
         ${flat.map((c) => JSON.stringify(c.section_links))}::text[], ${flat.map((c) => c.token_count)}::int[]
-      ) AS u(d, c, t, x, b, l, s, n)`);
+      ) AS u(d, c, t, x, b, l, s, n),
+      LATERAL (SELECT setweight(to_tsvector('english', u.t), 'A') || setweight(to_tsvector('english', u.x), 'D') AS vector
+        OFFSET 0) v,
+      LATERAL kas_bm25_weights(v.vector) w`);
     return 0;
   };
 }
@@ -222,6 +244,7 @@ async function embedded() {
         database: 'embedded',
         batch_size: BATCH,
         clients: CLIENTS,
+        writers: writers('embedded'),
         kas_http: ours,
         floor_bare_sql: floor,
       };
@@ -274,6 +297,7 @@ async function postgres() {
         database: 'postgres',
         batch_size: BATCH,
         clients: CLIENTS,
+        writers: writers('postgres'),
         kas_http: ours,
         floor_bare_sql: floor,
       };

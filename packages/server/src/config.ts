@@ -187,6 +187,12 @@ const ConfigSchema = z.object({
    */
   KAS_INGEST_WRITERS: z.coerce.number().int().min(0).max(64).default(0),
   /**
+   * Postgres: ingestion transactions that run at once during a bulk load (a full group of documents
+   * waiting and no search or chat statement in this process for 2 s); 0: the machine's cores, at least 2.
+   * Not below `KAS_INGEST_WRITERS` (set it to 1, or to `KAS_INGEST_WRITERS`, for no bulk mode).
+   */
+  KAS_BULK_INGEST_WRITERS: z.coerce.number().int().min(0).max(64).default(0),
+  /**
    * Postgres: longest time (ms) a background statement (ingestion, search maintenance) holds back while
    * this process runs a request's statements, so that searches and chats get the database's CPU first; 0: never.
    */

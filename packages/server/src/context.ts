@@ -8,6 +8,7 @@ import type { SourceRegistry } from './connectors/sources/source.ts';
 import type { CpuPool } from './cpu-pool/cpu-pool.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
+import type { StatementGate } from './db/statement-gate.ts';
 import type { IngestionState } from './documents/ingestion-queue.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
@@ -27,6 +28,8 @@ export interface AppDeps {
    */
   dbRead: Db;
   dbKind: 'pglite' | 'postgres';
+  /** Postgres: the admission of background statements (bulk ingestion gives its extra writers turns). */
+  dbGate: StatementGate | null;
   logger: Logger;
   rateLimiter: RateLimiter;
   /** Credential → actor and the key list; on Postgres with cross-process invalidation (auth/pg-auth-cache.ts). */

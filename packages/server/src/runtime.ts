@@ -123,6 +123,7 @@ export async function createRuntime(
       db: database.db,
       dbRead: database.read,
       dbKind: database.kind,
+      dbGate: database.gate ?? null,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
       authCache,

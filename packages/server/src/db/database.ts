@@ -53,6 +53,8 @@ export interface DatabaseHandle {
   kind: 'pglite' | 'postgres';
   /** The node-postgres pool in server mode; used by stores that speak pg directly. */
   pool?: pg.Pool;
+  /** Postgres: the admission of background statements on `db`'s pool (`StatementGate`). */
+  gate?: StatementGate;
   /** Embedded only: a consistent gzipped tarball of the data directory (PGlite's layout); see snapshot.ts. */
   snapshot?: () => Promise<Uint8Array>;
   /** Embedded only: the size of PGlite's WebAssembly memory (it grows and never shrinks), for diagnostics. */
@@ -300,7 +302,7 @@ const BACKGROUND_TURN_MAX_WAIT_MS = 2000;
  * (`StatementGate`). Only the promise form of `query` (Kysely's) is gated; a callback or a cursor goes
  * as it is.
  */
-function gateStatements(pool: pg.Pool, maxWaitMs: number, maxBackground: number): void {
+function gateStatements(pool: pg.Pool, maxWaitMs: number, maxBackground: number): StatementGate {
   const gate = new StatementGate({
     lingerMs: FOREGROUND_LINGER_MS,
     maxWaitMs,
@@ -317,6 +319,7 @@ function gateStatements(pool: pg.Pool, maxWaitMs: number, maxBackground: number)
         : query(...args);
     };
   });
+  return gate;
 }
 
 /** A data directory that cannot be used, said in one line (a file in its place, no permission, a read-only disk). */
@@ -342,7 +345,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     // Without a listener, an idle connection dropped by the server would crash the process.
     pool.on('error', options.onPoolError ?? (() => {}));
     prepareStatements(pool);
-    gateStatements(
+    const gate = gateStatements(
       pool,
       config.KAS_BACKGROUND_YIELD_MS,
       config.KAS_BACKGROUND_STATEMENTS ||
@@ -351,7 +354,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
     );
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...slowQueryLog(options) });
     if (!config.DATABASE_READ_URLS.length)
-      return { db, read: db, kind: 'postgres', pool, close: () => db.destroy() };
+      return { db, read: db, kind: 'postgres', pool, gate, close: () => db.destroy() };
     const replicas = new ReadRouter({
       primary: pool,
       primaryUrl: config.DATABASE_URL,
@@ -378,6 +381,7 @@ export async function createDatabase(config: Config, options: CreateDbOptions = 
       replicas,
       kind: 'postgres',
       pool,
+      gate,
       close: async () => {
         await read.destroy();
         await replicas.close();

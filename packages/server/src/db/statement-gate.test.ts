@@ -47,6 +47,39 @@ describe('background statements take turns', () => {
     expect(gate.backgroundInFlight).toBe(0);
   });
 
+  it('get extra turns while a bulk load asks for them, and count how long requests have been absent', async () => {
+    const gate = new StatementGate({ lingerMs: 0, maxWaitMs: 0, maxBackground: 1 });
+    const log: string[] = [];
+    const statements = ['a', 'b', 'c'].map((name) => held(log, name));
+    const runs = statements.map((s) => inBackground(() => gate.run(s.run)));
+    await turn();
+    expect(log).toEqual(['a started']);
+    gate.extraTurns++;
+    // The next statement to settle or arrive lets the waiting one take the new turn.
+    const d = held(log, 'd');
+    const running = inBackground(() => gate.run(d.run));
+    await turn();
+    expect(log).toEqual(['a started', 'b started']);
+    gate.extraTurns--;
+    statements[0]!.end();
+    await turn();
+    expect(log).toEqual(['a started', 'b started', 'a ended']);
+    statements[1]!.end();
+    await turn();
+    expect(log.at(-1)).toBe('c started');
+    statements[2]!.end();
+    d.end();
+    await Promise.all([...runs, running]);
+
+    const request = held(log, 'request');
+    const requestRun = gate.run(request.run);
+    expect(gate.requestsIdleMs).toBe(0);
+    request.end();
+    await requestRun;
+    await turn();
+    expect(gate.requestsIdleMs).toBeGreaterThanOrEqual(15);
+  });
+
   it("leave requests' statements alone: they never wait for a turn", async () => {
     const gate = new StatementGate({ lingerMs: 0, maxWaitMs: 0, maxBackground: 1 });
     const log: string[] = [];

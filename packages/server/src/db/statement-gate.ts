@@ -25,6 +25,11 @@ export class StatementGate {
   readonly #maxSlotWaitMs: number;
   #inFlight = 0;
   #backgroundInFlight = 0;
+  /**
+   * Turns added to `maxBackground` for a while: ingestion's extra writers during a bulk load
+   * (documents/service/ingest.ts), each with a turn of its own. Ignored when turns are unbounded.
+   */
+  extraTurns = 0;
   #lastEnded = Number.NEGATIVE_INFINITY;
   #waiters: Waiter[] = [];
   #timer: NodeJS.Timeout | undefined;
@@ -44,6 +49,11 @@ export class StatementGate {
   /** Whether a request's statement runs, or ended less than the linger ago. */
   get busy(): boolean {
     return this.#inFlight > 0 || performance.now() - this.#lastEnded < this.#lingerMs;
+  }
+
+  /** Milliseconds since a request's statement last ended; 0 while one runs. */
+  get requestsIdleMs(): number {
+    return this.#inFlight > 0 ? 0 : performance.now() - this.#lastEnded;
   }
 
   /** Background statements running now (admitted and not yet settled). */
@@ -108,7 +118,7 @@ export class StatementGate {
   }
 
   #hasSlot(): boolean {
-    return this.#maxBackground <= 0 || this.#backgroundInFlight < this.#maxBackground;
+    return this.#maxBackground <= 0 || this.#backgroundInFlight < this.#maxBackground + this.extraTurns;
   }
 
   /**

@@ -171,22 +171,42 @@ const CHUNK_COLUMNS = [
   'link',
   'section_links',
   'token_count',
+  'search_vector',
+  'bm25_terms',
+  'bm25_weights',
+  'bm25_length',
+  'bm25_title_length',
+  'bm25_boost',
 ] as const;
 
 /**
  * The rows of these chunks as one `SELECT` over arrays: eight bind parameters whatever the number of
  * chunks (a multi-row `VALUES` takes eight per chunk, and both databases refuse more than 65,535: a
- * document of more than 8,191 chunks could not be written).
+ * document of more than 8,191 chunks could not be written). Each chunk's tsvector, BM25 weights and
+ * boost are computed here, set-based, exactly as the row trigger computes them for a row inserted
+ * without them (migrations 0030, 0032): the average lengths are read once per statement rather than
+ * once per chunk. The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into
+ * each of its two uses). A new document inserted by the same statement is not visible to the boost's
+ * lookup, which then gives 1, its boost of 0's factor, as for a document found with boost 0.
  */
 function chunkRows(documents: { id: string; chunks: Chunk[] }[]) {
   const column = <T>(pick: (c: Chunk) => T) => documents.flatMap((d) => d.chunks.map(pick));
   const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
-  // Raw SQL: `unnest` of several arrays (one row per chunk), which the builder cannot express.
-  return sql`SELECT d, c, t, x, b, l, s::jsonb, n FROM unnest(
-    ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
-    ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
-    ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
-  ) AS u(d, c, t, x, b, l, s, n)`;
+  // Raw SQL: `unnest` of several arrays (one row per chunk) and the full-text functions, which the
+  // builder cannot express.
+  return sql`SELECT u.d, u.c, u.t, u.x, u.b, u.l, u.s::jsonb, u.n, v.vector, w.terms, w.weights,
+      coalesce(w.len, 0), coalesce(w.tlen, 0),
+      coalesce((SELECT kas_boost_factor(doc.boost) FROM documents doc WHERE doc.id = u.d), 1)
+    FROM unnest(
+      ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
+      ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
+      ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
+    ) AS u(d, c, t, x, b, l, s, n),
+    LATERAL (
+      SELECT setweight(to_tsvector('english', u.t), 'A') || setweight(to_tsvector('english', u.x), 'D') AS vector
+      OFFSET 0
+    ) v,
+    LATERAL kas_bm25_weights(v.vector) w`;
 }
 
 /**

@@ -49,13 +49,18 @@ export interface ChunksTable {
   link: string | null;
   section_links: Json<Record<string, string>>;
   token_count: number;
-  search_vector: ColumnType<string, never, never>;
-  /** The BM25 index of the chunk, kept by a trigger (migration 0011) and read by search's ranking SQL. */
-  bm25_terms: ColumnType<string[], never, never>;
-  bm25_weights: ColumnType<number[], never, never>;
-  bm25_length: ColumnType<number, never, never>;
-  bm25_title_length: ColumnType<number, never, never>;
-  bm25_boost: ColumnType<number, never, never>;
+  /**
+   * The chunk's tsvector and BM25 index, read by search's ranking SQL: computed by the statement that
+   * inserts it (`chunkRows` in documents.repository.ts), or else by a row trigger (migrations 0011,
+   * 0032), which also recomputes them when the title or content changes. Inserted only by `chunkRows`
+   * (never as values of kas's own), never updated.
+   */
+  search_vector: ColumnType<string, string, never>;
+  bm25_terms: ColumnType<string[], string[], never>;
+  bm25_weights: ColumnType<number[], number[], never>;
+  bm25_length: ColumnType<number, number, never>;
+  bm25_title_length: ColumnType<number, number, never>;
+  bm25_boost: ColumnType<number, number, never>;
 }
 
 export interface SearchVocabularyTable {

@@ -62,3 +62,45 @@ describe('search statistics of new documents written in several statements', () 
       });
   });
 });
+
+describe('the search index of chunks inserted by ingestion', () => {
+  /** A few ~300-word documents; more than 20 chunks in all, so the weights use real average lengths. */
+  const input = (i: number, text?: string) => {
+    const words = Array.from({ length: 700 }, (_, k) => `${WORDS[(i * 5 + k * k) % WORDS.length]}${k % 17}`);
+    return {
+      id: `indexed-${i}`,
+      semantic_identifier: `Survey ${i} of the ${WORDS[i % WORDS.length]}`,
+      sections: [{ text: text ?? words.join(' '), link: null }],
+    };
+  };
+
+  it('is, to the bit, what the row trigger computes for the same chunks', async () => {
+    // One at a time (each its own statement) and several in one group commit.
+    for (let i = 0; i < 4; i++) await t.admin().documents.ingest({ document: input(i) });
+    await t.admin().documents.ingestBatch({ documents: Array.from({ length: 8 }, (_, i) => input(4 + i)) });
+    await t.deps.search.maintain?.();
+    // A boosted document replaced: its new chunks read the boost in their statement.
+    await sql`UPDATE documents SET boost = 3 WHERE id = 'indexed-3'`.execute(t.deps.db);
+    await t.admin().documents.ingest({ document: input(3, 'marsh heron tide census. reed burrow estuary') });
+    const columns = sql`document_id, chunk_id, search_vector::text AS vector, bm25_terms::text AS terms,
+      bm25_weights::text AS weights, bm25_length AS len, bm25_title_length AS tlen, bm25_boost AS boost`;
+    const stored = await sql<Record<string, unknown>>`SELECT ${columns} FROM chunks
+      ORDER BY document_id, chunk_id`.execute(t.deps.db);
+    expect(stored.rows.length).toBeGreaterThan(20);
+    expect(stored.rows.find((r) => r.document_id === 'indexed-3')?.boost).not.toBe(1);
+    const rollback = new Error('rollback');
+    await t.deps.db
+      .transaction()
+      .execute(async (trx) => {
+        // An update of the title (to the same value) makes the row trigger compute them again.
+        await sql`UPDATE chunks SET title = title`.execute(trx);
+        const recomputed = await sql<Record<string, unknown>>`SELECT ${columns} FROM chunks
+          ORDER BY document_id, chunk_id`.execute(trx);
+        expect(recomputed.rows).toEqual(stored.rows);
+        throw rollback;
+      })
+      .catch((error: unknown) => {
+        if (error !== rollback) throw error;
+      });
+  });
+});

@@ -59,14 +59,18 @@ async function updateExisting(
 }
 
 /**
- * Chunks written by one statement of a transaction. The embedded database serves one statement at a
- * time and its triggers index ~1–2 ms of chunk per chunk: 16 chunks keep others waiting ~20–40 ms at
- * most. On Postgres a request's statements run beside them, but a background statement already running
- * keeps its CPU (`KAS_BACKGROUND_YIELD_MS` holds back only the next one): 64 chunks (~100–200 ms of a
- * Postgres process on a loaded 2-core machine) rather than 256, with no loss of ingestion speed
- * measured; the parameters of each are encoded on the event loop in a few milliseconds.
+ * Chunks written by one statement of a transaction. On Postgres a request's statements run beside
+ * them, but a background statement already running keeps its CPU (`KAS_BACKGROUND_YIELD_MS` holds back
+ * only the next one): 64 chunks (~100–200 ms of a Postgres process on a loaded 2-core machine) rather
+ * than 256, with no loss of ingestion speed measured; the parameters of each are encoded on the event
+ * loop in a few milliseconds. The embedded database hands its one connection to a whole transaction
+ * (`ConnectionLock`), so smaller statements within one let no search in: all of a transaction's chunks
+ * go in one statement there, which cost its thread ~25 % less CPU per ~300-word document than 16 chunks
+ * per statement (1.65–1.98 ms instead of 2.3–2.6 for the group's writes: each statement is planned, and
+ * captures its rows for the statement trigger). Large new documents are written in stages instead,
+ * outside a transaction (`writeStaged`).
  */
-const PGLITE_CHUNKS_PER_STATEMENT = 16;
+const PGLITE_CHUNKS_PER_STATEMENT = Number.POSITIVE_INFINITY;
 const POSTGRES_CHUNKS_PER_STATEMENT = 64;
 
 function chunksPerStatement(ctx: Pick<Deps, 'dbKind'>): number {
@@ -236,9 +240,22 @@ interface Pending extends QueuedIngestion {
   reject(error: unknown): void;
 }
 
-/** Most documents and chunks written by one group commit (bounds statement size and lock time). */
-const BATCH_DOCUMENTS = 64;
+/**
+ * Most documents and chunks written by one group commit (bounds statement size and lock time). The
+ * search statistics gain one delta row per distinct term of a group (`insertNewDocuments`), which
+ * maintenance folds and deletes again: ~300-word documents bring 42 rows per document in groups of 64,
+ * 15 in groups of 256 (words follow Zipf's law), so on Postgres groups of 256 cost the database ~20 %
+ * less CPU per document (1.10 → 0.87 ms, 8 clients posting batches of 100). On the embedded database a
+ * group's transaction holds the only connection (searches wait for all of it): 64 there, which measured
+ * no worse per document.
+ */
+const POSTGRES_BATCH_DOCUMENTS = 256;
+const PGLITE_BATCH_DOCUMENTS = 64;
 const BATCH_CHUNKS = 2000;
+
+function batchDocuments(ctx: Pick<Deps, 'dbKind'>): number {
+  return ctx.dbKind === 'pglite' ? PGLITE_BATCH_DOCUMENTS : POSTGRES_BATCH_DOCUMENTS;
+}
 
 /**
  * Writes several requests' documents in one transaction (group commit): one durable commit and a few
@@ -333,13 +350,37 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
  * 2 cores two such writers left a search's own process a third of the CPU, and its bare statements'
  * p99 rose from 19 to 131 ms while 8 clients ingested 5 MB documents. One batch is still being written
  * while the next one gathers the requests that arrive meanwhile (group commit).
+ *
+ * A bulk load on Postgres (`bulkLoad`) gets `KAS_BULK_INGEST_WRITERS` (by default the machine's cores,
+ * at least 2), each extra writer with a background turn of its own (`StatementGate.extraTurns`): with
+ * nobody searching, one writer left a core idle (799 docs/s on 2 cores, 2 writers 1,204). As soon as a
+ * request's statement runs, no further extra batch starts, and those in flight hold back as always.
  */
-function batchesInFlight(ctx: Pick<Deps, 'config'>): number {
-  return ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+function batchesInFlight(ctx: Pick<Deps, 'config' | 'dbKind' | 'dbGate'>, queue: IngestionState): number {
+  const writers = ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+  const bulk = ctx.config.KAS_BULK_INGEST_WRITERS || DEFAULT_BULK_WRITERS;
+  return bulk > writers && bulkLoad(ctx, queue) ? bulk : writers;
+}
+
+/**
+ * Requests' statements have been absent this long for a bulk load (a search runs a few within
+ * milliseconds; a chat's, between the model's tokens, within a second or two).
+ */
+const BULK_QUIET_MS = 2000;
+
+/**
+ * Whether the queue holds a bulk load: a full group waiting beside those being written, on Postgres,
+ * while this process has run no request's statement for `BULK_QUIET_MS`.
+ */
+function bulkLoad(ctx: Pick<Deps, 'dbKind' | 'dbGate'>, queue: IngestionState): boolean {
+  return (
+    !!ctx.dbGate && queue.pending.length >= batchDocuments(ctx) && ctx.dbGate.requestsIdleMs >= BULK_QUIET_MS
+  );
 }
 
 /** Read once: `availableParallelism()` asks the system each time, and this is asked for every document. */
 const DEFAULT_WRITERS = Math.max(1, Math.floor(availableParallelism() / 2));
+const DEFAULT_BULK_WRITERS = Math.max(2, availableParallelism());
 
 /** The system ingestion pair's id, cached in the state (a failed or empty lookup is tried again). */
 function systemPairIdOf(ctx: Deps): Promise<number | undefined> {
@@ -361,11 +402,12 @@ function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] 
   const rest: Pending[] = [];
   const ids = new Set<string>();
   let chunks = 0;
+  const most = batchDocuments(ctx);
   // Every queued request was pushed by `ingestDocument` below, as a `Pending`.
   for (const item of queue.pending as Pending[]) {
     // A document written in stages goes alone (a batch is one transaction).
     const full =
-      batch.length >= BATCH_DOCUMENTS ||
+      batch.length >= most ||
       (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS) ||
       (batch.length > 0 && (isStaged(ctx, chunks) || isStaged(ctx, item.p.chunks.length)));
     if (full || ids.has(item.documentId) || queue.busy.has(item.documentId)) {
@@ -382,11 +424,15 @@ function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] 
 
 function startBatches(ctx: Deps, queue: IngestionState) {
   queue.scheduled = false;
-  while (queue.pending.length && queue.inFlight < batchesInFlight(ctx)) {
+  const writers = ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+  while (queue.pending.length && queue.inFlight < batchesInFlight(ctx, queue)) {
+    // A bulk load's extra writer: its statements get a background turn of their own.
+    const gate = queue.inFlight >= writers ? ctx.dbGate : undefined;
     const batch = takeBatch(ctx, queue);
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
     queue.inFlight++;
+    if (gate) gate.extraTurns++;
     // Bulk work: on the embedded database, reads waiting for its one connection go first.
     void inBackground(() => runBatch(ctx, batch))
       .catch((error) => {
@@ -395,13 +441,14 @@ function startBatches(ctx: Deps, queue: IngestionState) {
       .finally(() => {
         for (const item of batch) queue.busy.delete(item.documentId);
         queue.inFlight--;
+        if (gate) gate.extraTurns--;
         schedule(ctx, queue);
       });
   }
 }
 
 function schedule(ctx: Deps, queue: IngestionState) {
-  if (queue.scheduled || !queue.pending.length || queue.inFlight >= batchesInFlight(ctx)) return;
+  if (queue.scheduled || !queue.pending.length || queue.inFlight >= batchesInFlight(ctx, queue)) return;
   queue.scheduled = true;
   // After the requests already received in this turn of the event loop have joined the queue.
   setImmediate(() => startBatches(ctx, queue));

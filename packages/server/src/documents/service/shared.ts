@@ -5,10 +5,14 @@ import type { DbExecutor } from '../../db/database.ts';
 import { AppError } from '../../errors.ts';
 import * as documentsRepository from '../documents.repository.ts';
 
-/** What the documents services use of the application. */
+/**
+ * What the documents services use of the application; the statement gate when the caller has it
+ * (bulk ingestion's extra writers, `service/ingest.ts`).
+ */
 export type DocumentsDeps = ServiceContext<
   'db' | 'search' | 'logger' | 'ingestion' | 'cpu' | 'config' | 'dbKind'
->;
+> &
+  Partial<ServiceContext<'dbGate'>>;
 
 /**
  * The CC pairs whose documents the actor may read and change through the ingestion API: all for
