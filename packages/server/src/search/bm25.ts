@@ -71,9 +71,7 @@ export interface PlanLimits {
   fullBudget: number;
   /**
    * Champion candidates scored exactly (at least four times the result limit): those with the highest
-   * score the champion lists alone give them. At 1M generated chunks, queries of two very common words
-   * agreed with exhaustive BM25 on 0.91 of the top 10 with 200, 0.95 with 400 (admin search, for 100
-   * results, scores 400 anyway).
+   * score the champion lists alone give them.
    */
   scoredChampions: number;
 }
@@ -93,7 +91,7 @@ export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   sampledChunks: 1000,
   alwaysFullDf: 1000,
   fullBudget: 0,
-  scoredChampions: 400,
+  scoredChampions: 200,
 };
 
 /**
