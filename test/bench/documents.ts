@@ -16,7 +16,8 @@
  * BENCH_SEARCH_DATA_DIR keeps the embedded search index between runs (a smaller kept index is extended,
  * an interrupted seed resumes), and BENCH_SEARCH_SEED_ONLY=1 stops after seeding it; BENCH_KEEP_PG_DIR
  * keeps the Postgres cluster in that directory (seeded when it holds too few chunks; reused, its champion
- * lists are first dropped, as a load leaves them, so that the maintenance measured is the one after a load).
+ * lists are first dropped, as a load leaves them, so that the maintenance measured is the one after a load;
+ * with BENCH_KEEP_LISTS=1 they are kept, to measure searches again without that maintenance).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, rmSync } from 'node:fs';
@@ -335,7 +336,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     const stored = Number(
       (await sql<{ n: string }>`SELECT count(*) AS n FROM chunks`.execute(db)).rows[0]!.n,
     );
-    if (postgres && stored >= SEARCH_CHUNKS) {
+    if (postgres && stored >= SEARCH_CHUNKS && !process.env.BENCH_KEEP_LISTS) {
       await sql`DELETE FROM search_champions`.execute(db);
       await sql`UPDATE search_terms SET champions_df = NULL, champion_floor = NULL WHERE champions_df IS NOT NULL`.execute(
         db,
@@ -506,7 +507,8 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       });
       return rows.length;
     };
-    // Top-10 agreement of the index with exhaustive BM25, per kind of query.
+    // Top-10 agreement of the index with exhaustive BM25, per kind of query, and for the two-word ones
+    // of each kind apart (a chunk holding both words at good weights may be on neither word's list).
     const agreement: Record<string, number[]> = { rare: [], mid: [], common: [] };
     for (const q of queries.slice(0, AGREEMENT_QUERIES)) {
       const { plan, must } = await planOf(q.query);
@@ -527,9 +529,9 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       });
       if (!exact.length) continue;
       const expected = new Set(exact.map((h) => `${h.document_id}/${h.chunk_id}`));
-      agreement[q.kind]!.push(
-        fast.filter((h) => expected.has(`${h.document_id}/${h.chunk_id}`)).length / exact.length,
-      );
+      const share = fast.filter((h) => expected.has(`${h.document_id}/${h.chunk_id}`)).length / exact.length;
+      agreement[q.kind]!.push(share);
+      if (q.query.includes(' ')) (agreement[`${q.kind}_two_words`] ??= []).push(share);
     }
     const meanAgreement = Object.fromEntries(
       Object.entries(agreement).map(([k, v]) => [

@@ -503,3 +503,53 @@ describe('champion lists: queries of frequent words only, lists not built yet, l
     expect(await listOf(b)).toEqual(one.b.slice(0, 30));
   });
 });
+
+describe('champion lists of very common words hold a share of their chunks', () => {
+  const t = useTestRuntime();
+  const [a, b, filler] = vocabulary(3) as [string, string, string];
+  // Each word in 400 of 780 chunks: by √df its list would hold 57 (20 · √(400 / 50)), all of them the
+  // 60 chunks holding it three times; a quarter of its chunks is 100.
+  const limits = {
+    champions: 20,
+    championsGrowthDf: 50,
+    championsShare: 0.25,
+    alwaysFullDf: 25,
+    fullBudget: 0,
+    conjunctiveBudget: 0,
+    scoredChampions: 0,
+    buildOnDemandDf: 1000,
+  };
+  let index: PostgresSearchIndex;
+
+  beforeAll(async () => {
+    index = createPostgresSearchIndex(t.deps.db, { limits });
+    // Ten words per chunk, one title word: weights differ only by how often a word occurs.
+    const chunk = (id: string, words: string[]) => ({
+      id,
+      title: filler,
+      content: [...words, ...Array(10 - words.length).fill(filler)].join(' '),
+    });
+    const docs = [
+      ...Array.from({ length: 60 }, (_, i) => chunk(`a3-${i}`, [a, a, a])),
+      ...Array.from({ length: 60 }, (_, i) => chunk(`b3-${i}`, [b, b, b])),
+      // Twice each word: on neither √df list, but they outrank every chunk holding one word three times.
+      ...Array.from({ length: 20 }, (_, i) => chunk(`ab-${i}`, [a, a, b, b])),
+      ...Array.from({ length: 320 }, (_, i) => chunk(`a1-${i}`, [a])),
+      ...Array.from({ length: 320 }, (_, i) => chunk(`b1-${i}`, [b])),
+    ];
+    await insertDocuments(t.deps.db, docs);
+    await index.maintain();
+  });
+  afterAll(async () => {
+    await index?.close();
+  });
+
+  it('ranks the chunks holding both words of a two-word query first', async () => {
+    const hits = await index.search({ query: `${a} ${b}`, filters: {}, access: ALL, limit: 10 });
+    expect(hits.map((h) => h.document_id.split('-')[0])).toEqual(Array(10).fill('ab'));
+    expectSameRanking(hits, exhaustiveBm25(await loadCorpus(t.deps.db), [a, b]));
+    const size = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM search_champions WHERE term = ${a}`.execute(t.deps.db);
+    expect(size.rows[0]!.n).toBe(100);
+  });
+});

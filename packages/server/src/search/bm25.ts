@@ -12,7 +12,7 @@
  *     the next rarest while their summed frequencies fit `fullBudget`, none by default), found through
  *     the GIN index;
  *   - for each remaining (frequent) term, its champion list: the chunks with the highest weight for
- *     that term (`championsFor`: 300, more for a term in more than 50k chunks);
+ *     that term (`championsFor`: 300; past 50k chunks, more with √df and at least 1 % of them);
  *   - when the query has only frequent terms and few chunks are expected to hold all of them, those
  *     chunks (found by intersecting the terms' postings in the GIN index): a chunk with two of the
  *     query's words at ordinary weights ranks high but is on neither list.
@@ -50,6 +50,12 @@ export interface PlanLimits {
    */
   championsGrowthDf: number;
   /**
+   * Past `championsGrowthDf`, at least this share of a term's chunks is on its list: a query made of
+   * two very common words ranks chunks that hold both at good, not top, weights, and √df lists of the
+   * two words left most of them out.
+   */
+  championsShare: number;
+  /**
    * A query made only of frequent terms also scores every chunk that contains all of them when that
    * set is expected to be this small (the GIN index intersects the postings cheaply): a chunk with
    * two of the query's words, each at an ordinary weight, is on neither list but ranks high.
@@ -79,6 +85,7 @@ export interface PlanLimits {
 export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   champions: 300,
   championsGrowthDf: 50_000,
+  championsShare: 0.01,
   conjunctiveBudget: 2000,
   buildOnDemandDf: 20_000,
   sampledChunks: 1000,
@@ -87,10 +94,16 @@ export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   scoredChampions: 200,
 };
 
-/** The length of a term's champion list: `champions`, growing with √df beyond `championsGrowthDf`. */
+/**
+ * The length of a term's champion list: `champions`, growing with √df beyond `championsGrowthDf`, and
+ * at least `championsShare` of its chunks there.
+ */
 export function championsFor(df: number, limits: PlanLimits = DEFAULT_PLAN_LIMITS): number {
   if (df <= limits.championsGrowthDf) return limits.champions;
-  return Math.round(limits.champions * Math.sqrt(df / limits.championsGrowthDf));
+  return Math.max(
+    Math.round(limits.champions * Math.sqrt(df / limits.championsGrowthDf)),
+    Math.round(df * limits.championsShare),
+  );
 }
 
 /** How many champion candidates a query for `limit` results scores exactly. */
