@@ -355,18 +355,22 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     const before = (await whole()).rows;
     // Small ranges first (doubling: every statement is quick here), so that floors rise between
     // them; a few terms per write.
-    const floors = await searchRepository.buildChampionsInSteps(db, terms, limits.champions, {
-      firstPages: 2,
-      stepMs: 1e6,
-      termsPerWrite: 7,
-    });
+    const floors = await searchRepository.buildChampionsInSteps(
+      db,
+      terms.map((term) => ({ ...term, size: limits.champions })),
+      { firstPages: 2, stepMs: 1e6, termsPerWrite: 7 },
+    );
     expect(await lists()).toEqual(oneByOne);
     if (testDbKind() === 'pglite') expect((await whole()).rows).toEqual(before);
     expect(floors?.size).toBe(terms.length);
     // Told to stop, it writes nothing.
     await sql`UPDATE search_terms SET champions_df = 1 WHERE term = ${terms[0]!.term}`.execute(db);
     expect(
-      await searchRepository.buildChampionsInSteps(db, terms, limits.champions, { stop: () => true }),
+      await searchRepository.buildChampionsInSteps(
+        db,
+        terms.map((term) => ({ ...term, size: limits.champions })),
+        { stop: () => true },
+      ),
     ).toBeNull();
     expect(
       Number(
@@ -501,5 +505,24 @@ describe('champion lists: queries of frequent words only, lists not built yet, l
     );
     expect(await listOf(a)).toEqual(one.a);
     expect(await listOf(b)).toEqual(one.b.slice(0, 30));
+  });
+
+  it('on the embedded database, maintenance’s pass in short steps sizes each list by its term’s frequency too', async () => {
+    const db = t.deps.db;
+    // Lists of 2 growing with √df past 50: 40 for a term in 20,201 chunks, which the embedded
+    // database's maintenance leaves to its pass over the chunks (more than 10,000).
+    const embedded = createPostgresSearchIndex(db, { limits: { ...limits, champions: 2 }, embedded: true });
+    await searchRepository.foldTermDeltas(db);
+    await sql`UPDATE search_terms SET df = df + 20000, champions_df = NULL WHERE term = ${a}`.execute(db);
+    try {
+      await embedded.maintain();
+      const list = await listOf(a);
+      expect(list).toHaveLength(40);
+      // The word's 40 chunks holding it three times, best by weight then key, as one list's build.
+      expect(list.every((id) => Number(id.split('-')[1]) < 40)).toBe(true);
+    } finally {
+      await embedded.close();
+      await sql`UPDATE search_terms SET df = df - 20000 WHERE term = ${a}`.execute(db);
+    }
   });
 });

@@ -209,9 +209,11 @@ export function createPostgresSearchIndex(
         // too frequent for that are made by the pass too, however few.
         const pass = together ? stale : stale.filter((t) => t.df > EMBEDDED_LIST_SCAN_DF);
         if (pass.length) {
-          const built = await searchRepository.buildChampionsInSteps(db, pass, limits.champions, {
-            stop: () => closed,
-          });
+          const built = await searchRepository.buildChampionsInSteps(
+            db,
+            pass.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
+            { stop: () => closed },
+          );
           if (!built) return false;
           rebuilt += pass.length;
         }

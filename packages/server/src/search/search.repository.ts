@@ -557,8 +557,7 @@ function byWeight(a: Posting, b: Posting): number {
  */
 export async function buildChampionsInSteps(
   db: Kysely<Database>,
-  terms: { term: string; df: number }[],
-  size: number,
+  terms: { term: string; df: number; size: number }[],
   options: { stepMs?: number; firstPages?: number; termsPerWrite?: number; stop?: () => boolean } = {},
 ): Promise<Map<string, number> | null> {
   const stepMs = options.stepMs ?? 50;
@@ -572,8 +571,10 @@ export async function buildChampionsInSteps(
    * theirs exactly); none until it has `size`.
    */
   const last = new Map<string, Posting>();
+  const sizeOf = new Map(terms.map((t) => [t.term, t.size]));
   // A term's postings back to its best `size`, whose last is then its floor.
   const trim = (term: string, list: Posting[]) => {
+    const size = sizeOf.get(term)!;
     list.sort(byWeight);
     list.length = Math.min(list.length, size);
     if (list.length === size) last.set(term, list[size - 1]!);
@@ -619,6 +620,7 @@ export async function buildChampionsInSteps(
     }
     for (const term of touched) {
       const list = best.get(term)!;
+      const size = sizeOf.get(term)!;
       // A first floor as soon as there are `size`; then trimmed each time the list doubles.
       if (list.length >= 2 * size || (list.length >= size && !last.has(term))) trim(term, list);
     }
@@ -630,16 +632,24 @@ export async function buildChampionsInSteps(
   }
   for (const [term, list] of best) {
     trim(term, list);
+    const size = sizeOf.get(term)!;
     floors.set(term, list.length < size ? 0 : list[size - 1]!.weight);
   }
   // ~1,200 rows per transaction: writing a list costs ~0.2 ms per row (its keys, the chunk's existence),
   // and 6,000 rows took 1–2 s at 200k chunks on a loaded machine.
-  const perWrite = options.termsPerWrite ?? Math.max(1, Math.floor(1200 / size));
   const sorted = [...names].sort();
   const dfOf = new Map(terms.map((t) => [t.term, t.df]));
-  for (let i = 0; i < sorted.length; i += perWrite) {
+  for (let i = 0; i < sorted.length; ) {
     if (options.stop?.()) return null;
-    const group = sorted.slice(i, i + perWrite);
+    let end = i + 1;
+    if (options.termsPerWrite) end = i + options.termsPerWrite;
+    else
+      for (let rows = sizeOf.get(sorted[i]!)!; end < sorted.length; end++) {
+        rows += sizeOf.get(sorted[end]!)!;
+        if (rows > 1200) break;
+      }
+    const group = sorted.slice(i, end);
+    i = end;
     const rows = group.flatMap((term) => best.get(term)!.map((p) => ({ term, ...p })));
     await db.transaction().execute(async (trx) => {
       // The terms' statistics rows first, in one order (as a single list's build takes its own).
