@@ -22,7 +22,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '@kas/rest-bridge';
 import { configFrom } from '@kas/server';
@@ -116,6 +116,8 @@ function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2));
 }
+
+const loadAverage = () => loadavg().map((n) => Number(n.toFixed(1)));
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -310,8 +312,9 @@ async function benchSearch(database: 'embedded' | 'postgres') {
   const running = await startServer(config, { worker: false });
   const db = running.runtime.deps.db;
   // Progress on stderr, so that a long run (BENCH_SEARCH_CHUNKS=1000000) reports each stage as it ends.
+  // With the machine's load average (1, 5, 15 minutes): figures on a shared machine depend on it.
   const note = (what: object) =>
-    console.error(JSON.stringify({ at: new Date().toISOString(), database, ...what }));
+    console.error(JSON.stringify({ at: new Date().toISOString(), database, load: loadAverage(), ...what }));
   const indexMb = async () => {
     const sizes = (
       await sql<{ database: number; chunks: number; statistics: number }>`
@@ -449,6 +452,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       await work;
     }
     const maintainSeconds = (performance.now() - maintainStarted) / 1000;
+    const maintenanceLoad = loadAverage();
     note({ maintenance_seconds: Math.round(maintainSeconds), rounds, during_maintenance: duringMaintenance });
     await sql`ANALYZE`.execute(db);
     const indexSizes = await indexMb();
@@ -536,6 +540,10 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       ]),
     );
 
+    const agreementSample = Object.fromEntries(Object.entries(agreement).map(([k, v]) => [k, v.length]));
+    note({ top10_agreement_with_exhaustive_bm25: meanAgreement, queries: agreementSample });
+    const loads: Record<string, number[]> = { maintenance: maintenanceLoad, agreement: loadAverage() };
+
     type Run = (q: string) => Promise<number>;
     const summarise = (kinds: string[], times: number[]) => {
       const byKind: Record<string, number[]> = { all: [], rare: [], mid: [], common: [] };
@@ -573,6 +581,8 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       );
     };
     const [ours, bare, rankingOnly] = await measure([httpSearch, bareSql, rankingOnlySql]);
+    loads.latency = loadAverage();
+    note({ ours_http: ours!.all, bare_sql: bare!.all });
     const [naive] = await measure([naiveSql], queries.slice(0, EXHAUSTIVE_QUERIES));
     return {
       database,
@@ -584,6 +594,9 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       index_mb: indexSizes,
       search_during_maintenance_http: duringMaintenance,
       top10_agreement_with_exhaustive_bm25: meanAgreement,
+      top10_agreement_queries: agreementSample,
+      // The load average (1, 5, 15 minutes) as each stage ended.
+      load_average: loads,
       ours_http: ours,
       bare_sql: bare,
       http_over_bare: {
