@@ -471,7 +471,8 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     // As admin search issues them: hidden documents included, its limit, scored champions, and the
     // rows of the chunks shown (each document's best), returned with the ranking where the index does
     // that (PGlite), else read by key after it (Postgres).
-    const { rowsWithRanking } = running.runtime.deps.search as PostgresSearchIndex;
+    // With the index's own limits (the embedded database scores more champion candidates).
+    const { rowsWithRanking, limits } = running.runtime.deps.search as PostgresSearchIndex;
     const bareStatement = (rows: boolean) => async (query: string) => {
       const { plan, must } = await planOf(query);
       const hits = await searchRepository.bm25Search(db, {
@@ -480,7 +481,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         filters: { include_hidden: true },
         access: ALL,
         limit: ADMIN_SEARCH_CHUNKS,
-        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS),
+        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, limits),
         ...(rows && rowsWithRanking ? { rows: { perDocument: ADMIN_SEARCH_DOCUMENTS } } : {}),
       });
       if (rows && !rowsWithRanking) {
@@ -518,7 +519,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         filters: {},
         access: ALL,
         limit: 10,
-        scoredChampions: championsToScore(10),
+        scoredChampions: championsToScore(10, limits),
       });
       const exact = await searchRepository.bm25SearchAll(db, {
         plan,

@@ -4,7 +4,7 @@ import type { Db } from '../db/database.ts';
 import { rng } from '../testing/random.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
-import { B, idf, K1, TITLE_WEIGHT } from './bm25.ts';
+import { B, championsToScore, idf, K1, TITLE_WEIGHT } from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AccessScope, SearchHit } from './search-index.ts';
@@ -505,6 +505,22 @@ describe('champion lists: queries of frequent words only, lists not built yet, l
     );
     expect(await listOf(a)).toEqual(one.a);
     expect(await listOf(b)).toEqual(one.b.slice(0, 30));
+  });
+
+  it('scores up to 1,000 champion candidates exactly on the embedded database, the 200 the lists rank highest on Postgres', async () => {
+    const embedded = createPostgresSearchIndex(t.deps.db, { embedded: true });
+    const server = createPostgresSearchIndex(t.deps.db);
+    try {
+      expect(championsToScore(10, embedded.limits)).toBe(1000);
+      expect(championsToScore(10, server.limits)).toBe(200);
+      // Limits given still win.
+      const given = createPostgresSearchIndex(t.deps.db, { embedded: true, limits: { scoredChampions: 50 } });
+      expect(given.limits.scoredChampions).toBe(50);
+      await given.close();
+    } finally {
+      await embedded.close();
+      await server.close();
+    }
   });
 
   it('on the embedded database, maintenance’s pass in short steps sizes each list by its term’s frequency too', async () => {
