@@ -67,8 +67,8 @@ const PROVISIONAL_POSTINGS = 3000;
  */
 const EMBEDDED_LIST_SCAN_DF = 10_000;
 /**
- * Embedded: every champion candidate of a query is scored exactly, up to 1,000 (Postgres: the 200 the
- * lists alone rank highest). A query of two very common words ranks chunks holding both at ordinary
+ * Embedded: every champion candidate of a query is scored exactly, up to 1,000 (Postgres: fewer, those
+ * the lists alone rank highest; DEFAULT_PLAN_LIMITS). A query of two very common words ranks chunks holding both at ordinary
  * weights, which the lists alone rank low (a chunk on one word's list only is scored there by that
  * word alone): at 100k generated chunks the cut at 200 agreed with exhaustive BM25 on 0.77 of the
  * top 10 for such queries, 1,000 on 0.97, for ~20–40 ms more on a loaded machine; the embedded
