@@ -23,7 +23,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '@kas/rest-bridge';
 import { configFrom } from '@kas/server';
@@ -117,6 +117,8 @@ function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(2));
 }
+
+const loadAverage = () => loadavg().map((n) => Number(n.toFixed(1)));
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -313,8 +315,9 @@ async function benchSearch(database: 'embedded' | 'postgres') {
   const running = await startServer(config, { worker: false });
   const db = running.runtime.deps.db;
   // Progress on stderr, so that a long run (BENCH_SEARCH_CHUNKS=1000000) reports each stage as it ends.
+  // With the machine's load average (1, 5, 15 minutes): figures on a shared machine depend on it.
   const note = (what: object) =>
-    console.error(JSON.stringify({ at: new Date().toISOString(), database, ...what }));
+    console.error(JSON.stringify({ at: new Date().toISOString(), database, load: loadAverage(), ...what }));
   const indexMb = async () => {
     const sizes = (
       await sql<{ database: number; chunks: number; statistics: number }>`
@@ -452,6 +455,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       await work;
     }
     const maintainSeconds = (performance.now() - maintainStarted) / 1000;
+    const maintenanceLoad = loadAverage();
     note({ maintenance_seconds: Math.round(maintainSeconds), rounds, during_maintenance: duringMaintenance });
     await sql`ANALYZE`.execute(db);
     const indexSizes = await indexMb();
@@ -470,7 +474,8 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     // As admin search issues them: hidden documents included, its limit, scored champions, and the
     // rows of the chunks shown (each document's best), returned with the ranking where the index does
     // that (PGlite), else read by key after it (Postgres).
-    const { rowsWithRanking } = running.runtime.deps.search as PostgresSearchIndex;
+    // With the index's own limits (the embedded database scores more champion candidates).
+    const { rowsWithRanking, limits } = running.runtime.deps.search as PostgresSearchIndex;
     const bareStatement = (rows: boolean) => async (query: string) => {
       const { plan, must } = await planOf(query);
       const hits = await searchRepository.bm25Search(db, {
@@ -479,7 +484,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         filters: { include_hidden: true },
         access: ALL,
         limit: ADMIN_SEARCH_CHUNKS,
-        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS),
+        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, limits),
         ...(rows && rowsWithRanking ? { rows: { perDocument: ADMIN_SEARCH_DOCUMENTS } } : {}),
       });
       if (rows && !rowsWithRanking) {
@@ -518,7 +523,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         filters: {},
         access: ALL,
         limit: 10,
-        scoredChampions: championsToScore(10),
+        scoredChampions: championsToScore(10, limits),
       });
       const exact = await searchRepository.bm25SearchAll(db, {
         plan,
@@ -539,6 +544,10 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         Number((v.reduce((a, b) => a + b, 0) / (v.length || 1)).toFixed(3)),
       ]),
     );
+
+    const agreementSample = Object.fromEntries(Object.entries(agreement).map(([k, v]) => [k, v.length]));
+    note({ top10_agreement_with_exhaustive_bm25: meanAgreement, queries: agreementSample });
+    const loads: Record<string, number[]> = { maintenance: maintenanceLoad, agreement: loadAverage() };
 
     type Run = (q: string) => Promise<number>;
     const summarise = (kinds: string[], times: number[]) => {
@@ -577,6 +586,8 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       );
     };
     const [ours, bare, rankingOnly] = await measure([httpSearch, bareSql, rankingOnlySql]);
+    loads.latency = loadAverage();
+    note({ ours_http: ours!.all, bare_sql: bare!.all });
     const [naive] = await measure([naiveSql], queries.slice(0, EXHAUSTIVE_QUERIES));
     return {
       database,
@@ -588,6 +599,9 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       index_mb: indexSizes,
       search_during_maintenance_http: duringMaintenance,
       top10_agreement_with_exhaustive_bm25: meanAgreement,
+      top10_agreement_queries: agreementSample,
+      // The load average (1, 5, 15 minutes) as each stage ended.
+      load_average: loads,
       ours_http: ours,
       bare_sql: bare,
       http_over_bare: {

@@ -4,7 +4,7 @@ import type { Db } from '../db/database.ts';
 import { rng } from '../testing/random.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
-import { B, idf, K1, TITLE_WEIGHT } from './bm25.ts';
+import { B, championsFor, championsToScore, DEFAULT_PLAN_LIMITS, idf, K1, TITLE_WEIGHT } from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AccessScope, SearchHit } from './search-index.ts';
@@ -355,18 +355,22 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     const before = (await whole()).rows;
     // Small ranges first (doubling: every statement is quick here), so that floors rise between
     // them; a few terms per write.
-    const floors = await searchRepository.buildChampionsInSteps(db, terms, limits.champions, {
-      firstPages: 2,
-      stepMs: 1e6,
-      termsPerWrite: 7,
-    });
+    const floors = await searchRepository.buildChampionsInSteps(
+      db,
+      terms.map((term) => ({ ...term, size: limits.champions })),
+      { firstPages: 2, stepMs: 1e6, termsPerWrite: 7 },
+    );
     expect(await lists()).toEqual(oneByOne);
     if (testDbKind() === 'pglite') expect((await whole()).rows).toEqual(before);
     expect(floors?.size).toBe(terms.length);
     // Told to stop, it writes nothing.
     await sql`UPDATE search_terms SET champions_df = 1 WHERE term = ${terms[0]!.term}`.execute(db);
     expect(
-      await searchRepository.buildChampionsInSteps(db, terms, limits.champions, { stop: () => true }),
+      await searchRepository.buildChampionsInSteps(
+        db,
+        terms.map((term) => ({ ...term, size: limits.champions })),
+        { stop: () => true },
+      ),
     ).toBeNull();
     expect(
       Number(
@@ -501,6 +505,45 @@ describe('champion lists: queries of frequent words only, lists not built yet, l
     );
     expect(await listOf(a)).toEqual(one.a);
     expect(await listOf(b)).toEqual(one.b.slice(0, 30));
+  });
+
+  it('scores up to 1,000 champion candidates exactly on the embedded database, the default number on Postgres', async () => {
+    const embedded = createPostgresSearchIndex(t.deps.db, { embedded: true });
+    const server = createPostgresSearchIndex(t.deps.db);
+    try {
+      expect(championsToScore(10, embedded.limits)).toBe(1000);
+      expect(championsToScore(10, server.limits)).toBe(championsToScore(10));
+      // Limits given still win.
+      const given = createPostgresSearchIndex(t.deps.db, { embedded: true, limits: { scoredChampions: 50 } });
+      expect(given.limits.scoredChampions).toBe(50);
+      await given.close();
+    } finally {
+      await embedded.close();
+      await server.close();
+    }
+  });
+
+  it('on the embedded database, maintenance’s pass in short steps sizes each list by its term’s frequency too', async () => {
+    const db = t.deps.db;
+    // Lists of 2 growing with √df past 50: 40 for a term in 20,201 chunks, which the embedded
+    // database's maintenance leaves to its pass over the chunks (more than 10,000).
+    const small = { ...limits, champions: 2 };
+    const embedded = createPostgresSearchIndex(db, { limits: small, embedded: true });
+    await searchRepository.foldTermDeltas(db);
+    await sql`UPDATE search_terms SET df = df + 20000, champions_df = NULL WHERE term = ${a}`.execute(db);
+    try {
+      await embedded.maintain();
+      const list = await listOf(a);
+      // Of the 201 chunks holding the word.
+      const size = Math.min(201, championsFor(20201, { ...DEFAULT_PLAN_LIMITS, ...small }));
+      expect(size).toBeGreaterThanOrEqual(40);
+      expect(list).toHaveLength(size);
+      // First the word's 40 chunks holding it three times, best by weight then key, as one list's build.
+      expect(list.slice(0, 40).every((id) => Number(id.split('-')[1]) < 40)).toBe(true);
+    } finally {
+      await embedded.close();
+      await sql`UPDATE search_terms SET df = df - 20000 WHERE term = ${a}`.execute(db);
+    }
   });
 });
 

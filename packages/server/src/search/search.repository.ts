@@ -537,12 +537,26 @@ interface Posting {
   chunk_id: number;
 }
 
-/** Best first, ties broken by key (as lists are built and searches rank). */
+/**
+ * Strings in the order of their UTF-8 bytes (the embedded database's collation, C): JavaScript's own
+ * order compares UTF-16 units, which differs where a character beyond U+FFFF (two units, the first
+ * in D800–DFFF) meets one in E000–FFFF.
+ */
+function compareBytes(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const surrogate = (c: number) => c >= 0xd800 && c <= 0xdfff;
+    return (surrogate(x) ? x + 0x10000 : x) - (surrogate(y) ? y + 0x10000 : y);
+  }
+  return a.length - b.length;
+}
+
+/** Best first, ties broken by key (as lists are built and searches rank, keys byte by byte). */
 function byWeight(a: Posting, b: Posting): number {
-  return (
-    b.weight - a.weight ||
-    (a.document_id < b.document_id ? -1 : a.document_id > b.document_id ? 1 : a.chunk_id - b.chunk_id)
-  );
+  return b.weight - a.weight || compareBytes(a.document_id, b.document_id) || a.chunk_id - b.chunk_id;
 }
 
 /**
@@ -551,14 +565,13 @@ function byWeight(a: Posting, b: Posting): number {
  * working table of one long transaction (the embedded database has one connection: a statement or
  * transaction holds it, and every request waits for it). Ranges are sized so that a statement takes
  * about `stepMs`; floors are the exact `size`-th best so far, so after the first ranges few postings
- * come back. The new lists then replace the old ones a few terms per transaction (searches meanwhile
+ * are kept. The new lists then replace the old ones a few terms per transaction (searches meanwhile
  * read a term's old list or its new one, never half of one). Returns each term's floor (0 when it has
  * fewer than `size` chunks), or null when `stop()` said to stop before the end (nothing written).
  */
 export async function buildChampionsInSteps(
   db: Kysely<Database>,
-  terms: { term: string; df: number }[],
-  size: number,
+  terms: { term: string; df: number; size: number }[],
   options: { stepMs?: number; firstPages?: number; termsPerWrite?: number; stop?: () => boolean } = {},
 ): Promise<Map<string, number> | null> {
   const stepMs = options.stepMs ?? 50;
@@ -572,8 +585,10 @@ export async function buildChampionsInSteps(
    * theirs exactly); none until it has `size`.
    */
   const last = new Map<string, Posting>();
+  const sizeOf = new Map(terms.map((t) => [t.term, t.size]));
   // A term's postings back to its best `size`, whose last is then its floor.
   const trim = (term: string, list: Posting[]) => {
+    const size = sizeOf.get(term)!;
     list.sort(byWeight);
     list.length = Math.min(list.length, size);
     if (list.length === size) last.set(term, list[size - 1]!);
@@ -590,35 +605,40 @@ export async function buildChampionsInSteps(
     // The last range is open: it also takes the pages the table grew by since `pages` was read.
     const end = first + pagesPerStep >= pages ? null : first + pagesPerStep;
     const started = performance.now();
-    // One row of JSON text: the embedded database hands each field of each row over on its own.
-    const found = await db.transaction().execute(async (trx) => {
-      // Postings are joined to the floors by hashing (a nested loop would look up every term per posting).
-      await sql`SET LOCAL enable_nestloop = off`.execute(trx);
-      const bars = names.map((t) => last.get(t));
-      // Keys compared byte by byte, as here (the embedded database's collation is C).
-      const result = await sql<{ postings: string }>`
-        WITH floors AS (
-          SELECT * FROM unnest(${names}::text[], ${bars.map((p) => p?.weight ?? -1)}::real[],
-            ${bars.map((p) => p?.document_id ?? '')}::text[], ${bars.map((p) => p?.chunk_id ?? 0)}::int[])
-            AS f(term, floor, document_id, chunk_id)
-        )
-        SELECT coalesce(json_agg(json_build_array(u.term, c.document_id, c.chunk_id, u.weight)), '[]')::text AS postings
-        FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
-        WHERE c.ctid >= ${`(${first},0)`}::tid ${end === null ? sql`` : sql`AND c.ctid < ${`(${end},0)`}::tid`}
-          AND f.term = u.term
-          AND (u.weight > f.floor OR (u.weight = f.floor
-            AND (c.document_id COLLATE "C", c.chunk_id) < (f.document_id COLLATE "C", f.chunk_id)))`.execute(
-        trx,
-      );
-      return JSON.parse(result.rows[0]!.postings) as [string, string, number, number][];
-    });
+    // The range's chunks with their terms and weights, as one row of JSON text (the embedded database
+    // hands each field of each row over on its own), compared with the floors here: joining every
+    // posting to the floors in the database (unnest, join, filter) cost ~5 times reading the arrays
+    // (~1.5 ms per chunk at 100k chunks on a loaded machine, most of the maintenance after a load).
+    const result = await sql<{ chunks: string }>`
+      SELECT coalesce(json_agg(json_build_array(c.document_id, c.chunk_id, c.bm25_terms, c.bm25_weights)), '[]')::text AS chunks
+      FROM chunks c
+      WHERE c.ctid >= ${`(${first},0)`}::tid ${end === null ? sql`` : sql`AND c.ctid < ${`(${end},0)`}::tid`}`.execute(
+      db,
+    );
+    const chunks = JSON.parse(result.rows[0]!.chunks) as [string, number, string[], number[]][];
     const touched = new Set<string>();
-    for (const [term, document_id, chunk_id, weight] of found) {
-      best.get(term)!.push({ weight, document_id, chunk_id });
-      touched.add(term);
+    for (const [document_id, chunk_id, chunkTerms, weights] of chunks) {
+      for (let i = 0; i < chunkTerms.length; i++) {
+        const term = chunkTerms[i]!;
+        const list = best.get(term);
+        if (!list) continue;
+        const weight = weights[i]!;
+        const bar = last.get(term);
+        // Most postings rank after their term's floor: passed over without making an object.
+        if (
+          bar &&
+          (weight < bar.weight ||
+            (weight === bar.weight &&
+              (compareBytes(document_id, bar.document_id) || chunk_id - bar.chunk_id) >= 0))
+        )
+          continue;
+        list.push({ weight, document_id, chunk_id });
+        touched.add(term);
+      }
     }
     for (const term of touched) {
       const list = best.get(term)!;
+      const size = sizeOf.get(term)!;
       // A first floor as soon as there are `size`; then trimmed each time the list doubles.
       if (list.length >= 2 * size || (list.length >= size && !last.has(term))) trim(term, list);
     }
@@ -630,16 +650,24 @@ export async function buildChampionsInSteps(
   }
   for (const [term, list] of best) {
     trim(term, list);
+    const size = sizeOf.get(term)!;
     floors.set(term, list.length < size ? 0 : list[size - 1]!.weight);
   }
   // ~1,200 rows per transaction: writing a list costs ~0.2 ms per row (its keys, the chunk's existence),
   // and 6,000 rows took 1–2 s at 200k chunks on a loaded machine.
-  const perWrite = options.termsPerWrite ?? Math.max(1, Math.floor(1200 / size));
   const sorted = [...names].sort();
   const dfOf = new Map(terms.map((t) => [t.term, t.df]));
-  for (let i = 0; i < sorted.length; i += perWrite) {
+  for (let i = 0; i < sorted.length; ) {
     if (options.stop?.()) return null;
-    const group = sorted.slice(i, i + perWrite);
+    let end = i + 1;
+    if (options.termsPerWrite) end = i + options.termsPerWrite;
+    else
+      for (let rows = sizeOf.get(sorted[i]!)!; end < sorted.length; end++) {
+        rows += sizeOf.get(sorted[end]!)!;
+        if (rows > 1200) break;
+      }
+    const group = sorted.slice(i, end);
+    i = end;
     const rows = group.flatMap((term) => best.get(term)!.map((p) => ({ term, ...p })));
     await db.transaction().execute(async (trx) => {
       // The terms' statistics rows first, in one order (as a single list's build takes its own).
