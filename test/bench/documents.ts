@@ -536,7 +536,11 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       const expected = new Set(exact.map((h) => `${h.document_id}/${h.chunk_id}`));
       const share = fast.filter((h) => expected.has(`${h.document_id}/${h.chunk_id}`)).length / exact.length;
       agreement[q.kind]!.push(share);
-      if (q.query.includes(' ')) (agreement[`${q.kind}_two_words`] ??= []).push(share);
+      if (q.query.includes(' ')) {
+        const key = `${q.kind}_two_words`;
+        agreement[key] ??= [];
+        agreement[key].push(share);
+      }
     }
     const meanAgreement = Object.fromEntries(
       Object.entries(agreement).map(([k, v]) => [
