@@ -26,7 +26,7 @@ import { PGliteThread, pgliteThreadDialect } from './pglite-thread.ts';
 import { ReadRouter } from './replicas.ts';
 import { StatementGate } from './statement-gate.ts';
 
-export { inBackground, inOneTurn, outsideBackground } from './pglite-thread.ts';
+export { inBackground, inOneTurn, outsideBackground, sinceRequestStatement } from './pglite-thread.ts';
 
 import type { Database } from './schema.ts';
 

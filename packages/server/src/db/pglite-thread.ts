@@ -101,6 +101,14 @@ export async function inOneTurn<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** When a request's statement last asked for the embedded database's connection (performance.now()). */
+let lastRequestStatement = Number.NEGATIVE_INFINITY;
+
+/** Milliseconds since a request's statement last asked for the embedded database's connection. */
+export function sinceRequestStatement(): number {
+  return performance.now() - lastRequestStatement;
+}
+
 /** Longest time the connection is kept idle for a turn's next statement. */
 const TURN_GAP_MS = 15;
 
@@ -126,6 +134,7 @@ class ConnectionLock {
 
   async acquire(): Promise<void> {
     const request = !isInBackground();
+    if (request) lastRequestStatement = performance.now();
     const turn = request ? turns.getStore() : undefined;
     if (turn && this.#keptFor?.turn === turn) {
       clearTimeout(this.#keptFor.timer);

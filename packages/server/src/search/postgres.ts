@@ -1,4 +1,4 @@
-import { type Db, inBackground } from '../db/database.ts';
+import { type Db, inBackground, sinceRequestStatement } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { championsFor, championsToScore, DEFAULT_PLAN_LIMITS, type PlanLimits, planQuery } from './bm25.ts';
 import { type ParsedQuery, parseQuery, toTsquery } from './query-parser.ts';
@@ -45,6 +45,10 @@ const FOLD_BATCH = 10_000;
  */
 const EMBEDDED_REWEIGHT_BATCH = 50;
 const EMBEDDED_FOLD_BATCH = 2000;
+/** Embedded: the chunks' vacuum waits for requests to be this long idle (ms)… */
+const CHUNKS_VACUUM_IDLE_MS = 5000;
+/** …or for this long at most (ms), so that a server never idle still reclaims re-weighted rows. */
+const CHUNKS_VACUUM_MAX_DELAY_MS = 10 * 60_000;
 /** Maintenance rounds between two vacuums of the statistics (each fold rewrites many of their rows). */
 const STATISTICS_VACUUM_EVERY = 10;
 /** Stale champion lists rebuilt together in one pass over the chunks, at most. */
@@ -166,6 +170,16 @@ export function createPostgresSearchIndex(
   let lastWrite = 0;
   /** Work postponed until writes are quiet: vacuums of the statistics and chunks, dropping unused terms. */
   const owed = { statistics: false, chunks: false, zeros: false };
+  /** Embedded: when the chunks' vacuum was first put off for requests (0: it is not). */
+  let chunksOwedSince = 0;
+  /** Embedded: whether the chunks' vacuum may run now: no request for a while, or put off long enough. */
+  const chunksVacuumDue = () => {
+    chunksOwedSince ||= Date.now();
+    return (
+      sinceRequestStatement() >= CHUNKS_VACUUM_IDLE_MS ||
+      Date.now() - chunksOwedSince >= CHUNKS_VACUUM_MAX_DELAY_MS
+    );
+  };
   /**
    * One round: fold the statistics, re-weight if the averages drifted, then — once writes have been
    * quiet for QUIET_MS, so that bulk ingestion is not slowed by lists that would go stale again —
@@ -265,8 +279,17 @@ export function createPostgresSearchIndex(
       chunks ||= owed.chunks;
       owed.statistics = owed.chunks = false;
     }
+    if (embedded && chunks && !chunksVacuumDue()) {
+      // The embedded database's vacuum of the chunks is one statement of seconds at its only
+      // connection (1.9 s at 80k chunks, a search waiting all along): once requests are idle too.
+      owed.chunks = true;
+      chunks = false;
+      more = true;
+    }
+    if (chunks) chunksOwedSince = 0;
     if (folded || reweighted || rebuilt || statistics || chunks) {
-      await searchRepository.vacuumSearchTables(db, { statistics, chunks });
+      // Embedded: a statement per table, so that requests get the connection in between.
+      await searchRepository.vacuumSearchTables(db, { statistics, chunks }, { separately: embedded });
     }
     // Each step's duration: on the embedded database every statement runs on the event loop's thread.
     options.logger?.debug(

@@ -898,11 +898,13 @@ export async function reweightChunks(
 export async function vacuumSearchTables(
   db: DbExecutor,
   tables: { statistics?: boolean; chunks?: boolean },
+  options: { separately?: boolean } = {},
 ): Promise<void> {
   const names = ['search_term_deltas'];
   if (tables.statistics) names.push('search_terms', 'search_champions');
   if (tables.chunks) names.push('chunks');
-  await sql.raw(`VACUUM (ANALYZE) ${names.join(', ')}`).execute(db);
+  for (const group of options.separately ? names.map((n) => [n]) : [names])
+    await sql.raw(`VACUUM (ANALYZE) ${group.join(', ')}`).execute(db);
 }
 
 /** Champion lists hold stored weights: after a re-weighting every list is rebuilt. */
