@@ -30,6 +30,9 @@ function requestContext(deps: AppDeps, req: Request, res: Response, trustsProxy:
   });
 }
 
+/** A connector's signed webhook (its body is verified on its exact bytes). */
+const WEBHOOK_PATH = /\/event\/?(\?|$)/;
+
 /** Bodies of more bytes than this are parsed in the CPU pool (see `readBody`). */
 const LARGE_JSON_BYTES = 256 * 1024;
 
@@ -42,7 +45,7 @@ function isLargeJson(req: Request): boolean {
   if (!(Number(req.headers['content-length']) > LARGE_JSON_BYTES) || (req as { _body?: boolean })._body)
     return false;
   const type = String(req.headers['content-type'] ?? '').toLowerCase();
-  if (type.startsWith('multipart/') || /\/event\/?(\?|$)/.test(req.url ?? '')) return false;
+  if (type.startsWith('multipart/') || WEBHOOK_PATH.test(req.url ?? '')) return false;
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type)?.[1];
   return charset === undefined || charset === 'utf-8' || charset === 'utf8';
 }
@@ -115,7 +118,7 @@ export function createHttpApp(deps: AppDeps): express.Express {
     type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
     // Signed webhooks (connector events) verify the body exactly as it was sent.
     verify: (req, _res, buf) => {
-      if (/\/event\/?(\?|$)/.test(req.url ?? '')) (req as { rawBody?: Buffer }).rawBody = buf;
+      if (WEBHOOK_PATH.test(req.url ?? '')) (req as { rawBody?: Buffer }).rawBody = buf;
     },
   });
   // A large body's bytes only are read on the event loop; it is parsed in the CPU pool (JSON.parse of
