@@ -357,7 +357,7 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
  * request's statement runs, no further extra batch starts, and those in flight hold back as always.
  */
 function batchesInFlight(ctx: Pick<Deps, 'config' | 'dbKind' | 'dbGate'>, queue: IngestionState): number {
-  const writers = ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+  const writers = writersOf(ctx);
   const bulk = ctx.config.KAS_BULK_INGEST_WRITERS || DEFAULT_BULK_WRITERS;
   return bulk > writers && bulkLoad(ctx, queue) ? bulk : writers;
 }
@@ -376,6 +376,11 @@ function bulkLoad(ctx: Pick<Deps, 'dbKind' | 'dbGate'>, queue: IngestionState): 
   return (
     !!ctx.dbGate && queue.pending.length >= batchDocuments(ctx) && ctx.dbGate.requestsIdleMs >= BULK_QUIET_MS
   );
+}
+
+/** Ingestion's writers outside a bulk load (`KAS_INGEST_WRITERS`). */
+function writersOf(ctx: Pick<Deps, 'config'>): number {
+  return ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
 }
 
 /** Read once: `availableParallelism()` asks the system each time, and this is asked for every document. */
@@ -424,7 +429,7 @@ function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] 
 
 function startBatches(ctx: Deps, queue: IngestionState) {
   queue.scheduled = false;
-  const writers = ctx.config.KAS_INGEST_WRITERS || DEFAULT_WRITERS;
+  const writers = writersOf(ctx);
   while (queue.pending.length && queue.inFlight < batchesInFlight(ctx, queue)) {
     // A bulk load's extra writer: its statements get a background turn of their own.
     const gate = queue.inFlight >= writers ? ctx.dbGate : undefined;
@@ -576,9 +581,9 @@ export async function ingestBatch({
 }
 
 /**
- * Documents of fewer characters than this are prepared on the event loop, one per turn of it: chunking runs at ~10 MB/s,
- * so they cost it at most ~3 ms, less than handing them to a worker thread and back (cloning, the
- * queue, a wake-up) costs the request; larger ones are chunked and hashed in the CPU pool.
+ * Documents of fewer characters than this are prepared on the event loop, one per turn of it: chunking
+ * runs at ~10 MB/s, so they cost it at most ~3 ms, less than handing them to a worker thread and back
+ * (cloning, the queue, a wake-up) costs the request; larger ones are chunked and hashed in the CPU pool.
  */
 const INLINE_CHARS = 32_000;
 
