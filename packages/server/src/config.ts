@@ -169,8 +169,11 @@ const ConfigSchema = z.object({
    * may use less than 1.5 GiB (cgroup limit or the machine's memory).
    */
   KAS_WASM_OPTIMIZE: z.enum(['auto', 'true', 'false']).default('auto'),
-  /** V8's young-generation semi-space (MB); 0: V8's own size (~32 MB, young generation ~100 MB). */
-  KAS_HEAP_SEMI_SPACE_MB: z.coerce.number().int().min(0).max(256).default(8),
+  /**
+   * V8's young-generation semi-space (MB); 0: V8's own size (~32 MB, young generation ~100 MB). Unset: 8 on
+   * the embedded database, 32 with `DATABASE_URL` (memory.ts).
+   */
+  KAS_HEAP_SEMI_SPACE_MB: z.coerce.number().int().min(0).max(256).optional(),
   /** A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's own choice (1.1–4×). */
   KAS_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
   /** Hard cap on V8's heap (MB; kas restarts itself with --max-old-space-size); 0: no cap of kas's own. */

@@ -9,6 +9,15 @@ describe('memory settings', () => {
     const restart = tunedRestart(configFrom({ KAS_MAX_HEAP_MB: '512' }), [], {}, 8 * GiB);
     expect(restart?.flags).toEqual(['--max-semi-space-size=8', '--max-old-space-size=512']);
     if (process.platform === 'linux') expect(restart?.env.MALLOC_MMAP_THRESHOLD_).toBe('131072');
+    // With Postgres (no database in the process) a larger young generation, unless set.
+    const postgres = {
+      DATABASE_URL: 'postgres://kas@localhost/kas',
+      KAS_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+    };
+    expect(tunedRestart(configFrom(postgres), [], {}, 8 * GiB)?.flags).toEqual(['--max-semi-space-size=32']);
+    expect(
+      tunedRestart(configFrom({ ...postgres, KAS_HEAP_SEMI_SPACE_MB: '0' }), [], {}, 8 * GiB)?.flags,
+    ).toEqual([]);
     // The restarted process carries the mark and does not restart again.
     expect(tunedRestart(configFrom({}), [], restart?.env ?? {})).toBeNull();
   });
