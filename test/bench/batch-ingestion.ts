@@ -225,7 +225,7 @@ async function embedded() {
     const kas = await spawnKas({ KAS_DATA_DIR: dataDir });
     let ours: Awaited<ReturnType<typeof overHttp>>;
     try {
-      ours = await overHttp(kas.url, 'embedded', { kas: () => cpuMs(kas.pid) });
+      ours = await overHttp(kas.url, 'embedded', { kas: () => cpuMs(kas.pid), client: () => cpuMs(process.pid) });
     } finally {
       await kas.stop();
     }
@@ -274,6 +274,7 @@ async function postgres() {
       ours = await overHttp(kas.url, 'postgres', {
         kas: () => cpuMs(kas.pid),
         postgres: () => postgresCpuMs(server.url),
+        client: () => cpuMs(process.pid),
       });
     } finally {
       await kas.stop();
