@@ -174,8 +174,11 @@ const ConfigSchema = z.object({
    * the embedded database, 32 with `DATABASE_URL` (memory.ts).
    */
   KAS_HEAP_SEMI_SPACE_MB: z.coerce.number().int().min(0).max(256).optional(),
-  /** A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's own choice (1.1–4×). */
-  KAS_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(1000).default(30),
+  /**
+   * A full garbage collection runs when V8's heap has grown this much (%) beyond its live set; 0: V8's own
+   * choice (1.1–4×). Unset: 30 on the embedded database, V8's own with `DATABASE_URL` (memory.ts).
+   */
+  KAS_HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(1000).optional(),
   /** Hard cap on V8's heap (MB; kas restarts itself with --max-old-space-size); 0: no cap of kas's own. */
   KAS_MAX_HEAP_MB: z.coerce
     .number()

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configFrom } from './config.ts';
-import { optimizesWasm, tunedRestart, WASM_OPTIMIZE_MIN_BYTES } from './memory.ts';
+import { heapGrowthPercent, optimizesWasm, tunedRestart, WASM_OPTIMIZE_MIN_BYTES } from './memory.ts';
 
 const GiB = 2 ** 30;
 
@@ -18,6 +18,10 @@ describe('memory settings', () => {
     expect(
       tunedRestart(configFrom({ ...postgres, KAS_HEAP_SEMI_SPACE_MB: '0' }), [], {}, 8 * GiB)?.flags,
     ).toEqual([]);
+    // The old generation's growth: kas's bound on the embedded database, V8's own with Postgres, unless set.
+    expect(heapGrowthPercent(configFrom({}))).toBe(30);
+    expect(heapGrowthPercent(configFrom(postgres))).toBe(0);
+    expect(heapGrowthPercent(configFrom({ ...postgres, KAS_HEAP_GROWTH_PERCENT: '50' }))).toBe(50);
     // The restarted process carries the mark and does not restart again.
     expect(tunedRestart(configFrom({}), [], restart?.env ?? {})).toBeNull();
   });
