@@ -67,8 +67,11 @@ export interface PreparedDocument {
     | 'access_group_ids'
   >;
   chunks: Chunk[];
-  /** The words the search index records for typo correction, when prepared in the CPU pool. */
-  vocabulary?: string[] | undefined;
+  /**
+   * The words the search index records for typo correction, found here (on the event loop one document
+   * per turn, or in the CPU pool) rather than in the writing transaction, which would wait for them.
+   */
+  vocabulary: string[];
 }
 
 /** `fromConnector`: synced by a connector, so not listed or deletable through the ingestion API. */
@@ -79,8 +82,6 @@ export function prepareDocument(
     externalAccess?: ExternalAccessInput | null | undefined;
     /** `KAS_MAX_DOCUMENT_CHUNKS`: a longer document is refused (413). */
     maxChunks?: number | undefined;
-    /** Also its words for typo correction (a large document's, prepared off the event loop). */
-    vocabulary?: boolean | undefined;
   } = {},
 ): PreparedDocument {
   const external = options.externalAccess
@@ -119,7 +120,7 @@ export function prepareDocument(
     ccPairId: input.cc_pair_id ?? null,
     semanticIdentifier: document.semantic_identifier,
     chunks,
-    ...(options.vocabulary ? { vocabulary: correctionWordsOf(chunks) } : {}),
+    vocabulary: correctionWordsOf(chunks),
     row: {
       id,
       semantic_id: document.semantic_identifier,

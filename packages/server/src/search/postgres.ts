@@ -137,8 +137,12 @@ export function createPostgresSearchIndex(
     for (const word of words) known.add(word);
   };
   // Sorted, so that concurrent transactions take the vocabulary's row locks in one order.
-  const unknownWords = (documents: IndexedDocument[]) =>
-    [...new Set(documents.flatMap(vocabularyOf))].filter((w) => !known.has(w)).sort();
+  const unknownWords = (documents: IndexedDocument[]) => {
+    const fresh = new Set<string>();
+    for (const document of documents)
+      for (const word of vocabularyOf(document)) if (!known.has(word)) fresh.add(word);
+    return [...fresh].sort();
+  };
 
   /**
    * Stored weights keep the average lengths of their time (bm25.ts); when the averages the chunks were

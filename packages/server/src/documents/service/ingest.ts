@@ -208,9 +208,7 @@ async function indexWritten(ctx: Deps, written: Written[]): Promise<void> {
     .filter((w) => w.outcome.changed && !w.outcome.existed && !w.indexed)
     .map((w) => indexedNew(w.p, w.pair));
   const updated = written.filter((w) => w.outcome.changed && w.outcome.existed);
-  const vocabularies = new Map(
-    updated.flatMap((w) => (w.p.vocabulary ? [[w.p.row.id, w.p.vocabulary] as const] : [])),
-  );
+  const vocabularies = new Map(updated.map((w) => [w.p.row.id, w.p.vocabulary] as const));
   await indexDocumentsAfterCommit(
     ctx,
     created,
@@ -611,7 +609,7 @@ function prepare(
     );
   return ctx.cpu.run(
     'prepareDocument',
-    { input, options: { ...all, vocabulary: true } },
+    { input, options: all },
     { subject: document.id ? `document ${JSON.stringify(document.id.slice(0, 200))}` : 'the document' },
   );
 }

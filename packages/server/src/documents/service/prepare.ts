@@ -54,6 +54,6 @@ export function indexedNew(p: PreparedDocument, pair: documentsRepository.CcPair
       blurb,
       link,
     })),
-    ...(p.vocabulary ? { vocabulary: p.vocabulary } : {}),
+    vocabulary: p.vocabulary,
   };
 }
