@@ -7,7 +7,7 @@ import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './s
 import { chunkKey, correctionWordsOf } from './search-index.ts';
 
 /** Distinct words of a document, for typo correction (computed already for a large one). */
-export function vocabularyOf(document: IndexedDocument): string[] {
+export function vocabularyOf(document: Pick<IndexedDocument, 'chunks' | 'vocabulary'>): string[] {
   return document.vocabulary ?? correctionWordsOf(document.chunks);
 }
 
@@ -137,7 +137,7 @@ export function createPostgresSearchIndex(
     for (const word of words) known.add(word);
   };
   // Sorted, so that concurrent transactions take the vocabulary's row locks in one order.
-  const unknownWords = (documents: IndexedDocument[]) => {
+  const unknownWords = (documents: readonly Pick<IndexedDocument, 'chunks' | 'vocabulary'>[]) => {
     const fresh = new Set<string>();
     for (const document of documents)
       for (const word of vocabularyOf(document)) if (!known.has(word)) fresh.add(word);
@@ -443,12 +443,16 @@ export function createPostgresSearchIndex(
         remember(slice);
       }
     },
-    async indexNewInTransaction(trx, documents) {
+    newInTransaction(documents) {
       const words = unknownWords(documents);
-      if (words.length) await searchRepository.insertVocabulary(trx, words);
-      return () => {
-        remember(words);
-        written();
+      return {
+        write: async (trx) => {
+          if (words.length) await searchRepository.insertVocabulary(trx, words);
+        },
+        committed: () => {
+          remember(words);
+          written();
+        },
       };
     },
     async deleteDocuments() {

@@ -14,11 +14,15 @@ export interface SearchIndex {
   /** Makes the index current for these documents, replacing whatever it held for them. */
   indexDocuments(documents: IndexedDocument[]): Promise<void>;
   /**
-   * Indexes kept in the database itself: indexes new documents inside the transaction that writes
-   * them (so ingestion commits once), instead of `indexDocuments` after commit. Returns what to call
-   * once that transaction committed.
+   * Indexes kept in the database itself: what indexing new documents adds inside the transaction that
+   * writes them (so ingestion commits once), instead of `indexDocuments` after commit. Called before that
+   * transaction begins, so that its work in memory is not done while the transaction holds a connection;
+   * `write` runs in the transaction, `committed` once it committed.
    */
-  indexNewInTransaction?(trx: DbExecutor, documents: IndexedDocument[]): Promise<() => void>;
+  newInTransaction?(documents: readonly Pick<IndexedDocument, 'chunks' | 'vocabulary'>[]): {
+    write(trx: DbExecutor): Promise<void>;
+    committed(): void;
+  };
   /** Removes the documents and all their chunks. Unknown ids are ignored. */
   deleteDocuments(documentIds: string[]): Promise<void>;
   /** Chunks matching the query, best first, at most `limit`. */

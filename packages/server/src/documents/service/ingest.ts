@@ -264,7 +264,8 @@ async function writeBatch(
   ctx: Deps,
   batch: Pending[],
 ): Promise<{ written: Written[]; refused: Map<Pending, AppError> }> {
-  let indexed: (() => void) | undefined;
+  // The search index's part of writing new documents, prepared before the transaction holds a connection.
+  const inIndex = ctx.search.newInTransaction?.(batch.map((b) => b.p));
   // The system pair's id is cached (a query on it inside the transaction would wait for the
   // transaction on PGlite): known before the transaction starts.
   const systemPairId = batch.some((b) => b.p.ccPairId === null)
@@ -298,17 +299,13 @@ async function writeBatch(
       written.push({ p: item.p, pair, outcome });
     }
     await documentsRepository.insertNewDocuments(trx, fresh, chunksPerStatement(ctx));
-    if (ctx.search.indexNewInTransaction) {
-      const created = written.filter((w) => !w.outcome.existed);
-      indexed = await ctx.search.indexNewInTransaction(
-        trx,
-        created.map((w) => indexedNew(w.p, w.pair)),
-      );
-      for (const w of created) w.indexed = true;
+    if (inIndex) {
+      await inIndex.write(trx);
+      for (const w of written) if (!w.outcome.existed) w.indexed = true;
     }
     return { written, refused };
   });
-  indexed?.();
+  inIndex?.committed();
   return result;
 }
 
