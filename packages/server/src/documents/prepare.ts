@@ -70,8 +70,10 @@ export interface PreparedDocument {
   /**
    * The words the search index records for typo correction, found here (on the event loop one document
    * per turn, or in the CPU pool) rather than in the writing transaction, which would wait for them.
+   * Separated by spaces: one string, not hundreds, lives until the document is written (each young-
+   * generation collection copied them all).
    */
-  vocabulary: string[];
+  vocabulary: string;
 }
 
 /** `fromConnector`: synced by a connector, so not listed or deletable through the ingestion API. */
@@ -120,7 +122,7 @@ export function prepareDocument(
     ccPairId: input.cc_pair_id ?? null,
     semanticIdentifier: document.semantic_identifier,
     chunks,
-    vocabulary: correctionWordsOf(chunks),
+    vocabulary: correctionWordsOf(chunks).join(' '),
     row: {
       id,
       semantic_id: document.semantic_identifier,

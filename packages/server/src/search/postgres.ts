@@ -8,7 +8,8 @@ import { chunkKey, correctionWordsOf } from './search-index.ts';
 
 /** Distinct words of a document, for typo correction (computed already for a large one). */
 export function vocabularyOf(document: Pick<IndexedDocument, 'chunks' | 'vocabulary'>): string[] {
-  return document.vocabulary ?? correctionWordsOf(document.chunks);
+  if (document.vocabulary === undefined) return correctionWordsOf(document.chunks);
+  return document.vocabulary ? document.vocabulary.split(' ') : [];
 }
 
 /** Appends fallback hits after the ones already found, scored below them so the order stays by score. */

@@ -131,10 +131,10 @@ export interface IndexedDocument {
   access_external?: string[] | undefined;
   chunks: IndexedChunk[];
   /**
-   * Its distinct words for typo correction (`correctionWordsOf`), when computed already (for a large
-   * document, in the CPU pool): the Postgres index otherwise computes them from the chunks.
+   * Its distinct words for typo correction (`correctionWordsOf`), separated by spaces, when computed
+   * already (when the document was prepared): the Postgres index otherwise computes them from the chunks.
    */
-  vocabulary?: string[] | undefined;
+  vocabulary?: string | undefined;
 }
 
 const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;

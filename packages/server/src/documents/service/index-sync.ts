@@ -11,7 +11,7 @@ export async function indexDocumentsAfterCommit(
   created: IndexedDocument[],
   reloadIds: string[],
   /** Words of reloaded documents computed already (large ones, in the CPU pool), by id. */
-  vocabularies?: ReadonlyMap<string, string[]>,
+  vocabularies?: ReadonlyMap<string, string>,
 ) {
   if (!created.length && !reloadIds.length) return;
   const loaded = reloadIds.length ? await loadIndexedDocuments(ctx, reloadIds) : [];
