@@ -443,3 +443,13 @@ describe('Database type', () => {
     expect(sorted(Object.entries(DATABASE))).toEqual(sorted(migrated));
   });
 });
+
+describe('chunks storage', () => {
+  it('keeps the tsvector out of line without trying to compress it (it barely compresses)', async () => {
+    const row = await sql<{ attstorage: string }>`
+      SELECT attstorage FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'search_vector'`.execute(
+      t.deps.db,
+    );
+    expect(row.rows[0]?.attstorage).toBe('e');
+  });
+});

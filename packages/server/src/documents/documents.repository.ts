@@ -186,17 +186,19 @@ const CHUNK_COLUMNS = [
  * boost are computed here, set-based, exactly as the row trigger computes them for a row inserted
  * without them (migrations 0030, 0032): the average lengths are read once per statement rather than
  * once per chunk. The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into
- * each of its two uses). A new document inserted by the same statement is not visible to the boost's
- * lookup, which then gives 1, its boost of 0's factor, as for a document found with boost 0.
+ * each of its two uses). The boost's factor is the document's; `created`: the documents are being
+ * created (by this statement or this transaction) with the default boost, whose factor is 1 — the lookup
+ * would find nothing (a new document inserted by the same statement is not visible to it) or boost 0,
+ * and cost an index lookup per chunk.
  */
-function chunkRows(documents: { id: string; chunks: Chunk[] }[]) {
+function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false) {
   const column = <T>(pick: (c: Chunk) => T) => documents.flatMap((d) => d.chunks.map(pick));
   const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
   // Raw SQL: `unnest` of several arrays (one row per chunk) and the full-text functions, which the
   // builder cannot express.
   return sql`SELECT u.d, u.c, u.t, u.x, u.b, u.l, u.s::jsonb, u.n, v.vector, w.terms, w.weights,
       coalesce(w.len, 0), coalesce(w.tlen, 0),
-      coalesce((SELECT kas_boost_factor(doc.boost) FROM documents doc WHERE doc.id = u.d), 1)
+      ${created ? sql`1::real` : sql`coalesce((SELECT kas_boost_factor(doc.boost) FROM documents doc WHERE doc.id = u.d), 1)`}
     FROM unnest(
       ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
       ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
@@ -230,7 +232,7 @@ export async function insertNewDocument(db: DbExecutor, row: DocumentRow, chunks
     )
     .insertInto('chunks')
     .columns(CHUNK_COLUMNS)
-    .expression(chunkRows([{ id: row.id, chunks }]))
+    .expression(chunkRows([{ id: row.id, chunks }], true))
     .execute();
 }
 
@@ -309,10 +311,10 @@ export async function insertNewDocuments(
     )
     .insertInto('chunks')
     .columns(CHUNK_COLUMNS)
-    .expression(chunkRows(first))
+    .expression(chunkRows(first, true))
     .execute();
   for (const slice of rest)
-    await db.insertInto('chunks').columns(CHUNK_COLUMNS).expression(chunkRows(slice)).execute();
+    await db.insertInto('chunks').columns(CHUNK_COLUMNS).expression(chunkRows(slice, true)).execute();
   if (countOnce) {
     await sql`SELECT set_config('kas.count_terms_later', 'off', true)`.execute(db);
     await countChunkTerms(
