@@ -9,7 +9,8 @@
  *   - 50 concurrent streams: all complete, none with an error.
  * `node test/bench/chat.ts postgres` runs kas on a real Postgres instead; with BENCH_KEEP_PG_DIR the
  * cluster is kept in that directory and reused (not seeded again when it holds enough chunks, whatever
- * their text: e.g. the documents benchmark's 1M).
+ * their text: e.g. the documents benchmark's 1M); BENCH_CHAT_QUESTION asks another question (e.g. one of
+ * the golden set's on the documents benchmark's real-text corpus).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -42,7 +43,8 @@ const TOKENS = 20;
 const TOKEN_INTERVAL_MS = 10;
 const ADMIN_KEY = `svck-${'B'.repeat(43)}`;
 const CHUNKS = Number(process.env.BENCH_CHAT_CHUNKS ?? 100_000);
-const QUESTION = 'What does the travel policy say about quarterly reports?';
+const QUESTION =
+  process.env.BENCH_CHAT_QUESTION ?? 'What does the travel policy say about quarterly reports?';
 const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 /** Where kas keeps its data: the embedded database's directory, plus Postgres's address on Postgres. */
 let databaseEnv: Record<string, string> = {};

@@ -24,7 +24,7 @@ import {
 } from '@kas/server/testing';
 import { sql } from 'kysely';
 import { startPostgres } from '../harness/postgres.ts';
-import { ENCRYPTION_KEY, seedChunks } from './documents.ts';
+import { ENCRYPTION_KEY, generatedChunks, seedChunks } from './documents.ts';
 
 const CHUNKS = Number(process.env.BENCH_MAINTENANCE_CHUNKS ?? 100_000);
 
@@ -42,7 +42,7 @@ async function main(kind: 'postgres' | 'embedded') {
   try {
     await migrateToLatest(db);
     const seeded = performance.now();
-    await seedChunks(db, 0, CHUNKS, rng(7), { fold: true });
+    await seedChunks(db, 0, CHUNKS, generatedChunks(rng(7)), { fold: true });
     const seedSeconds = (performance.now() - seeded) / 1000;
     const timed = async <T>(work: () => Promise<T>) => {
       const t0 = performance.now();

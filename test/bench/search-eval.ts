@@ -26,7 +26,7 @@ import { ADMIN_KEY, ENCRYPTION_KEY, spawnKas } from './documents.ts';
 const root = join(import.meta.dirname, '../..');
 const CLIENTS = 8;
 
-interface Corpus {
+export interface Corpus {
   name: string;
   path: string;
   debianPackage: string;
@@ -35,7 +35,7 @@ interface Corpus {
   link(id: string): string;
 }
 
-const CORPORA: Record<string, Corpus> = {
+export const CORPORA: Record<string, Corpus> = {
   postgresql: {
     name: 'postgresql',
     path: '/usr/share/doc/postgresql-doc-15/html',
@@ -54,7 +54,7 @@ const CORPORA: Record<string, Corpus> = {
   },
 };
 
-function ensureCorpus(corpus: Corpus): boolean {
+export function ensureCorpus(corpus: Corpus): boolean {
   const CORPUS = corpus.path;
   if (existsSync(CORPUS)) return true;
   console.log(`${CORPUS} is missing: installing ${corpus.debianPackage} with apt-get…`);
@@ -72,7 +72,7 @@ function ensureCorpus(corpus: Corpus): boolean {
   return false;
 }
 
-interface Page {
+export interface Page {
   id: string;
   title: string;
   text: string;
@@ -212,11 +212,14 @@ async function run(database: 'embedded' | 'postgres', pages: Page[], corpus: Cor
   }
 }
 
-for (const name of (process.env.BENCH_EVAL_CORPUS ?? 'postgresql,python').split(',')) {
-  const corpus = CORPORA[name];
-  if (!corpus)
-    throw new Error(`BENCH_EVAL_CORPUS: unknown corpus ${name} (${Object.keys(CORPORA).join(', ')})`);
-  if (ensureCorpus(corpus)) await evaluateCorpus(corpus);
+// Run as a script (the search benchmark imports the corpora from here).
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const name of (process.env.BENCH_EVAL_CORPUS ?? 'postgresql,python').split(',')) {
+    const corpus = CORPORA[name];
+    if (!corpus)
+      throw new Error(`BENCH_EVAL_CORPUS: unknown corpus ${name} (${Object.keys(CORPORA).join(', ')})`);
+    if (ensureCorpus(corpus)) await evaluateCorpus(corpus);
+  }
 }
 
 async function evaluateCorpus(corpus: Corpus) {

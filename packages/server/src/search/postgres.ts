@@ -173,8 +173,11 @@ export function createPostgresSearchIndex(
   let closed = false;
   let rounds = 0;
   let lastWrite = 0;
-  /** Work postponed until writes are quiet: vacuums of the statistics and chunks, dropping unused terms. */
-  const owed = { statistics: false, chunks: false, zeros: false };
+  /**
+   * Work postponed until writes are quiet: vacuums of the statistics and chunks, dropping unused terms,
+   * merging the full-text index's pending entries (owed from the start: writes may predate this process).
+   */
+  const owed = { statistics: false, chunks: false, zeros: false, postings: !embedded };
   /** Embedded: when the chunks' vacuum was first put off for requests (0: it is not). */
   let chunksOwedSince = 0;
   /** Embedded: whether the chunks' vacuum may run now: no request for a while, or put off long enough. */
@@ -295,6 +298,13 @@ export function createPostgresSearchIndex(
     if (folded || reweighted || rebuilt || statistics || chunks) {
       // Embedded: a statement per table, so that requests get the connection in between.
       await searchRepository.vacuumSearchTables(db, { statistics, chunks }, { separately: embedded });
+    }
+    // Postgres: the pending entries every search through the full-text index reads, once writes are
+    // quiet (a vacuum of the chunks merges them too).
+    owed.postings ||= folded > 0 && !embedded;
+    if (quiet && owed.postings) {
+      if (!chunks) await searchRepository.mergePendingPostings(db);
+      owed.postings = false;
     }
     // Each step's duration: on the embedded database every statement runs on the event loop's thread.
     options.logger?.debug(

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Db } from '../db/database.ts';
 import { createLogger } from '../logger.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
+import { testDbKind } from '../testing/test-runtime.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
 import { lengthStatistics } from './search.repository.ts';
 
@@ -99,6 +100,24 @@ describe('re-weighting after loads', () => {
       expect((await lengthStatistics(t.deps.db)).chunks).toBeGreaterThanOrEqual(20);
     } finally {
       await young.close();
+    }
+  });
+});
+
+describe.runIf(testDbKind() === 'postgres')('the full-text index after writes', () => {
+  const t = useTestRuntime();
+
+  it('merges the entries writes left pending in the full-text index once writes are quiet (every search read them)', async () => {
+    const index = createPostgresSearchIndex(t.deps.db);
+    try {
+      await insertChunks(t.deps.db, 0, 300, 120, 6);
+      await index.maintain();
+      // The pages a merge would clean now: none left.
+      const pending = await sql<{ pages: number }>`
+        SELECT gin_clean_pending_list('chunks_search_idx'::regclass)::int AS pages`.execute(t.deps.db);
+      expect(pending.rows[0]!.pages).toBe(0);
+    } finally {
+      await index.close();
     }
   });
 });

@@ -907,6 +907,18 @@ export async function vacuumSearchTables(
     await sql.raw(`VACUUM (ANALYZE) ${group.join(', ')}`).execute(db);
 }
 
+/**
+ * Moves the entries writes left in the chunks' full-text index's pending list into the index proper.
+ * With GIN's fast update (Postgres's default) each write appends its chunks' lexemes to a pending
+ * list of up to `gin_pending_list_limit` (4 MB) that every search through the index reads in full;
+ * autovacuum merges it only once a fifth of the table has been written again, so after a bulk load it
+ * stays: after 1M chunks, 461 pages (1,716 chunks' entries) that took a rare word's index scan from
+ * 0.1 to 1.3 ms (of a ~5 ms statement).
+ */
+export async function mergePendingPostings(db: DbExecutor): Promise<void> {
+  await sql`SELECT gin_clean_pending_list('chunks_search_idx'::regclass)`.execute(db);
+}
+
 /** Champion lists hold stored weights: after a re-weighting every list is rebuilt. */
 export async function invalidateChampions(db: DbExecutor): Promise<void> {
   await sql`UPDATE search_terms SET champions_df = NULL, champion_floor = NULL WHERE champions_df IS NOT NULL`.execute(
