@@ -9,8 +9,8 @@
  *      alone, without the rows. They are measured together, query by query, so that each sees the same
  *      moment of the machine's load.
  * Sizes: BENCH_INGEST_DOCS (default 3000), BENCH_SEARCH_CHUNKS (100000), BENCH_SEARCH_QUERIES (1000),
- * BENCH_AGREEMENT_QUERIES (300, compared with exhaustive BM25), BENCH_EXHAUSTIVE_QUERIES (150, timed
- * exhaustively; each costs seconds at 1M chunks). After the load, the statistics maintenance runs to the
+ * BENCH_AGREEMENT_QUERIES (300, compared with exhaustive BM25; BENCH_AGREEMENT_SECONDS bounds that sample
+ * by time), BENCH_EXHAUSTIVE_QUERIES (150, timed exhaustively; each costs seconds at 1M chunks). After the load, the statistics maintenance runs to the
  * end (on Postgres in another process, as `kas worker` would, while this one searches over HTTP); its
  * time and the searches' meanwhile are reported. Progress goes to stderr as each stage ends.
  * BENCH_SEARCH_DATA_DIR keeps the embedded search index between runs (a smaller kept index is extended,
@@ -59,6 +59,8 @@ const SEARCH_QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
 /** Queries compared with exhaustive BM25 (top-10 agreement), and timed exhaustively for comparison. */
 const AGREEMENT_QUERIES = Number(process.env.BENCH_AGREEMENT_QUERIES ?? 300);
 const EXHAUSTIVE_QUERIES = Number(process.env.BENCH_EXHAUSTIVE_QUERIES ?? 150);
+/** The agreement sample stops at the first query past this many seconds (0: no bound). */
+const AGREEMENT_SECONDS = Number(process.env.BENCH_AGREEMENT_SECONDS ?? 0);
 const CORPUS = process.env.BENCH_SEARCH_CORPUS ?? 'generated';
 if (CORPUS !== 'generated' && CORPUS !== 'postgresql')
   throw new Error(`BENCH_SEARCH_CORPUS: generated or postgresql, not ${CORPUS}`);
@@ -701,7 +703,13 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     // Top-10 agreement of the index with exhaustive BM25, per kind of query, and for the two-word ones
     // of each kind apart (a chunk holding both words at good weights may be on neither word's list).
     const agreement: Record<string, number[]> = { rare: [], mid: [], common: [] };
-    for (const q of queries.slice(0, AGREEMENT_QUERIES)) {
+    // Each exhaustive query costs seconds at 1M chunks (more on the embedded database): progress every
+    // ten queries, and BENCH_AGREEMENT_SECONDS bounds the sample by time.
+    const agreementStarted = performance.now();
+    const agreementSeconds = () => Math.round((performance.now() - agreementStarted) / 1000);
+    for (const [n, q] of queries.slice(0, AGREEMENT_QUERIES).entries()) {
+      if (n && n % 10 === 0) note({ agreement_queries: n, seconds: agreementSeconds() });
+      if (AGREEMENT_SECONDS && agreementSeconds() > AGREEMENT_SECONDS) break;
       const { plan, must } = await planOf(q.query);
       const fast = await searchRepository.bm25Search(db, {
         plan,
