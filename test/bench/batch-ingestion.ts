@@ -225,7 +225,10 @@ async function embedded() {
     const kas = await spawnKas({ KAS_DATA_DIR: dataDir });
     let ours: Awaited<ReturnType<typeof overHttp>>;
     try {
-      ours = await overHttp(kas.url, 'embedded', { kas: () => cpuMs(kas.pid), client: () => cpuMs(process.pid) });
+      ours = await overHttp(kas.url, 'embedded', {
+        kas: () => cpuMs(kas.pid),
+        client: () => cpuMs(process.pid),
+      });
     } finally {
       await kas.stop();
     }
