@@ -70,6 +70,12 @@ async function updateExisting(
  * captures its rows for the statement trigger). Large new documents are written in stages instead,
  * outside a transaction (`writeStaged`).
  */
+/*
+ * During a bulk load (`bulkLoad`: no request's statement for 2 s) a Postgres group's chunks go in one
+ * statement too: in several, the search statistics are counted once for the group by a statement that
+ * reads its chunks' terms back (`countChunkTerms`, ~18 ms of the database's CPU per group of 256, 0.07 ms
+ * per document) instead of from the statement's own rows.
+ */
 const PGLITE_CHUNKS_PER_STATEMENT = Number.POSITIVE_INFINITY;
 const POSTGRES_CHUNKS_PER_STATEMENT = 64;
 
@@ -263,6 +269,7 @@ function batchDocuments(ctx: Pick<Deps, 'dbKind'>): number {
 async function writeBatch(
   ctx: Deps,
   batch: Pending[],
+  perStatement: number,
 ): Promise<{ written: Written[]; refused: Map<Pending, AppError> }> {
   // The search index's part of writing new documents, prepared before the transaction holds a connection.
   const inIndex = ctx.search.newInTransaction?.(batch.map((b) => b.p));
@@ -293,12 +300,12 @@ async function writeBatch(
       const row = rowFor(item.p, pair);
       const state = states.get(row.id);
       const outcome = state
-        ? await updateExisting(trx, state, row, item.p.chunks, pair.id, chunksPerStatement(ctx))
+        ? await updateExisting(trx, state, row, item.p.chunks, pair.id, perStatement)
         : { existed: false, changed: true };
       if (!state) fresh.push({ row, chunks: item.p.chunks, ccPairId: pair.id });
       written.push({ p: item.p, pair, outcome });
     }
-    await documentsRepository.insertNewDocuments(trx, fresh, chunksPerStatement(ctx));
+    await documentsRepository.insertNewDocuments(trx, fresh, perStatement);
     if (inIndex) {
       await inIndex.write(trx);
       for (const w of written) if (!w.outcome.existed) w.indexed = true;
@@ -309,7 +316,7 @@ async function writeBatch(
   return result;
 }
 
-async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
+async function runBatch(ctx: Deps, batch: Pending[], perStatement: number): Promise<void> {
   if (batch.length === 1) {
     const [only] = batch as [Pending];
     await ingestOne(ctx, only.p).then(only.resolve, only.reject);
@@ -317,7 +324,7 @@ async function runBatch(ctx: Deps, batch: Pending[]): Promise<void> {
   }
   let outcome: Awaited<ReturnType<typeof writeBatch>>;
   try {
-    outcome = await writeBatch(ctx, batch);
+    outcome = await writeBatch(ctx, batch, perStatement);
   } catch (error) {
     // Nothing was committed: each request on its own, so that one bad document fails only itself.
     if (!isUniqueViolation(error))
@@ -428,13 +435,15 @@ function startBatches(ctx: Deps, queue: IngestionState) {
   while (queue.pending.length && queue.inFlight < batchesInFlight(ctx, queue)) {
     // A bulk load's extra writer: its statements get a background turn of their own.
     const gate = queue.inFlight >= writers ? ctx.dbGate : undefined;
+    // In a bulk load no request's statement runs beside the group's: its chunks go in one statement.
+    const perStatement = bulkLoad(ctx, queue) ? Number.POSITIVE_INFINITY : chunksPerStatement(ctx);
     const batch = takeBatch(ctx, queue);
     if (!batch.length) break;
     for (const item of batch) queue.busy.add(item.documentId);
     queue.inFlight++;
     if (gate) gate.extraTurns++;
     // Bulk work: on the embedded database, reads waiting for its one connection go first.
-    void inBackground(() => runBatch(ctx, batch))
+    void inBackground(() => runBatch(ctx, batch, perStatement))
       .catch((error) => {
         for (const item of batch) item.reject(error);
       })
