@@ -6,7 +6,7 @@ import * as searchRepository from './search.repository.ts';
 import type { IndexedDocument, SearchHit, SearchIndex, SearchRequest } from './search-index.ts';
 import { chunkKey, correctionWordsOf } from './search-index.ts';
 
-/** Distinct words of a document, for typo correction (computed already for a large one). */
+/** Distinct words of a document, for typo correction (as prepared, else from its chunks). */
 export function vocabularyOf(document: Pick<IndexedDocument, 'chunks' | 'vocabulary'>): string[] {
   if (document.vocabulary === undefined) return correctionWordsOf(document.chunks);
   return document.vocabulary ? document.vocabulary.split(' ') : [];

@@ -70,12 +70,6 @@ async function updateExisting(
  * captures its rows for the statement trigger). Large new documents are written in stages instead,
  * outside a transaction (`writeStaged`).
  */
-/*
- * During a bulk load (`bulkLoad`: no request's statement for 2 s) a Postgres group's chunks go in one
- * statement too: in several, the search statistics are counted once for the group by a statement that
- * reads its chunks' terms back (`countChunkTerms`, ~18 ms of the database's CPU per group of 256, 0.07 ms
- * per document) instead of from the statement's own rows.
- */
 const PGLITE_CHUNKS_PER_STATEMENT = Number.POSITIVE_INFINITY;
 const POSTGRES_CHUNKS_PER_STATEMENT = 64;
 
@@ -435,7 +429,9 @@ function startBatches(ctx: Deps, queue: IngestionState) {
   while (queue.pending.length && queue.inFlight < batchesInFlight(ctx, queue)) {
     // A bulk load's extra writer: its statements get a background turn of their own.
     const gate = queue.inFlight >= writers ? ctx.dbGate : undefined;
-    // In a bulk load no request's statement runs beside the group's: its chunks go in one statement.
+    // In a bulk load no request's statement runs beside the group's, so its chunks go in one statement:
+    // in several, the statistics are counted by a statement reading their terms back (`countChunkTerms`,
+    // ~18 ms of the database's CPU per group of 256) instead of from the statement's own rows.
     const perStatement = bulkLoad(ctx, queue) ? Number.POSITIVE_INFINITY : chunksPerStatement(ctx);
     const batch = takeBatch(ctx, queue);
     if (!batch.length) break;
