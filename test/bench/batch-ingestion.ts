@@ -14,6 +14,9 @@
  * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `batch-ingestion.ts embedded|postgres` runs one.
  * kas runs with the environment's KAS_INGEST_WRITERS and KAS_BULK_INGEST_WRITERS (defaults when unset:
  * nothing else runs, so on Postgres the bulk mode's writers write); `writers` reports them.
+ * BENCH_PG_STATEMENTS=N (Postgres) also reports the N statements of kas's timed run that took the most
+ * database time (pg_stat_statements, which ships with the server binaries): where kas's database work
+ * exceeds the floor's.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -161,7 +164,8 @@ async function measured(batches: Doc[][], send: (batch: Doc[]) => Promise<number
   };
 }
 
-async function overHttp(url: string, label: string, meters: Meters) {
+/** `afterWarmup` runs between the warm-up and the timed run. */
+async function overHttp(url: string, label: string, meters: Meters, afterWarmup?: () => Promise<void>) {
   const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
   const post = async (batch: Doc[]) => {
     const res = await fetch(`${url}/api/svc-api/ingestion/batch`, {
@@ -175,6 +179,7 @@ async function overHttp(url: string, label: string, meters: Meters) {
   };
   // Warm up the process (JIT, first transactions) before timing.
   await drive(inBatches(documents(`${label}-warmup`, BATCH * CLIENTS)), post);
+  await afterWarmup?.();
   return measured(inBatches(documents(label, DOCS)), post, meters);
 }
 
@@ -260,8 +265,34 @@ async function embedded() {
   }
 }
 
+const STATEMENTS = Number(process.env.BENCH_PG_STATEMENTS ?? 0);
+
+/** The statements that took the most database time since `reset`, in the database of `url`. */
+async function topStatements(url: string, reset: boolean) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    if (reset) {
+      await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await client.query('SELECT pg_stat_statements_reset()');
+      return [];
+    }
+    const { rows } = await client.query<{ ms: number; calls: number; query: string }>(
+      `SELECT round(total_exec_time)::int AS ms, calls::int AS calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
+       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+       ORDER BY total_exec_time DESC LIMIT $1`,
+      [STATEMENTS],
+    );
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
 async function postgres() {
-  const server = await startPostgres();
+  const server = await startPostgres(
+    STATEMENTS ? { extra: ['-c', 'shared_preload_libraries=pg_stat_statements'] } : {},
+  );
   try {
     const admin = new pg.Client({ connectionString: server.url });
     await admin.connect();
@@ -273,12 +304,19 @@ async function postgres() {
       KAS_ENCRYPTION_KEY: ENCRYPTION_KEY,
     });
     let ours: Awaited<ReturnType<typeof overHttp>>;
+    let statements: Awaited<ReturnType<typeof topStatements>> = [];
     try {
-      ours = await overHttp(kas.url, 'postgres', {
-        kas: () => cpuMs(kas.pid),
-        postgres: () => postgresCpuMs(server.url),
-        client: () => cpuMs(process.pid),
-      });
+      ours = await overHttp(
+        kas.url,
+        'postgres',
+        {
+          kas: () => cpuMs(kas.pid),
+          postgres: () => postgresCpuMs(server.url),
+          client: () => cpuMs(process.pid),
+        },
+        STATEMENTS ? () => topStatements(server.urlFor('kas_batch'), true).then(() => {}) : undefined,
+      );
+      if (STATEMENTS) statements = await topStatements(server.urlFor('kas_batch'), false);
     } finally {
       await kas.stop();
     }
@@ -304,6 +342,7 @@ async function postgres() {
         writers: writers('postgres'),
         kas_http: ours,
         floor_bare_sql: floor,
+        ...(STATEMENTS ? { kas_statements: statements } : {}),
       };
     } finally {
       await handle.close();

@@ -80,9 +80,12 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
  * system temp directory: the checkout may sit in a directory that user cannot enter (e.g. `mktemp -d`).
  * With `keep`, the cluster lives in that directory instead and stays there when the server stops: a
  * later call with the same directory starts it again with its data (benchmarks that seed for minutes).
+ * `extra` adds server flags (e.g. `-c shared_preload_libraries=pg_stat_statements`).
  */
-export async function startPostgres(options: { keep?: string } = {}): Promise<PostgresServer> {
-  return startServerIn(options.keep);
+export async function startPostgres(
+  options: { keep?: string; extra?: string[] } = {},
+): Promise<PostgresServer> {
+  return startServerIn(options.keep, options.extra);
 }
 
 /**
@@ -159,7 +162,7 @@ export async function runPostgres(options: {
   throw new Error(`Could not start Postgres: ${String(lastError)}`);
 }
 
-async function startServerIn(keep?: string): Promise<PostgresServer> {
+async function startServerIn(keep?: string, extra?: string[]): Promise<PostgresServer> {
   const shipped = await shippedBinaries();
   const account = postgresAccount();
   if (keep) mkdirSync(keep, { recursive: true });
@@ -213,6 +216,7 @@ async function startServerIn(keep?: string): Promise<PostgresServer> {
       run,
       account,
       onStopped: remove,
+      extra,
     });
     const urlFor = (database: string) =>
       `postgres://${USER}:${PASSWORD}@127.0.0.1:${server.port}/${database}`;

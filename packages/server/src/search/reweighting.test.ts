@@ -85,6 +85,26 @@ describe('re-weighting after loads', () => {
     expect(rounds[1]).toEqual({ reweighted: false, vacuum: 'statistics' });
   });
 
+  it('folds an index without average lengths right after its first write (the chunks weighted with assumed ones are few)', async () => {
+    const fresh = createPostgresSearchIndex(t.deps.db);
+    try {
+      await sql`DELETE FROM documents`.execute(t.deps.db);
+      await index.maintain();
+      await sql`DELETE FROM search_terms`.execute(t.deps.db);
+      await insertChunks(t.deps.db, 2000, 30, 120, 6);
+      const written = Date.now();
+      await fresh.indexDocuments([]);
+      // Any later write would get the real averages: well before the second an older index waits.
+      await vi.waitFor(async () => expect((await lengthStatistics(t.deps.db)).chunks).toBe(30), {
+        timeout: 700,
+        interval: 20,
+      });
+      expect(Date.now() - written).toBeLessThan(1000);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it("folds a young index's first writes within seconds while writes go on (later chunks get the real averages)", async () => {
     const young = createPostgresSearchIndex(t.deps.db);
     try {
