@@ -10,14 +10,16 @@
  * `node test/bench/chat.ts postgres` runs kas on a real Postgres instead; with BENCH_KEEP_PG_DIR the
  * cluster is kept in that directory and reused (not seeded again when it holds enough chunks, whatever
  * their text: e.g. the documents benchmark's 1M); BENCH_CHAT_QUESTION asks another question (e.g. one of
- * the golden set's on the documents benchmark's real-text corpus).
+ * the golden set's on the documents benchmark's real-text corpus), and BENCH_CHAT_GOLDEN=<golden set
+ * file> asks its questions in turn (e.g. test/eval/postgresql-15.golden.jsonl on that corpus), so that
+ * the figures are over a set of real questions rather than one.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configFrom, createRuntime } from '@kas/server';
+import { configFrom, createRuntime, evaluationService } from '@kas/server';
 import {
   apiKeyActor,
   championsToScore,
@@ -45,6 +47,13 @@ const ADMIN_KEY = `svck-${'B'.repeat(43)}`;
 const CHUNKS = Number(process.env.BENCH_CHAT_CHUNKS ?? 100_000);
 const QUESTION =
   process.env.BENCH_CHAT_QUESTION ?? 'What does the travel policy say about quarterly reports?';
+/** The questions asked, in turn: a golden set's (BENCH_CHAT_GOLDEN), else QUESTION alone. */
+const QUESTIONS = process.env.BENCH_CHAT_GOLDEN
+  ? evaluationService
+      .parseGoldenSet(readFileSync(process.env.BENCH_CHAT_GOLDEN, 'utf8'))
+      .map((c) => c.question)
+  : [QUESTION];
+const questionAt = (i: number) => QUESTIONS[i % QUESTIONS.length]!;
 const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 /** Where kas keeps its data: the embedded database's directory, plus Postgres's address on Postgres. */
 let databaseEnv: Record<string, string> = {};
@@ -134,12 +143,14 @@ async function retrievalFloor(dataDir: string) {
   try {
     const actor = apiKeyActor({ user_id: randomUUID(), role: 'admin', api_key_id: 0 });
     const ctx = runtime.deps;
-    const parsed = parseQuery(QUESTION);
     const search: number[] = [];
     const statement: number[] = [];
-    for (let i = 0; i < 45; i++) {
+    const rounds = 5 + Math.max(40, QUESTIONS.length);
+    for (let i = 0; i < rounds; i++) {
+      const question = questionAt(i);
+      const parsed = parseQuery(question);
       const t0 = performance.now();
-      await searchService.searchChunks({ ctx, actor, query: QUESTION, limit: 25 });
+      await searchService.searchChunks({ ctx, actor, query: question, limit: 25 });
       const t1 = performance.now();
       const stats = await searchRepository.queryTerms(ctx.db, parsed.positiveWords);
       const t2 = performance.now();
@@ -173,19 +184,22 @@ function percentile(values: number[], p: number): number {
 
 async function main() {
   const fake = await startFakeOpenAi();
-  // Like a real model: first call the search tool, then answer from its results.
-  fake.fallback = (body) =>
-    (body.messages as Array<{ role: string }>).some((m) => m.role === 'tool')
-      ? { tokens: Array.from({ length: TOKENS }, (_, i) => `token${i} `), delayMs: TOKEN_INTERVAL_MS }
-      : {
-          toolCalls: [
-            {
-              id: 'call_search',
-              name: 'internal_search',
-              arguments: JSON.stringify({ queries: [QUESTION] }),
-            },
-          ],
-        };
+  // Like a real model: first call the search tool with the user's question, then answer from its results.
+  fake.fallback = (body) => {
+    const messages = body.messages as Array<{ role: string; content?: unknown }>;
+    if (messages.some((m) => m.role === 'tool'))
+      return { tokens: Array.from({ length: TOKENS }, (_, i) => `token${i} `), delayMs: TOKEN_INTERVAL_MS };
+    const asked = messages.findLast((m) => m.role === 'user')?.content;
+    return {
+      toolCalls: [
+        {
+          id: 'call_search',
+          name: 'internal_search',
+          arguments: JSON.stringify({ queries: [typeof asked === 'string' ? asked : QUESTION] }),
+        },
+      ],
+    };
+  };
   // BENCH_CHAT_DATA_DIR keeps the seeded index between runs (seeded when the directory does not exist).
   const kept = process.env.BENCH_CHAT_DATA_DIR;
   const dataDir = kept ?? mkdtempSync(join(tmpdir(), 'kas-bench-chat-'));
@@ -234,7 +248,7 @@ async function main() {
       await fetch(`${url}/api/chat/create-chat-session`, { method: 'POST', headers, body: '{}' })
     ).json();
 
-    const turn = async (sessionId: string | null) => {
+    const turn = async (sessionId: string | null, question = QUESTION) => {
       const requestIndex = fake.requestAt.length;
       const sentAt = performance.now();
       const res = await fetch(`${url}/api/chat/send-chat-message`, {
@@ -242,8 +256,8 @@ async function main() {
         headers,
         body: JSON.stringify(
           sessionId
-            ? { message: QUESTION, chat_session_id: sessionId, parent_message_id: null }
-            : { message: QUESTION, chat_session_info: {} },
+            ? { message: question, chat_session_id: sessionId, parent_message_id: null }
+            : { message: question, chat_session_info: {} },
         ),
       });
       let firstDeltaAt = 0;
@@ -265,7 +279,7 @@ async function main() {
       };
     };
 
-    for (let i = 0; i < WARMUP; i++) await turn(chat_session_id);
+    for (let i = 0; i < WARMUP; i++) await turn(chat_session_id, questionAt(i));
     const cpuBefore = cpuMs(child.pid);
     const overhead: number[] = [];
     const before: number[] = [];
@@ -274,7 +288,7 @@ async function main() {
     const searchStep: number[] = [];
     for (let i = 0; i < SEQUENTIAL; i++) {
       const firstTokens = fake.firstTokenAt.length;
-      const r = await turn(chat_session_id);
+      const r = await turn(chat_session_id, questionAt(WARMUP + i));
       overhead.push(r.firstDeltaAt - fake.firstTokenAt[firstTokens]!);
       // kas's own time: send → first model call (auth, history, prompt) plus the model's tool call done →
       // the second model call (retrieval over the index, tool result, prompt).
@@ -296,6 +310,7 @@ async function main() {
       index_chunks: postgres ? Math.max(stored, CHUNKS) : CHUNKS,
       seed_seconds: seedSeconds,
       sequential_turns: SEQUENTIAL,
+      questions: QUESTIONS.length,
       warmup_turns: WARMUP,
       retrieval_floor: floor,
       first_token_to_client_delta_ms: {
