@@ -49,6 +49,12 @@ describe('re-weighting after loads', () => {
   afterAll(async () => {
     await index?.close();
   });
+  /** No chunks and no statistics, as on a new deployment. */
+  const emptyIndex = async () => {
+    await sql`DELETE FROM documents`.execute(t.deps.db);
+    await index.maintain();
+    await sql`DELETE FROM search_terms`.execute(t.deps.db);
+  };
 
   it('does not re-weight a load whose chunks were weighted with the real average lengths, and does once they drift', async () => {
     // Chunks as long as the averages the database assumes before it has counted 20 chunks (120 and 6
@@ -88,9 +94,7 @@ describe('re-weighting after loads', () => {
   it('folds an index without average lengths right after its first write (the chunks weighted with assumed ones are few)', async () => {
     const fresh = createPostgresSearchIndex(t.deps.db);
     try {
-      await sql`DELETE FROM documents`.execute(t.deps.db);
-      await index.maintain();
-      await sql`DELETE FROM search_terms`.execute(t.deps.db);
+      await emptyIndex();
       await insertChunks(t.deps.db, 2000, 30, 120, 6);
       const written = Date.now();
       await fresh.indexDocuments([]);
@@ -108,9 +112,7 @@ describe('re-weighting after loads', () => {
   it("folds a young index's first writes within seconds while writes go on (later chunks get the real averages)", async () => {
     const young = createPostgresSearchIndex(t.deps.db);
     try {
-      await sql`DELETE FROM documents`.execute(t.deps.db);
-      await index.maintain();
-      await sql`DELETE FROM search_terms`.execute(t.deps.db);
+      await emptyIndex();
       // A write every 200 ms for 3 s: an older index postpones maintenance for up to 15 s meanwhile.
       for (let i = 0; i < 15; i++) {
         await insertChunks(t.deps.db, 1000 + i * 10, 10, 120, 6);
