@@ -44,6 +44,13 @@ export interface PlanLimits {
   /** Chunks kept per frequent term, at least (see `championsFor`). */
   champions: number;
   /**
+   * A champion list holds at most this many chunks with the same title and text (a page in two
+   * sources, templated pages, mirrored repositories): without a cap a frequent word's list fills with
+   * the copies of its few best passages, and a passage that is best for two words together, but not
+   * top for either alone, is on neither list. Ten copies still fill a top 10 made of one passage.
+   */
+  copies: number;
+  /**
    * The document frequency from which a term's list grows beyond `champions`, with the square root of
    * its frequency: a very common word's best chunks by its weight alone are a thinner slice of the
    * chunks that contain it, and a second word of the query reorders more of them.
@@ -84,6 +91,7 @@ export interface PlanLimits {
  */
 export const DEFAULT_PLAN_LIMITS: PlanLimits = {
   champions: 300,
+  copies: 10,
   championsGrowthDf: 50_000,
   championsShare: 0.01,
   conjunctiveBudget: 2000,

@@ -235,6 +235,7 @@ export function createPostgresSearchIndex(
         await searchRepository.buildChampionsTogether(
           db,
           stale.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
+          { copies: limits.copies },
         );
         rebuilt += stale.length;
       } else if (embedded) {
@@ -245,7 +246,7 @@ export function createPostgresSearchIndex(
           const built = await searchRepository.buildChampionsInSteps(
             db,
             pass.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
-            { stop: () => closed },
+            { stop: () => closed, copies: limits.copies },
           );
           if (!built) return false;
           rebuilt += pass.length;
@@ -262,7 +263,9 @@ export function createPostgresSearchIndex(
         let done = 0;
         for (const term of stale) {
           if (closed || (!mode.untilDone && performance.now() - started > CHAMPION_BUDGET_MS)) break;
-          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits));
+          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits), {
+            copies: limits.copies,
+          });
           done++;
         }
         rebuilt += done;
@@ -388,6 +391,7 @@ export function createPostgresSearchIndex(
         term.champion_floor =
           (await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits), {
             postings: PROVISIONAL_POSTINGS,
+            copies: limits.copies,
           })) ?? null;
         term.champions_df = term.df;
         continue;
@@ -397,7 +401,10 @@ export function createPostgresSearchIndex(
         continue;
       }
       const size = championsFor(term.df, limits);
-      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, { ifFree: true });
+      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, {
+        ifFree: true,
+        copies: limits.copies,
+      });
       if (floor === undefined) plan.sampled.push(term.term);
       else {
         term.champion_floor = floor;
