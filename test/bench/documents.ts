@@ -15,9 +15,10 @@
  * time and the searches' meanwhile are reported. Progress goes to stderr as each stage ends.
  * BENCH_SEARCH_DATA_DIR keeps the embedded search index between runs (a smaller kept index is extended,
  * an interrupted seed resumes), and BENCH_SEARCH_SEED_ONLY=1 stops after seeding it; BENCH_KEEP_PG_DIR
- * keeps the Postgres cluster in that directory (seeded when it holds too few chunks; reused, its champion
- * lists are first dropped, as a load leaves them, so that the maintenance measured is the one after a load;
- * with BENCH_KEEP_LISTS=1 they are kept, to measure searches again without that maintenance).
+ * keeps the Postgres cluster in that directory (seeded when it holds too few chunks). A kept index or
+ * cluster reused has its champion lists dropped first, as a load leaves them, so that the maintenance
+ * measured is the one after a load; with BENCH_KEEP_LISTS=1 they are kept, to measure searches again
+ * without that maintenance.
  * BENCH_SEARCH_CORPUS=generated (the default: ~150-word chunks of words drawn from a Zipf-like
  * vocabulary) or postgresql: real text, the PostgreSQL 15 manual that the search evaluation uses
  * (`search-eval.ts`), chunked by kas's chunker as ingestion chunks it (3,781 chunks of up to 512
@@ -527,7 +528,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
     const first = (await sql<{ id: string }>`SELECT id FROM documents LIMIT 1`.execute(db)).rows[0]?.id;
     if (first && first.startsWith('pgdoc-') !== (CORPUS === 'postgresql'))
       throw new Error(`the kept index holds another corpus than BENCH_SEARCH_CORPUS=${CORPUS} (${first})`);
-    if (postgres && stored >= SEARCH_CHUNKS && !process.env.BENCH_KEEP_LISTS) {
+    if ((postgres || kept) && stored >= SEARCH_CHUNKS && !process.env.BENCH_KEEP_LISTS) {
       await sql`DELETE FROM search_champions`.execute(db);
       await sql`UPDATE search_terms SET champions_df = NULL, champion_floor = NULL WHERE champions_df IS NOT NULL`.execute(
         db,

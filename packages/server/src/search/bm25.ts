@@ -12,7 +12,10 @@
  *     the next rarest while their summed frequencies fit `fullBudget`, none by default), found through
  *     the GIN index;
  *   - for each remaining (frequent) term, its champion list: the chunks with the highest weight for
- *     that term (`championsFor`: 300; past 50k chunks, more with √df and at least 1 % of them);
+ *     that term (`championsFor`: 300; past 50k chunks, more with √df and at least 1 % of them), at
+ *     most `copies` of one passage (chunks with the same title and text, the best of them by weight):
+ *     a list's length and floor count distinct passages, not the copies of a few (a page kept in two
+ *     sources, templated pages, mirrored repositories);
  *   - when the query has only frequent terms and few chunks are expected to hold all of them, those
  *     chunks (found by intersecting the terms' postings in the GIN index): a chunk with two of the
  *     query's words at ordinary weights ranks high but is on neither list.
@@ -22,9 +25,13 @@
  * of the same statement, checked best-scored first until the limit is reached.
  *
  * Where the result can differ from exhaustive BM25: a chunk that contains none of the rarer terms and
- * is on no champion list of the frequent terms it contains is never scored. Its score is at most
- * `bound()` (the frequent terms' IDF times their lowest champion weight), so the top-k is exact when
- * the k-th score reaches that bound; otherwise such a chunk could have ranked. Champion lists built
+ * is on no champion list of the frequent terms it contains is never scored. Its weight for such a term
+ * is at most the list's floor, unless `copies` chunks with its title and text are on the list, each
+ * weighing at least as much for that term; so its score is at most `bound()` (the frequent terms' IDF
+ * times their lowest champion weight) or, failing that, at most the score of one of those copies (the
+ * same text, but weights frozen with other average lengths and another document's boost may differ
+ * slightly). The top-k is exact when the k-th score reaches that bound and no passage has more than
+ * `copies` chunks among the top k; otherwise such a chunk could have ranked. Champion lists built
  * before many new chunks arrived can also miss a new chunk with a higher weight until they are rebuilt
  * (maintenance rebuilds a list when the term's document frequency moved by a quarter). A champion
  * candidate below the `scoredChampions` cut is not scored either: one whose weights for the terms whose
