@@ -71,16 +71,6 @@ const PROVISIONAL_POSTINGS = 3000;
  * 200k chunks on a loaded machine); a search meanwhile makes a provisional one.
  */
 const EMBEDDED_LIST_SCAN_DF = 10_000;
-/**
- * Embedded: every champion candidate of a query is scored exactly, up to 1,000 (Postgres: fewer, those
- * the lists alone rank highest; DEFAULT_PLAN_LIMITS, where 500 agreed as well as 1,000 on the real-text
- * corpus at 1M chunks, and 1,000 made chat's retrieval slower by 10 ms). A query of two very common words ranks chunks holding both at ordinary
- * weights, which the lists alone rank low (a chunk on one word's list only is scored there by that
- * word alone): at 100k generated chunks the cut at 200 agreed with exhaustive BM25 on 0.77 of the
- * top 10 for such queries, 1,000 on 0.97, for ~20–40 ms more on a loaded machine; the embedded
- * target, p99 ≤ 250 ms at 1M chunks, leaves room for it.
- */
-const EMBEDDED_PLAN_LIMITS: Partial<PlanLimits> = { scoredChampions: 1000 };
 /** Time a background round may spend rebuilding champion lists. */
 const CHAMPION_BUDGET_MS = 250;
 /** Champion lists are rebuilt in the background only after writes have been quiet this long. */
@@ -131,7 +121,7 @@ export function createPostgresSearchIndex(
   const foldBatch = embedded ? EMBEDDED_FOLD_BATCH : FOLD_BATCH;
   const rowsWithRanking = options.rowsWithRanking ?? false;
   const few = options.fewResults ?? 3;
-  const limits = { ...DEFAULT_PLAN_LIMITS, ...(embedded ? EMBEDDED_PLAN_LIMITS : {}), ...options.limits };
+  const limits = { ...DEFAULT_PLAN_LIMITS, ...options.limits };
   // Words this process knows are stored: most of a new document's words are, so most inserts are skipped.
   const known = new Set<string>();
   const remember = (words: string[]) => {
