@@ -4,7 +4,16 @@ import type { Db } from '../db/database.ts';
 import { rng } from '../testing/random.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
-import { B, championsFor, championsToScore, DEFAULT_PLAN_LIMITS, idf, K1, TITLE_WEIGHT } from './bm25.ts';
+import {
+  B,
+  championsFor,
+  championsToScore,
+  DEFAULT_PLAN_LIMITS,
+  idf,
+  K1,
+  planQuery,
+  TITLE_WEIGHT,
+} from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AccessScope, SearchHit } from './search-index.ts';
@@ -551,9 +560,11 @@ describe('champion lists of very common words hold a share of their chunks', () 
   const t = useTestRuntime();
   const [a, b, filler] = vocabulary(3) as [string, string, string];
   // Each word in 400 of 780 chunks: by √df its list would hold 57 (20 · √(400 / 50)), all of them the
-  // 60 chunks holding it three times; a quarter of its chunks is 100.
+  // 60 chunks holding it three times; a quarter of its chunks is 100. The chunks of each kind are
+  // copies of one text: no cap on copies here (see the next suite for it).
   const limits = {
     champions: 20,
+    copies: 1000,
     championsGrowthDf: 50,
     championsShare: 0.25,
     alwaysFullDf: 25,
@@ -594,5 +605,131 @@ describe('champion lists of very common words hold a share of their chunks', () 
     const size = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM search_champions WHERE term = ${a}`.execute(t.deps.db);
     expect(size.rows[0]!.n).toBe(100);
+  });
+});
+
+describe('champion lists keep at most a few copies of one passage', () => {
+  const t = useTestRuntime();
+  const [a, b, filler, ...unique] = vocabulary(400) as [string, string, string, ...string[]];
+  // Lists of 20 chunks, at most 10 copies of one passage (the default); no conjunctive arm, so that a
+  // chunk is a candidate only through a list.
+  const limits = {
+    champions: 20,
+    alwaysFullDf: 25,
+    fullBudget: 0,
+    conjunctiveBudget: 0,
+    scoredChampions: 0,
+    buildOnDemandDf: 1000,
+  };
+  let index: PostgresSearchIndex;
+  const pad = (i: number) => String(i).padStart(3, '0');
+  // Ten words per chunk, one title word: weights differ by how often a word occurs (and by the
+  // average lengths when the chunk was written).
+  const chunk = (id: string, words: string[]) => ({
+    id,
+    title: filler,
+    content: [...words, ...Array(10 - words.length).fill(filler)].join(' '),
+  });
+  /** Exhaustive BM25 over the stored weights (which keep the average lengths of their time). */
+  const exhaustive = async (terms: string[]) => {
+    const stats = await searchRepository.queryTerms(t.deps.db, terms);
+    const plan = planQuery(stats.chunks, stats.terms, { ...DEFAULT_PLAN_LIMITS, ...limits });
+    return (
+      await searchRepository.bm25SearchAll(t.deps.db, {
+        plan,
+        must: null,
+        filters: {},
+        access: ALL,
+        limit: 10,
+      })
+    ).map((h) => ({ id: h.document_id, score: h.score }));
+  };
+  const listOf = async (term: string) =>
+    (
+      await sql<{ id: string; weight: number }>`
+        SELECT document_id AS id, weight::float8 AS weight FROM search_champions WHERE term = ${term}
+        ORDER BY weight DESC, document_id`.execute(t.deps.db)
+    ).rows;
+
+  beforeAll(async () => {
+    index = createPostgresSearchIndex(t.deps.db, { limits });
+    // The best passage for each word alone, copied under 60 documents (the same page in several
+    // sources); the passage best for both words, below each word's best; and 150 chunks holding each
+    // word once (each its own text).
+    await insertDocuments(t.deps.db, [
+      ...Array.from({ length: 30 }, (_, i) => chunk(`xa-${pad(i)}`, [a, a, a])),
+      ...Array.from({ length: 60 }, (_, i) => chunk(`xb-${pad(i)}`, [b, b, b])),
+      chunk('both', [a, a, b, b]),
+      ...Array.from({ length: 150 }, (_, i) => chunk(`a1-${pad(i)}`, [a, unique[i]!])),
+      ...Array.from({ length: 150 }, (_, i) => chunk(`b1-${pad(i)}`, [b, unique[i + 150]!])),
+    ]);
+    await index.maintain();
+    // Longer chunks shift the average length (less than maintenance's re-weighting waits for): the
+    // copies of a's passage written next weigh a little more.
+    await insertDocuments(
+      t.deps.db,
+      Array.from({ length: 40 }, (_, i) => ({
+        id: `long-${pad(i)}`,
+        title: filler,
+        content: Array.from({ length: 20 }, (_, j) => unique[(i + j) % unique.length]).join(' '),
+      })),
+    );
+    await index.maintain();
+    await insertDocuments(
+      t.deps.db,
+      Array.from({ length: 30 }, (_, i) => chunk(`xa-${pad(30 + i)}`, [a, a, a])),
+    );
+    await index.maintain();
+    // The lists as of now (maintenance rebuilds a list once its term's frequency moved by a quarter).
+    for (const term of [a, b]) {
+      const [stats] = (await searchRepository.queryTerms(t.deps.db, [term])).terms;
+      await searchRepository.buildChampions(t.deps.db, term, stats!.df, limits.champions);
+    }
+  });
+  afterAll(async () => {
+    await index?.close();
+  });
+
+  it('finds the passage best for two words together, which the copies of each word’s best kept off the lists', async () => {
+    const hits = await index.search({ query: `${a} ${b}`, filters: {}, access: ALL, limit: 10 });
+    expect(hits[0]!.document_id).toBe('both');
+    expectSameRanking(hits, await exhaustive([a, b]));
+    // Each list: 10 copies of the word's best passage, then other passages.
+    for (const term of [a, b]) {
+      const list = await listOf(term);
+      expect(list).toHaveLength(20);
+      expect(list.filter((p) => p.id.startsWith('x')).length).toBe(10);
+      expect(list.map((p) => p.id)).toContain('both');
+    }
+  });
+
+  it('keeps the copies that weigh most, so that a word’s top 10 is still exact', async () => {
+    // The copies written later weigh more (the test's premise), and are the ones listed.
+    const all = await sql<{ id: string; weight: number }>`
+      SELECT document_id AS id, bm25_weights[array_position(bm25_terms, ${a}::text)]::float8 AS weight
+      FROM chunks WHERE document_id LIKE 'xa-%' ORDER BY weight DESC, document_id`.execute(t.deps.db);
+    expect(new Set(all.rows.map((r) => r.weight)).size).toBeGreaterThan(1);
+    expect((await listOf(a)).filter((p) => p.id.startsWith('xa')).map((p) => p.id)).toEqual(
+      all.rows.slice(0, 10).map((r) => r.id),
+    );
+    const hits = await index.search({ query: a, filters: {}, access: ALL, limit: 10 });
+    expect(hits.map((h) => h.document_id)).toEqual((await exhaustive([a])).map((e) => e.id));
+  });
+
+  it('builds the same lists one term at a time, in one pass over the chunks, and in short steps', async () => {
+    const db = t.deps.db;
+    const terms = [
+      { term: a, df: 361, size: 20 },
+      { term: b, df: 211, size: 20 },
+    ];
+    const lists = async () => ({ a: await listOf(a), b: await listOf(b) });
+    for (const term of terms) await searchRepository.buildChampions(db, term.term, term.df, term.size);
+    const oneByOne = await lists();
+    expect(oneByOne.a.map((p) => p.id)).toContain('both');
+    // Small ranges of pages, so that floors and the copies' bars rise between them.
+    await searchRepository.buildChampionsTogether(db, terms, { firstPages: 1, maxPages: 2 });
+    expect(await lists()).toEqual(oneByOne);
+    await searchRepository.buildChampionsInSteps(db, terms, { firstPages: 1, stepMs: 1e6 });
+    expect(await lists()).toEqual(oneByOne);
   });
 });

@@ -71,15 +71,6 @@ const PROVISIONAL_POSTINGS = 3000;
  * 200k chunks on a loaded machine); a search meanwhile makes a provisional one.
  */
 const EMBEDDED_LIST_SCAN_DF = 10_000;
-/**
- * Embedded: every champion candidate of a query is scored exactly, up to 1,000 (Postgres: fewer, those
- * the lists alone rank highest; DEFAULT_PLAN_LIMITS). A query of two very common words ranks chunks holding both at ordinary
- * weights, which the lists alone rank low (a chunk on one word's list only is scored there by that
- * word alone): at 100k generated chunks the cut at 200 agreed with exhaustive BM25 on 0.77 of the
- * top 10 for such queries, 1,000 on 0.97, for ~20–40 ms more on a loaded machine; the embedded
- * target, p99 ≤ 250 ms at 1M chunks, leaves room for it.
- */
-const EMBEDDED_PLAN_LIMITS: Partial<PlanLimits> = { scoredChampions: 1000 };
 /** Time a background round may spend rebuilding champion lists. */
 const CHAMPION_BUDGET_MS = 250;
 /** Champion lists are rebuilt in the background only after writes have been quiet this long. */
@@ -130,7 +121,7 @@ export function createPostgresSearchIndex(
   const foldBatch = embedded ? EMBEDDED_FOLD_BATCH : FOLD_BATCH;
   const rowsWithRanking = options.rowsWithRanking ?? false;
   const few = options.fewResults ?? 3;
-  const limits = { ...DEFAULT_PLAN_LIMITS, ...(embedded ? EMBEDDED_PLAN_LIMITS : {}), ...options.limits };
+  const limits = { ...DEFAULT_PLAN_LIMITS, ...options.limits };
   // Words this process knows are stored: most of a new document's words are, so most inserts are skipped.
   const known = new Set<string>();
   const remember = (words: string[]) => {
@@ -235,6 +226,7 @@ export function createPostgresSearchIndex(
         await searchRepository.buildChampionsTogether(
           db,
           stale.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
+          { copies: limits.copies },
         );
         rebuilt += stale.length;
       } else if (embedded) {
@@ -245,7 +237,7 @@ export function createPostgresSearchIndex(
           const built = await searchRepository.buildChampionsInSteps(
             db,
             pass.map((t) => ({ ...t, size: championsFor(t.df, limits) })),
-            { stop: () => closed },
+            { stop: () => closed, copies: limits.copies },
           );
           if (!built) return false;
           rebuilt += pass.length;
@@ -262,7 +254,9 @@ export function createPostgresSearchIndex(
         let done = 0;
         for (const term of stale) {
           if (closed || (!mode.untilDone && performance.now() - started > CHAMPION_BUDGET_MS)) break;
-          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits));
+          await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits), {
+            copies: limits.copies,
+          });
           done++;
         }
         rebuilt += done;
@@ -393,6 +387,7 @@ export function createPostgresSearchIndex(
         term.champion_floor =
           (await searchRepository.buildChampions(db, term.term, term.df, championsFor(term.df, limits), {
             postings: PROVISIONAL_POSTINGS,
+            copies: limits.copies,
           })) ?? null;
         term.champions_df = term.df;
         continue;
@@ -402,7 +397,10 @@ export function createPostgresSearchIndex(
         continue;
       }
       const size = championsFor(term.df, limits);
-      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, { ifFree: true });
+      const floor = await searchRepository.buildChampions(db, term.term, term.df, size, {
+        ifFree: true,
+        copies: limits.copies,
+      });
       if (floor === undefined) plan.sampled.push(term.term);
       else {
         term.champion_floor = floor;

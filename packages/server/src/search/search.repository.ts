@@ -2,7 +2,7 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { DbExecutor } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { closest, transpositionsOf } from '../edit-distance.ts';
-import type { QueryPlan, TermStats } from './bm25.ts';
+import { DEFAULT_PLAN_LIMITS, type QueryPlan, type TermStats } from './bm25.ts';
 import type { AccessScope, IndexFilters, SearchHit, SearchRequest, StoredChunk } from './search-index.ts';
 
 /**
@@ -350,7 +350,15 @@ export async function bm25SearchAll(
 }
 
 /**
- * Rebuilds a term's champion list: its `size` highest-weighted chunks; returns the list's floor. With
+ * Which chunks are copies of one passage for champion lists (`PlanLimits.copies`): the same title and
+ * text (a 64-bit hash). Computed where a list is built, ~5 µs per chunk read there: a stored column
+ * would cost every inserted chunk, and adding one rewrites the table and rebuilds its indexes.
+ */
+const CONTENT_KEY = sql`hashtextextended(c.title || E'\n' || c.content, 0)`;
+
+/**
+ * Rebuilds a term's champion list: its `size` highest-weighted chunks, at most `copies` of one passage
+ * (the best of them by weight, then key); returns the list's floor. With
  * `postings`, a provisional list from at most that many of the term's chunks (a bounded statement),
  * recorded as built at a frequency of 0 so that maintenance replaces it with the real one. With
  * `ifFree`, returns undefined at once, building nothing, when another build holds the list (a pass
@@ -361,13 +369,14 @@ export async function buildChampions(
   term: string,
   df: number,
   size: number,
-  options: { postings?: number; ifFree?: boolean } = {},
+  options: { postings?: number; ifFree?: boolean; copies?: number } = {},
 ): Promise<number | null | undefined> {
   const postings =
     options.postings === undefined
       ? sql`chunks c WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery`
-      : sql`(SELECT c.document_id, c.chunk_id, c.bm25_terms, c.bm25_weights FROM chunks c
+      : sql`(SELECT c.document_id, c.chunk_id, c.title, c.content, c.bm25_terms, c.bm25_weights FROM chunks c
           WHERE c.search_vector @@ ${anyLexeme([term])}::tsquery LIMIT ${options.postings}) c`;
+  const copies = options.copies ?? DEFAULT_PLAN_LIMITS.copies;
   const builtAt = options.postings === undefined ? df : 0;
   return db.transaction().execute(async (trx) => {
     // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
@@ -384,9 +393,17 @@ export async function buildChampions(
     await sql`DELETE FROM search_champions WHERE term = ${term}`.execute(trx);
     const inserted = await sql<{ weight: number }>`
       INSERT INTO search_champions (term, document_id, chunk_id, weight)
-      SELECT ${term}, c.document_id, c.chunk_id, c.bm25_weights[array_position(c.bm25_terms, ${term}::text)] AS weight
-      FROM ${postings}
-      ORDER BY weight DESC, c.document_id, c.chunk_id LIMIT ${size}
+      SELECT ${term}, p.document_id, p.chunk_id, p.weight
+      FROM (
+        SELECT p.*, row_number() OVER (PARTITION BY p.content_key ORDER BY p.weight DESC, p.document_id, p.chunk_id) AS copy
+        FROM (
+          SELECT c.document_id, c.chunk_id, c.bm25_weights[array_position(c.bm25_terms, ${term}::text)] AS weight,
+            ${CONTENT_KEY} AS content_key
+          FROM ${postings}
+        ) p
+      ) p
+      WHERE p.copy <= ${copies}
+      ORDER BY p.weight DESC, p.document_id, p.chunk_id LIMIT ${size}
       ON CONFLICT DO NOTHING
       RETURNING weight::float8 AS weight`.execute(trx);
     const floor = inserted.rows.length < size ? 0 : Math.min(...inserted.rows.map((r) => r.weight));
@@ -407,12 +424,22 @@ export async function buildChampions(
  * a working table, which is then cut back to each term's `size`. Floors rise quickly, so after the first
  * ranges few rows pass. Everything happens in one transaction: searches keep the previous lists until
  * the new ones replace them at once. Returns each term's floor (0 when it has fewer than `size` chunks).
+ *
+ * As a single list's build, a list holds at most `copies` chunks of one passage (same title and text).
+ * Ranges and cuts keep each term's best chunks, passing over those beyond the `copies`-th of their
+ * passage, so a term's `size`-th weight so far still only rises (the best such list of more postings
+ * is at least as good, place by place) and stays a lower bound of its floor. The copies of a listed
+ * passage weigh more than the floor, so each cut also records, per term and passage with `copies` kept,
+ * the lowest of them (its bar): a later copy below it cannot be listed and is passed over like a
+ * posting below the floor (without that, a corpus of 265 copies of each passage staged ~26 times the
+ * lists' rows).
  */
 export async function buildChampionsTogether(
   db: Kysely<Database>,
   terms: { term: string; df: number; size: number }[],
-  options: { firstPages?: number; maxPages?: number } = {},
+  options: { firstPages?: number; maxPages?: number; copies?: number } = {},
 ): Promise<Map<string, number>> {
+  const copies = options.copies ?? DEFAULT_PLAN_LIMITS.copies;
   const floors = new Map<string, number>(terms.map((t) => [t.term, 0]));
   if (!terms.length) return floors;
   // Ranges start small and double: the first ones pass every posting (no floor yet), later ones few.
@@ -426,7 +453,11 @@ export async function buildChampionsTogether(
     // spills from the first ranges on, where no floor filters yet).
     await sql`SET LOCAL work_mem = '128MB'`.execute(trx);
     await sql`CREATE TEMP TABLE kas_champions_next (term text NOT NULL, document_id text NOT NULL,
-      chunk_id integer NOT NULL, weight real NOT NULL) ON COMMIT DROP`.execute(trx);
+      chunk_id integer NOT NULL, weight real NOT NULL, content_key bigint NOT NULL) ON COMMIT DROP`.execute(
+      trx,
+    );
+    await sql`CREATE TEMP TABLE kas_champion_bars (term text NOT NULL, content_key bigint NOT NULL,
+      weight real NOT NULL) ON COMMIT DROP`.execute(trx);
     const pages = Number(
       (
         await sql<{ pages: number }>`
@@ -443,16 +474,29 @@ export async function buildChampionsTogether(
       return lowest;
     };
     let staged = 0;
-    // Every term back to its best `size`; returns how many rows are left.
+    // Every term back to its best `size`, at most `copies` of a passage; returns how many rows are left.
     const cut = async () => {
       await sql`
         WITH sizes AS (SELECT * FROM unnest(${names}::text[], ${sizes}::int[]) AS z(term, size)),
-        ranked AS (
-          SELECT ctid AS row_id, term, row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
+        copied AS (
+          SELECT ctid AS row_id, term, weight, document_id, chunk_id,
+            row_number() OVER (PARTITION BY term, content_key ORDER BY weight DESC, document_id, chunk_id) <= ${copies} AS kept
           FROM kas_champions_next
+        ),
+        ranked AS (
+          SELECT row_id, term, kept,
+            row_number() OVER (PARTITION BY term, kept ORDER BY weight DESC, document_id, chunk_id) AS r
+          FROM copied
         )
         DELETE FROM kas_champions_next n USING ranked x JOIN sizes z ON z.term = x.term
-        WHERE x.r > z.size AND n.ctid = x.row_id`.execute(trx);
+        WHERE (NOT x.kept OR x.r > z.size) AND n.ctid = x.row_id`.execute(trx);
+      // The passages with `copies` kept: a later copy below the lowest of them is passed over.
+      await sql`TRUNCATE kas_champion_bars`.execute(trx);
+      await sql`
+        INSERT INTO kas_champion_bars
+        SELECT term, content_key, min(weight) FROM kas_champions_next
+        GROUP BY term, content_key HAVING count(*) >= ${copies}`.execute(trx);
+      await sql`ANALYZE kas_champion_bars`.execute(trx);
       // A term with `size` rows kept has its floor so far: most terms never reach `size` postings in
       // one range (a term in 0.1 % of 1M chunks has ~12 in the largest), so their floors rise here.
       const kept = await sql<{ term: string; n: number; weight: number }>`
@@ -474,20 +518,34 @@ export async function buildChampionsTogether(
     ) {
       // The last range is open: it also takes the pages the table grew by since `pages` was read.
       const last = first + pagesPerRange >= pages ? null : first + pagesPerRange;
-      // The range's best `size` per term above its floor are kept; the `size`-th of them is a lower
-      // bound of the term's final floor (the best `size` overall are at least as good). The lowest
-      // floor first, a comparison instead of a lookup: most postings are single occurrences below it.
+      // The range's best `size` per term above its floor (at most `copies` of a passage, none below
+      // the passage's bar) are kept; the `size`-th of them is a lower bound of the term's final floor
+      // (the best `size` overall are at least as good). The lowest floor first, a comparison instead
+      // of a lookup: most postings are single occurrences below it. Each chunk's passage key is
+      // computed once (OFFSET 0: not once per posting).
       const range = await sql<{ term: string | null; weight: number }>`
         WITH floors AS (
           SELECT * FROM unnest(${names}::text[], ${names.map((t) => floors.get(t)!)}::real[], ${sizes}::int[]) AS f(term, floor, size)
+        ), passed AS (
+          SELECT u.term, c.document_id, c.chunk_id, u.weight, f.size, c.content_key
+          FROM (
+            SELECT c.document_id, c.chunk_id, c.bm25_terms, c.bm25_weights, ${CONTENT_KEY} AS content_key
+            FROM chunks c
+            WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
+            OFFSET 0
+          ) c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
+          WHERE u.weight > ${lowestFloor()}::real AND f.term = u.term AND u.weight > f.floor
+            AND NOT EXISTS (SELECT 1 FROM kas_champion_bars b
+              WHERE b.term = u.term AND b.content_key = c.content_key AND b.weight > u.weight)
+        ), copied AS (
+          SELECT *, row_number() OVER (PARTITION BY term, content_key ORDER BY weight DESC, document_id, chunk_id) AS copy
+          FROM passed
         ), postings AS (
-          SELECT u.term, c.document_id, c.chunk_id, u.weight, f.size,
-            row_number() OVER (PARTITION BY u.term ORDER BY u.weight DESC, c.document_id, c.chunk_id) AS r
-          FROM chunks c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
-          WHERE c.ctid >= ${`(${first},0)`}::tid ${last === null ? sql`` : sql`AND c.ctid < ${`(${last},0)`}::tid`}
-            AND u.weight > ${lowestFloor()}::real AND f.term = u.term AND u.weight > f.floor
+          SELECT *, row_number() OVER (PARTITION BY term ORDER BY weight DESC, document_id, chunk_id) AS r
+          FROM copied WHERE copy <= ${copies}
         ), added AS (
-          INSERT INTO kas_champions_next SELECT term, document_id, chunk_id, weight FROM postings WHERE r <= size
+          INSERT INTO kas_champions_next
+          SELECT term, document_id, chunk_id, weight, content_key FROM postings WHERE r <= size
           RETURNING 1
         )
         SELECT NULL AS term, count(*)::float8 AS weight FROM added
@@ -537,6 +595,13 @@ interface Posting {
   chunk_id: number;
 }
 
+/** A posting kept by `buildChampionsInSteps`, with its passage (`CONTENT_KEY`, as text). */
+interface KeptPosting extends Posting {
+  key: string;
+  /** `copies` better copies of its passage are kept: it will not be listed. */
+  dropped?: boolean;
+}
+
 /**
  * Strings in the order of their UTF-8 bytes (the embedded database's collation, C): JavaScript's own
  * order compares UTF-16 units, which differs where a character beyond U+FFFF (two units, the first
@@ -566,17 +631,33 @@ function byWeight(a: Posting, b: Posting): number {
  * transaction holds it, and every request waits for it). Ranges are sized so that a statement takes
  * about `stepMs`; floors are the exact `size`-th best so far, so after the first ranges few postings
  * are kept. The new lists then replace the old ones a few terms per transaction (searches meanwhile
- * read a term's old list or its new one, never half of one). Returns each term's floor (0 when it has
- * fewer than `size` chunks), or null when `stop()` said to stop before the end (nothing written).
+ * read a term's old list or its new one, never half of one). As a single list's build, a list holds at
+ * most `copies` chunks of one passage, the best of them: a posting above its term's floor is also
+ * passed over when `copies` better ones of its passage are kept. Returns each term's floor (0 when it has fewer than `size` chunks), or
+ * null when `stop()` said to stop before the end (nothing written).
  */
 export async function buildChampionsInSteps(
   db: Kysely<Database>,
   terms: { term: string; df: number; size: number }[],
-  options: { stepMs?: number; firstPages?: number; termsPerWrite?: number; stop?: () => boolean } = {},
+  options: {
+    stepMs?: number;
+    firstPages?: number;
+    termsPerWrite?: number;
+    stop?: () => boolean;
+    copies?: number;
+  } = {},
 ): Promise<Map<string, number> | null> {
+  const copies = options.copies ?? DEFAULT_PLAN_LIMITS.copies;
   const stepMs = options.stepMs ?? 50;
   const names = terms.map((t) => t.term);
-  const best = new Map<string, Posting[]>(names.map((t) => [t, []]));
+  /**
+   * Per term, its postings kept (some dropped since), the best copies kept of each passage (at most
+   * `copies`, best first), and the list's length after its last trim.
+   */
+  const best = new Map<
+    string,
+    { list: KeptPosting[]; passages: Map<string, KeptPosting[]>; trimmed: number }
+  >(names.map((t) => [t, { list: [], passages: new Map(), trimmed: 0 }]));
   const floors = new Map<string, number>(names.map((t) => [t, 0]));
   if (!terms.length) return floors;
   /**
@@ -586,11 +667,23 @@ export async function buildChampionsInSteps(
    */
   const last = new Map<string, Posting>();
   const sizeOf = new Map(terms.map((t) => [t.term, t.size]));
-  // A term's postings back to its best `size`, whose last is then its floor.
-  const trim = (term: string, list: Posting[]) => {
+  // A term's postings back to its best `size` (the dropped left out), whose last is then its floor: it
+  // only rises as postings are added (the best list of more postings, at most `copies` of a passage,
+  // is at least as good place by place). The copies of a passage cut here rank after that floor: a
+  // later copy that passes the floor ranks before them, so they need not be remembered.
+  const trim = (term: string) => {
+    const staged = best.get(term)!;
     const size = sizeOf.get(term)!;
-    list.sort(byWeight);
+    const list = staged.list.filter((p) => !p.dropped).sort(byWeight);
     list.length = Math.min(list.length, size);
+    staged.list = list;
+    staged.trimmed = list.length;
+    staged.passages.clear();
+    for (const posting of list) {
+      const kept = staged.passages.get(posting.key);
+      if (kept) kept.push(posting);
+      else staged.passages.set(posting.key, [posting]);
+    }
     if (list.length === size) last.set(term, list[size - 1]!);
   };
   const pages = Number(
@@ -610,18 +703,19 @@ export async function buildChampionsInSteps(
     // posting to the floors in the database (unnest, join, filter) cost ~5 times reading the arrays
     // (~1.5 ms per chunk at 100k chunks on a loaded machine, most of the maintenance after a load).
     const result = await sql<{ chunks: string }>`
-      SELECT coalesce(json_agg(json_build_array(c.document_id, c.chunk_id, c.bm25_terms, c.bm25_weights)), '[]')::text AS chunks
+      SELECT coalesce(json_agg(json_build_array(c.document_id, c.chunk_id, c.bm25_terms, c.bm25_weights,
+        ${CONTENT_KEY}::text)), '[]')::text AS chunks
       FROM chunks c
       WHERE c.ctid >= ${`(${first},0)`}::tid ${end === null ? sql`` : sql`AND c.ctid < ${`(${end},0)`}::tid`}`.execute(
       db,
     );
-    const chunks = JSON.parse(result.rows[0]!.chunks) as [string, number, string[], number[]][];
+    const chunks = JSON.parse(result.rows[0]!.chunks) as [string, number, string[], number[], string][];
     const touched = new Set<string>();
-    for (const [document_id, chunk_id, chunkTerms, weights] of chunks) {
+    for (const [document_id, chunk_id, chunkTerms, weights, key] of chunks) {
       for (let i = 0; i < chunkTerms.length; i++) {
         const term = chunkTerms[i]!;
-        const list = best.get(term);
-        if (!list) continue;
+        const staged = best.get(term);
+        if (!staged) continue;
         const weight = weights[i]!;
         const bar = last.get(term);
         // Most postings rank after their term's floor: passed over without making an object.
@@ -632,15 +726,25 @@ export async function buildChampionsInSteps(
               (compareBytes(document_id, bar.document_id) || chunk_id - bar.chunk_id) >= 0))
         )
           continue;
-        list.push({ weight, document_id, chunk_id });
+        const posting: KeptPosting = { weight, document_id, chunk_id, key };
+        // Passed over when `copies` better copies of its passage are kept; else it takes the place of
+        // the worst of them, if there are `copies`.
+        const kept = staged.passages.get(key);
+        if (kept) {
+          if (kept.length >= copies && byWeight(posting, kept[kept.length - 1]!) > 0) continue;
+          let at = kept.length;
+          while (at > 0 && byWeight(posting, kept[at - 1]!) < 0) at--;
+          kept.splice(at, 0, posting);
+          if (kept.length > copies) kept.pop()!.dropped = true;
+        } else staged.passages.set(key, [posting]);
+        staged.list.push(posting);
         touched.add(term);
       }
     }
     for (const term of touched) {
-      const list = best.get(term)!;
-      const size = sizeOf.get(term)!;
+      const { list, trimmed } = best.get(term)!;
       // A first floor as soon as there are `size`; then trimmed each time the list doubles.
-      if (list.length >= 2 * size || (list.length >= size && !last.has(term))) trim(term, list);
+      if (list.length >= Math.max(sizeOf.get(term)!, 2 * trimmed)) trim(term);
     }
     if (end === null) break;
     first = end;
@@ -648,8 +752,9 @@ export async function buildChampionsInSteps(
     const ms = Math.max(performance.now() - started, 1);
     pagesPerStep = Math.max(1, Math.round(pagesPerStep * Math.min(2, Math.max(0.5, stepMs / ms))));
   }
-  for (const [term, list] of best) {
-    trim(term, list);
+  for (const term of names) {
+    trim(term);
+    const { list } = best.get(term)!;
     const size = sizeOf.get(term)!;
     floors.set(term, list.length < size ? 0 : list[size - 1]!.weight);
   }
@@ -668,7 +773,11 @@ export async function buildChampionsInSteps(
       }
     const group = sorted.slice(i, end);
     i = end;
-    const rows = group.flatMap((term) => best.get(term)!.map((p) => ({ term, ...p })));
+    const rows = group.flatMap((term) =>
+      best
+        .get(term)!
+        .list.map(({ weight, document_id, chunk_id }) => ({ term, weight, document_id, chunk_id })),
+    );
     await db.transaction().execute(async (trx) => {
       // The terms' statistics rows first, in one order (as a single list's build takes its own).
       await sql`SELECT 1 FROM search_terms WHERE term = ANY(${group}::text[]) ORDER BY term FOR UPDATE`.execute(
