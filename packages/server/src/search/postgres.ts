@@ -12,6 +12,20 @@ export function vocabularyOf(document: Pick<IndexedDocument, 'chunks' | 'vocabul
   return document.vocabulary ? document.vocabulary.split(' ') : [];
 }
 
+/** The best `limit` of several rankings' hits (a chunk in more than one has the same score in each). */
+function bestOf(rankings: SearchHit[][], limit: number): SearchHit[] {
+  const byChunk = new Map<string, SearchHit>();
+  for (const hits of rankings) for (const hit of hits) byChunk.set(chunkKey(hit), hit);
+  // As the ranking statement orders them (ties by document and chunk; ids compared by code point here).
+  return [...byChunk.values()]
+    .sort(
+      (a, b) =>
+        b.score - a.score ||
+        (a.document_id < b.document_id ? -1 : a.document_id > b.document_id ? 1 : a.chunk_id - b.chunk_id),
+    )
+    .slice(0, limit);
+}
+
 /** Appends fallback hits after the ones already found, scored below them so the order stays by score. */
 function appendFallback(hits: SearchHit[], more: SearchHit[], limit: number): SearchHit[] {
   const seen = new Set(hits.map((h) => chunkKey(h)));
@@ -418,7 +432,7 @@ export function createPostgresSearchIndex(
       limit: request.limit,
       rows: rowsWithRanking ? request.rows : undefined,
     };
-    const hits = await searchRepository.bm25Search(read, {
+    const ranked = {
       ...args,
       scoredChampions: championsToScore(request.limit, limits),
       sampledChunks: limits.sampledChunks,
@@ -426,7 +440,24 @@ export function createPostgresSearchIndex(
       sampleByScan: plan.sampled.every(
         (term) => (stats.terms.find((t) => t.term === term)?.df ?? 0) >= stats.chunks / 10,
       ),
-    });
+    };
+    // On a database server, the chunks holding every word of a query of frequent words and the other
+    // candidates are ranked by two statements at once, each keeping its best `limit` (the union's best
+    // are among them): for the golden set's questions at 1M real-text chunks the intersection took
+    // about half of the single statement's 35 ms (p50). The embedded database has one connection.
+    const hits =
+      plan.conjunctive.length && !embedded && !ranked.rows
+        ? bestOf(
+            await Promise.all([
+              searchRepository.bm25Search(read, { ...ranked, plan: { ...plan, conjunctive: [] } }),
+              searchRepository.bm25Search(read, {
+                ...ranked,
+                plan: { ...plan, full: [], champions: [], sampled: [] },
+              }),
+            ]),
+            request.limit,
+          )
+        : await searchRepository.bm25Search(read, ranked);
     // Champion lists stand for frequent terms across all documents; when access or filters left fewer
     // visible chunks than asked for, score every visible chunk that contains a term instead.
     if (hits.length < request.limit && (plan.champions.length || plan.sampled.length))
