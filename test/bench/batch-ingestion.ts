@@ -66,24 +66,20 @@ function cpuMs(pid: number | string, children = false): number {
  * plus its running processes'.
  */
 async function postgresCpuMs(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
+  // The postmaster is the parent of this connection's backend (read while it lives).
+  const postmaster = await onceAt(url, async (client) => {
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    const postmaster = stat[1]!;
-    let total = cpuMs(postmaster, true);
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1] === postmaster)
-          total += cpuMs(entry);
-      } catch {}
-    }
-    return total;
-  } finally {
-    await client.end();
+    return readFileSync(`/proc/${rows[0]!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]!;
+  });
+  let total = cpuMs(postmaster, true);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1] === postmaster)
+        total += cpuMs(entry);
+    } catch {}
   }
+  return total;
 }
 
 /** CPU milliseconds per document, to one decimal. */
@@ -267,16 +263,27 @@ async function embedded() {
 
 const STATEMENTS = Number(process.env.BENCH_PG_STATEMENTS ?? 0);
 
-/** The statements that took the most database time since `reset`, in the database of `url`. */
-async function topStatements(url: string, reset: boolean) {
+/** `query` on a connection of its own to the database of `url`. */
+async function onceAt<T>(url: string, query: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    if (reset) {
-      await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-      await client.query('SELECT pg_stat_statements_reset()');
-      return [];
-    }
+    return await query(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Counts statements from now on, in the database of `url`. */
+const resetStatements = (url: string) =>
+  onceAt(url, async (client) => {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await client.query('SELECT pg_stat_statements_reset()');
+  });
+
+/** The statements that took the most database time since `resetStatements`, in the database of `url`. */
+const topStatements = (url: string) =>
+  onceAt(url, async (client) => {
     const { rows } = await client.query<{ ms: number; calls: number; query: string }>(
       `SELECT round(total_exec_time)::int AS ms, calls::int AS calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -284,10 +291,7 @@ async function topStatements(url: string, reset: boolean) {
       [STATEMENTS],
     );
     return rows;
-  } finally {
-    await client.end();
-  }
-}
+  });
 
 async function postgres() {
   const server = await startPostgres(
@@ -314,9 +318,9 @@ async function postgres() {
           postgres: () => postgresCpuMs(server.url),
           client: () => cpuMs(process.pid),
         },
-        STATEMENTS ? () => topStatements(server.urlFor('kas_batch'), true).then(() => {}) : undefined,
+        STATEMENTS ? () => resetStatements(server.urlFor('kas_batch')) : undefined,
       );
-      if (STATEMENTS) statements = await topStatements(server.urlFor('kas_batch'), false);
+      if (STATEMENTS) statements = await topStatements(server.urlFor('kas_batch'));
     } finally {
       await kas.stop();
     }

@@ -556,23 +556,27 @@ describe('champion lists: queries of frequent words only, lists not built yet, l
   });
 });
 
+/**
+ * Lists of 20 chunks, a term in more than 25 chunks scored only through its list (built during the
+ * search up to 1,000), every listed candidate scored, no conjunctive arm: a chunk is a candidate only
+ * through a list.
+ */
+const LISTS_ONLY = {
+  champions: 20,
+  alwaysFullDf: 25,
+  fullBudget: 0,
+  conjunctiveBudget: 0,
+  scoredChampions: 0,
+  buildOnDemandDf: 1000,
+};
+
 describe('champion lists of very common words hold a share of their chunks', () => {
   const t = useTestRuntime();
   const [a, b, filler] = vocabulary(3) as [string, string, string];
   // Each word in 400 of 780 chunks: by √df its list would hold 57 (20 · √(400 / 50)), all of them the
   // 60 chunks holding it three times; a quarter of its chunks is 100. The chunks of each kind are
   // copies of one text: no cap on copies here (see the next suite for it).
-  const limits = {
-    champions: 20,
-    copies: 1000,
-    championsGrowthDf: 50,
-    championsShare: 0.25,
-    alwaysFullDf: 25,
-    fullBudget: 0,
-    conjunctiveBudget: 0,
-    scoredChampions: 0,
-    buildOnDemandDf: 1000,
-  };
+  const limits = { ...LISTS_ONLY, copies: 1000, championsGrowthDf: 50, championsShare: 0.25 };
   let index: PostgresSearchIndex;
 
   beforeAll(async () => {
@@ -611,16 +615,8 @@ describe('champion lists of very common words hold a share of their chunks', () 
 describe('champion lists keep at most a few copies of one passage', () => {
   const t = useTestRuntime();
   const [a, b, filler, ...unique] = vocabulary(400) as [string, string, string, ...string[]];
-  // Lists of 20 chunks, at most 10 copies of one passage (the default); no conjunctive arm, so that a
-  // chunk is a candidate only through a list.
-  const limits = {
-    champions: 20,
-    alwaysFullDf: 25,
-    fullBudget: 0,
-    conjunctiveBudget: 0,
-    scoredChampions: 0,
-    buildOnDemandDf: 1000,
-  };
+  // At most 10 copies of one passage (the default).
+  const limits = LISTS_ONLY;
   let index: PostgresSearchIndex;
   const pad = (i: number) => String(i).padStart(3, '0');
   // Ten words per chunk, one title word: weights differ by how often a word occurs (and by the
