@@ -41,6 +41,7 @@ import {
   championsToScore,
   chunkDocument,
   inBackground,
+  keepOneSetOfAverages,
   type PostgresSearchIndex,
   parseQuery,
   planQuery,
@@ -352,10 +353,12 @@ export async function seedChunks(
     const chunks = source(start, Math.min(BATCH, to - start));
     const documents = [...new Map(chunks.map((c) => [c.document_id, c])).values()];
     // As kas's maintenance does during sustained ingestion (a second after a young index's first
-    // writes, then every 15 s at most): fold the term counts, so that later chunks are weighted with
-    // the real average lengths.
-    if (options.fold && start > from && ((start - from) % 20_000 === 0 || (from === 0 && start === BATCH)))
+    // writes, then every 15 s at most): fold the term counts, then record the average lengths later
+    // chunks are weighted with, or re-weight every chunk when they drifted.
+    if (options.fold && start > from && ((start - from) % 20_000 === 0 || (from === 0 && start === BATCH))) {
       await searchRepository.foldTermDeltas(db);
+      await keepOneSetOfAverages(db, 1000);
+    }
     if (start > from && (start - from) % 50_000 === 0) options.progress?.(start - from);
     const column = <K extends keyof SeedChunk>(rows: SeedChunk[], key: K) => rows.map((c) => c[key]);
     await db.transaction().execute(async (trx) => {

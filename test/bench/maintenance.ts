@@ -19,6 +19,7 @@ import {
   championsFor,
   createPostgresSearchIndex,
   DEFAULT_PLAN_LIMITS,
+  keepOneSetOfAverages,
   rng,
   searchRepository,
 } from '@kas/server/testing';
@@ -53,20 +54,8 @@ async function main(kind: 'postgres' | 'embedded') {
       (await sql<{ n: number }>`SELECT count(*)::int AS n FROM search_term_deltas`.execute(db)).rows[0]!.n,
     );
     const fold = await timed(() => searchRepository.foldTermDeltas(db));
-    const reweight = await timed(async () => {
-      const stats = await searchRepository.lengthStatistics(db);
-      // As the index decides: only when the averages the chunks were weighted with are 15 % off.
-      if (!searchRepository.weightsDrifted(stats, 0.15)) return 0;
-      await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
-      let after: { document_id: string; chunk_id: number } | null = null;
-      let batches = 0;
-      do {
-        after = await searchRepository.reweightChunks(db, after, 1000);
-        batches++;
-      } while (after);
-      await searchRepository.invalidateChampions(db);
-      return batches;
-    });
+    // As the index decides: record the averages, re-weighting only when the chunks' are 15 % off.
+    const reweight = await timed(() => keepOneSetOfAverages(db, 1000));
     const builds: { term: string; df: number }[] = [];
     const champions = await timed(async () => {
       // Stale lists together in one pass over the chunks, as the index does after a bulk load.
@@ -113,7 +102,7 @@ async function main(kind: 'postgres' | 'embedded') {
             vacuum_analyze: vacuum.seconds,
           },
           fold: { delta_rows: deltas, terms_folded: fold.value },
-          reweight: { batches_of_1000_chunks: reweight.value },
+          reweight: { reweighted_every_chunk: reweight.value.reweighted },
           champions: { lists_built: builds.length, postings: builds.reduce((sum, b) => sum + b.df, 0) },
           size_mb: {
             database: Math.round(sizes.database / 1e6),

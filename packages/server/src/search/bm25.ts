@@ -3,8 +3,9 @@
  * times the document's boost, where `sat(tf) = tf·(k1+1) / (tf + k1·(1 − b + b·len/avg_len))` per field
  * (Lucene's BM25 with the title as a second field, as Onyx's Vespa profile ranks
  * `bm25(content) + k·bm25(title)`). The per-chunk part of each term (everything but the IDF) is stored
- * with the chunk by the database (migration 0011: K1, B and TITLE_WEIGHT are frozen there, with the
- * average lengths known when the chunk was written); the IDF is live.
+ * with the chunk by the database (migration 0011: K1, B and TITLE_WEIGHT are frozen there, with one
+ * pair of average lengths that every chunk shares, migration 0035: recorded by maintenance once the
+ * index has averages, and re-recorded, every chunk re-weighted, when today's drift too far); the IDF is live.
  *
  * Fast top-k. Scoring every chunk that contains a common word costs time in proportion to that word's
  * document frequency, so a query scores a candidate set instead:
@@ -29,8 +30,8 @@
  * is at most the list's floor, unless `copies` chunks with its title and text are on the list, each
  * weighing at least as much for that term; so its score is at most `bound()` (the frequent terms' IDF
  * times their lowest champion weight) or, failing that, at most the score of one of those copies (the
- * same text, but weights frozen with other average lengths and another document's boost may differ
- * slightly). The top-k is exact when the k-th score reaches that bound and no passage has more than
+ * same text: the same weights, unless written before the index's averages were first recorded, and
+ * another document's boost may differ). The top-k is exact when the k-th score reaches that bound and no passage has more than
  * `copies` chunks among the top k; otherwise such a chunk could have ranked. Champion lists built
  * before many new chunks arrived can also miss a new chunk with a higher weight until they are rebuilt
  * (maintenance rebuilds a list when the term's document frequency moved by a quarter). A champion
@@ -38,8 +39,8 @@
  * lists it is not on would have lifted it (small on a generated corpus: top-10 agreement 0.98 → 0.97, and
  * 0.98 → 0.965 for frequent words only, in `bm25.test.ts`; the benchmark reports it at 100k chunks). Lists
  * and cut ignore access, like any index: when fewer than `limit` visible chunks come out, every visible chunk
- * that contains a query term is scored instead (`bm25SearchAll`). Weights keep the average lengths of
- * the time their chunk was written (`kas reindex` recomputes them).
+ * that contains a query term is scored instead (`bm25SearchAll`). Weights keep the recorded average lengths
+ * until maintenance finds today's drifted (`kas reindex` recomputes them at once).
  */
 export const K1 = 1.2;
 export const B = 0.75;

@@ -90,6 +90,40 @@ const CHAMPION_BUDGET_MS = 250;
 /** Champion lists are rebuilt in the background only after writes have been quiet this long. */
 const QUIET_MS = 10_000;
 
+/**
+ * Keeps every stored weight on one pair of average lengths (bm25.ts, migration 0035), so that the same
+ * text scores the same whenever it was written: once the index has averages, maintenance records
+ * them, and every chunk written from then on is weighted with them; when the averages the chunks hold
+ * are off today's by more than REWEIGHT_DRIFT (root mean square, kept by each fold), today's are
+ * recorded and every chunk is re-weighted with them, in batches so that queries run in between
+ * (`stopped` ends it between two). Returns the chunks counted and whether it re-weighted.
+ */
+export async function keepOneSetOfAverages(
+  db: Db,
+  batch: number,
+  stopped: () => boolean = () => false,
+): Promise<{ chunks: number; reweighted: boolean }> {
+  const stats = await searchRepository.lengthStatistics(db);
+  const unchanged = { chunks: stats.chunks, reweighted: false };
+  if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return unchanged;
+  if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) {
+    // The chunks so far keep the averages of their write time (close to today's: not drifted).
+    if (!stats.recorded)
+      await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength, {
+        reweighting: false,
+      });
+    return unchanged;
+  }
+  await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength, { reweighting: true });
+  let after: { document_id: string; chunk_id: number } | null = null;
+  do {
+    if (stopped()) return { chunks: stats.chunks, reweighted: true };
+    after = await searchRepository.reweightChunks(db, after, batch);
+  } while (after);
+  await searchRepository.invalidateChampions(db);
+  return { chunks: stats.chunks, reweighted: true };
+}
+
 export interface PostgresSearchIndex extends SearchIndex {
   /** Folds pending statistics and rebuilds stale champion lists now (tests, benchmarks, `kas reindex`). */
   maintain(): Promise<void>;
@@ -150,25 +184,10 @@ export function createPostgresSearchIndex(
     return [...fresh].sort();
   };
 
-  /**
-   * Stored weights keep the average lengths of their time (bm25.ts); when the averages the chunks were
-   * weighted with are off today's by more than REWEIGHT_DRIFT (root mean square, kept by each fold: a
-   * load folded as it goes is weighted with nearly the real averages and needs nothing), every chunk
-   * is re-weighted, in batches so that queries run in between.
-   */
   const reweightIfDrifted = async () => {
-    const stats = await searchRepository.lengthStatistics(db);
-    countedChunks = stats.chunks;
-    if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return false;
-    if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) return false;
-    await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
-    let after: { document_id: string; chunk_id: number } | null = null;
-    do {
-      if (closed) return true;
-      after = await searchRepository.reweightChunks(db, after, reweightBatch);
-    } while (after);
-    await searchRepository.invalidateChampions(db);
-    return true;
+    const result = await keepOneSetOfAverages(db, reweightBatch, () => closed);
+    countedChunks = result.chunks;
+    return result.reweighted;
   };
 
   let timer: NodeJS.Timeout | null = null;

@@ -109,6 +109,46 @@ describe('re-weighting after loads', () => {
     }
   });
 
+  it('weights the same text the same whenever it is written: every chunk after the first round with the averages recorded then', async () => {
+    await emptyIndex();
+    rounds.length = 0;
+    const copy = async (id: string) => {
+      await sql`
+        INSERT INTO documents (id, semantic_id, title, source, from_ingestion_api, doc_updated_at, content_hash,
+          chunk_count, is_public, access_user_ids, access_group_ids, tags)
+        VALUES (${id}, ${id}, ${id}, 'file', true, now(), '', 1, true, '{}', '{}', '{}')`.execute(t.deps.db);
+      await sql`
+        INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+        VALUES (${id}, 0, 'Airship mooring', 'The zeppelin moored at the mast of the old tower at dawn.', '', NULL, 20)`.execute(
+        t.deps.db,
+      );
+    };
+    await insertChunks(t.deps.db, 3000, 100, 120, 6);
+    await index.maintain();
+    await copy('copy-early');
+    // Longer chunks move today's average content length by ~4 %: not enough to re-weight.
+    await insertChunks(t.deps.db, 3100, 100, 130, 6);
+    await index.maintain();
+    const moved = await lengthStatistics(t.deps.db);
+    expect(moved.length).toBeGreaterThan(124);
+    expect(rounds.some((r) => r.reweighted)).toBe(false);
+    await copy('copy-late');
+    const stored = await sql<{ document_id: string; weights: number[] }>`
+      SELECT document_id, bm25_weights AS weights FROM chunks WHERE document_id LIKE 'copy-%' ORDER BY document_id`.execute(
+      t.deps.db,
+    );
+    expect(stored.rows.map((r) => r.document_id)).toEqual(['copy-early', 'copy-late']);
+    expect(stored.rows[1]!.weights).toEqual(stored.rows[0]!.weights);
+    const hits = await index.search({
+      query: 'zeppelin mooring',
+      filters: {},
+      access: { all: true },
+      limit: 2,
+    });
+    expect(hits.map((h) => h.document_id).sort()).toEqual(['copy-early', 'copy-late']);
+    expect(hits[1]!.score).toBe(hits[0]!.score);
+  });
+
   it("folds a young index's first writes within seconds while writes go on (later chunks get the real averages)", async () => {
     const young = createPostgresSearchIndex(t.deps.db);
     try {

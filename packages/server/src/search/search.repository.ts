@@ -44,11 +44,14 @@ const LENGTH_KEY = '\u0001len';
 const TITLE_LENGTH_KEY = '\u0001tlen';
 const RESERVED_KEYS = '\u0001%';
 /**
- * Reserved keys of the averages at the last re-weighting (stored × 1000, as `df` is an integer), and
- * of the sums over chunks of the averages each was weighted with (× 1000), kept by every fold.
+ * Reserved keys of the averages every chunk written since they were recorded is weighted with (stored
+ * × 1000, as `df` is an integer; see `recordWeightedLengths`), of the mark that they were recorded
+ * without re-weighting the chunks before, and of the sums over chunks of the averages each was
+ * weighted with (× 1000), kept by every fold.
  */
 const WEIGHTED_LENGTH_KEY = '\u0001wlen';
 const WEIGHTED_TITLE_LENGTH_KEY = '\u0001wtlen';
+const RECORDED_ONLY_KEY = '\u0001wrec';
 const WEIGHTED_LENGTH_SUM_KEY = '\u0001wlsum';
 const WEIGHTED_TITLE_LENGTH_SUM_KEY = '\u0001wtlsum';
 /** … and of their squares (not scaled), for how far they spread around today's averages. */
@@ -820,9 +823,9 @@ export async function foldTermDeltas(
       : sql`DELETE FROM search_term_deltas
           WHERE ctid = ANY(ARRAY(SELECT ctid FROM search_term_deltas LIMIT ${options.limit}))`;
   // The chunks counted by this fold were weighted with the average lengths in effect until now (the
-  // folded ones, or the defaults below 20 chunks, as kas_bm25_weights computes them): their sum is
-  // kept, so that maintenance knows the averages the stored weights hold without re-weighting
-  // (tracked from an empty index, or from the last re-weighting).
+  // recorded pair, else the folded ones, or the defaults below 20 chunks, as kas_bm25_weights computes
+  // them): their sum is kept, so that maintenance knows the averages the stored weights hold without
+  // re-weighting (tracked from an empty index, or from the last re-weighting).
   const result = await sql<{ folded: number }>`
     WITH moved AS (${moved} RETURNING term, delta),
     sums AS (SELECT term, sum(delta) AS delta, count(*) AS n FROM moved GROUP BY term),
@@ -830,24 +833,30 @@ export async function foldTermDeltas(
       SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n,
         coalesce((SELECT df FROM search_terms WHERE term = ${LENGTH_KEY}), 0) AS len,
         coalesce((SELECT df FROM search_terms WHERE term = ${TITLE_LENGTH_KEY}), 0) AS tlen,
+        (SELECT df FROM search_terms WHERE term = ${WEIGHTED_LENGTH_KEY}) AS wlen,
+        (SELECT df FROM search_terms WHERE term = ${WEIGHTED_TITLE_LENGTH_KEY}) AS wtlen,
         EXISTS (SELECT 1 FROM search_terms WHERE term = ${WEIGHTED_LENGTH_SUM_KEY}) AS tracked
     ),
+    used AS (
+      SELECT n, tracked,
+        CASE WHEN wlen IS NOT NULL THEN greatest(wlen::float8 / 1000, 1)
+          WHEN n >= 20 THEN greatest(len::float8 / n, 1) ELSE 120 END AS len,
+        CASE WHEN wtlen IS NOT NULL THEN greatest(wtlen::float8 / 1000, 1)
+          WHEN n >= 20 THEN greatest(tlen::float8 / n, 1) ELSE 6 END AS tlen
+      FROM before
+    ),
     weighted AS (
-      SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text AS term,
-        round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.len::float8 / b.n, 1) ELSE 120 END * 1000)::bigint AS delta
-      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text AS term, round(s.delta * u.len * 1000)::bigint AS delta
+      FROM used u JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE u.tracked OR u.n = 0
       UNION ALL
-      SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text,
-        round(s.delta * CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END * 1000)::bigint
-      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, round(s.delta * u.tlen * 1000)::bigint
+      FROM used u JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE u.tracked OR u.n = 0
       UNION ALL
-      SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text,
-        round(s.delta * (CASE WHEN b.n >= 20 THEN greatest(b.len::float8 / b.n, 1) ELSE 120 END) ^ 2)::bigint
-      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(s.delta * u.len ^ 2)::bigint
+      FROM used u JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE u.tracked OR u.n = 0
       UNION ALL
-      SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text,
-        round(s.delta * (CASE WHEN b.n >= 20 THEN greatest(b.tlen::float8 / b.n, 1) ELSE 6 END) ^ 2)::bigint
-      FROM before b JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE b.tracked OR b.n = 0
+      SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(s.delta * u.tlen ^ 2)::bigint
+      FROM used u JOIN sums s ON s.term = ${CHUNK_COUNT_KEY} WHERE u.tracked OR u.n = 0
     ),
     upserted AS (
       INSERT INTO search_terms (term, df)
@@ -869,7 +878,10 @@ export interface LengthStatistics {
   /** Average content and title lengths now. */
   length: number;
   titleLength: number;
-  /** The averages the stored weights were last recomputed with (null: never). */
+  /**
+   * The mean of the averages the stored weights hold (where the sums are kept; else those they were
+   * last recomputed with, null: never).
+   */
   weightedLength: number | null;
   weightedTitleLength: number | null;
   /**
@@ -878,6 +890,8 @@ export interface LengthStatistics {
    */
   lengthDeviation: number | null;
   titleLengthDeviation: number | null;
+  /** Whether a pair of averages is recorded for new chunks (`recordWeightedLengths`). */
+  recorded: boolean;
   /** Whether every chunk was ever re-weighted (by maintenance or a rebuild). */
   reweighted: boolean;
 }
@@ -886,7 +900,7 @@ export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics
   const result = await sql<{ term: string; df: number }>`
     SELECT term, df::float8 AS df FROM search_terms
     WHERE term IN (${CHUNK_COUNT_KEY}, ${LENGTH_KEY}, ${TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_KEY},
-      ${WEIGHTED_TITLE_LENGTH_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY},
+      ${WEIGHTED_TITLE_LENGTH_KEY}, ${RECORDED_ONLY_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY},
       ${WEIGHTED_LENGTH_SQUARES_KEY}, ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY})`.execute(db);
   const value = new Map(result.rows.map((r) => [r.term, r.df]));
   const chunks = value.get(CHUNK_COUNT_KEY) ?? 0;
@@ -920,7 +934,8 @@ export async function lengthStatistics(db: DbExecutor): Promise<LengthStatistics
       WEIGHTED_TITLE_LENGTH_SQUARES_KEY,
       titleLength,
     ),
-    reweighted: value.has(WEIGHTED_LENGTH_KEY),
+    recorded: value.has(WEIGHTED_LENGTH_KEY),
+    reweighted: value.has(WEIGHTED_LENGTH_KEY) && !value.has(RECORDED_ONLY_KEY),
   };
 }
 
@@ -945,12 +960,26 @@ export function weightsDrifted(stats: LengthStatistics, drift: number): boolean 
   );
 }
 
+/**
+ * Records the average lengths every chunk written from now on is weighted with (kas_bm25_weights,
+ * migration 0035). With `reweighting`, every chunk counted so far is about to be weighted with them
+ * too, and the sums the deviation is computed from start again from them.
+ */
 export async function recordWeightedLengths(
   db: DbExecutor,
   length: number,
   titleLength: number,
+  options: { reweighting: boolean },
 ): Promise<void> {
-  // Every chunk counted so far is about to be weighted with these averages.
+  if (!options.reweighting) {
+    await sql`
+      INSERT INTO search_terms (term, df)
+      VALUES (${WEIGHTED_LENGTH_KEY}, ${Math.round(length * 1000)}),
+        (${WEIGHTED_TITLE_LENGTH_KEY}, ${Math.round(titleLength * 1000)}), (${RECORDED_ONLY_KEY}, 1)
+      ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
+    return;
+  }
+  await sql`DELETE FROM search_terms WHERE term = ${RECORDED_ONLY_KEY}`.execute(db);
   await sql`
     WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
     INSERT INTO search_terms (term, df)
@@ -965,7 +994,7 @@ export async function recordWeightedLengths(
 
 export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
   await sql`DELETE FROM search_terms WHERE term IN (${WEIGHTED_LENGTH_KEY}, ${WEIGHTED_TITLE_LENGTH_KEY},
-    ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY}, ${WEIGHTED_LENGTH_SQUARES_KEY},
+    ${RECORDED_ONLY_KEY}, ${WEIGHTED_LENGTH_SUM_KEY}, ${WEIGHTED_TITLE_LENGTH_SUM_KEY}, ${WEIGHTED_LENGTH_SQUARES_KEY},
     ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY})`.execute(db);
 }
 

@@ -10,7 +10,11 @@ export { extractHtml } from '../connectors/sources/html.ts';
 export { inBackground } from '../db/database.ts';
 export { chunkDocument } from '../documents/chunking.ts';
 export { championsFor, championsToScore, DEFAULT_PLAN_LIMITS, planQuery } from '../search/bm25.ts';
-export { createPostgresSearchIndex, type PostgresSearchIndex } from '../search/postgres.ts';
+export {
+  createPostgresSearchIndex,
+  keepOneSetOfAverages,
+  type PostgresSearchIndex,
+} from '../search/postgres.ts';
 export { parseQuery, toTsquery } from '../search/query-parser.ts';
 export * as searchRepository from '../search/search.repository.ts';
 export * as searchService from '../search/search.service.ts';
