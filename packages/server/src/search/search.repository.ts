@@ -433,9 +433,9 @@ export async function buildChampions(
  * passage, so a term's `size`-th weight so far still only rises (the best such list of more postings
  * is at least as good, place by place) and stays a lower bound of its floor. The copies of a listed
  * passage weigh more than the floor, so each cut also records, per term and passage with `copies` kept,
- * the lowest of them (its bar): a later copy below it cannot be listed and is passed over like a
- * posting below the floor (without that, a corpus of 265 copies of each passage staged ~26 times the
- * lists' rows).
+ * the last of them by weight, then key (its bar): a later copy ranked after it cannot be listed and is
+ * passed over like a posting below the floor (without that, a corpus of 265 copies of each passage
+ * staged ~26 times the lists' rows).
  */
 export async function buildChampionsTogether(
   db: Kysely<Database>,
@@ -460,7 +460,7 @@ export async function buildChampionsTogether(
       trx,
     );
     await sql`CREATE TEMP TABLE kas_champion_bars (term text NOT NULL, content_key bigint NOT NULL,
-      weight real NOT NULL) ON COMMIT DROP`.execute(trx);
+      weight real NOT NULL, document_id text NOT NULL, chunk_id integer NOT NULL) ON COMMIT DROP`.execute(trx);
     const pages = Number(
       (
         await sql<{ pages: number }>`
@@ -493,12 +493,17 @@ export async function buildChampionsTogether(
         )
         DELETE FROM kas_champions_next n USING ranked x JOIN sizes z ON z.term = x.term
         WHERE (NOT x.kept OR x.r > z.size) AND n.ctid = x.row_id`.execute(trx);
-      // The passages with `copies` kept: a later copy below the lowest of them is passed over.
+      // The passages with `copies` kept: a later copy ranked after the last of them (by weight, then
+      // key) is passed over. Copies weighted with the same averages tie (migration 0035): a bar by
+      // weight alone passed every copy of a passage, 265 of each in the benchmark's corpus.
       await sql`TRUNCATE kas_champion_bars`.execute(trx);
       await sql`
         INSERT INTO kas_champion_bars
-        SELECT term, content_key, min(weight) FROM kas_champions_next
-        GROUP BY term, content_key HAVING count(*) >= ${copies}`.execute(trx);
+        SELECT DISTINCT ON (term, content_key) term, content_key, weight, document_id, chunk_id
+        FROM kas_champions_next
+        WHERE (term, content_key) IN (
+          SELECT term, content_key FROM kas_champions_next GROUP BY term, content_key HAVING count(*) >= ${copies})
+        ORDER BY term, content_key, weight, document_id DESC, chunk_id DESC`.execute(trx);
       await sql`ANALYZE kas_champion_bars`.execute(trx);
       // A term with `size` rows kept has its floor so far: most terms never reach `size` postings in
       // one range (a term in 0.1 % of 1M chunks has ~12 in the largest), so their floors rise here.
@@ -539,7 +544,9 @@ export async function buildChampionsTogether(
           ) c, unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight), floors f
           WHERE u.weight > ${lowestFloor()}::real AND f.term = u.term AND u.weight > f.floor
             AND NOT EXISTS (SELECT 1 FROM kas_champion_bars b
-              WHERE b.term = u.term AND b.content_key = c.content_key AND b.weight > u.weight)
+              WHERE b.term = u.term AND b.content_key = c.content_key
+                AND (b.weight > u.weight OR (b.weight = u.weight
+                  AND (b.document_id, b.chunk_id) < (c.document_id, c.chunk_id))))
         ), copied AS (
           SELECT *, row_number() OVER (PARTITION BY term, content_key ORDER BY weight DESC, document_id, chunk_id) AS copy
           FROM passed
