@@ -460,7 +460,9 @@ export async function buildChampionsTogether(
       trx,
     );
     await sql`CREATE TEMP TABLE kas_champion_bars (term text NOT NULL, content_key bigint NOT NULL,
-      weight real NOT NULL, document_id text NOT NULL, chunk_id integer NOT NULL) ON COMMIT DROP`.execute(trx);
+      weight real NOT NULL, document_id text NOT NULL, chunk_id integer NOT NULL) ON COMMIT DROP`.execute(
+      trx,
+    );
     const pages = Number(
       (
         await sql<{ pages: number }>`
