@@ -112,6 +112,16 @@ export async function getPairDetails({
   ctx: Deps & { actor: Actor };
   id: number;
 }): Promise<CcPairDetails> {
+  // One snapshot: read statement by statement, an attempt finishing between them showed the pair as
+  // not indexing with its last attempt still in progress and none of its documents counted (a client
+  // waiting for the run to end took that for its end).
+  return ctx.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute((db) => pairDetails({ ...ctx, db }, id));
+}
+
+async function pairDetails(ctx: Deps & { actor: Actor }, id: number): Promise<CcPairDetails> {
   const { actor } = ctx;
   const pair = await loadPair(ctx, actor, id);
   const connector = await connectorsRepository.findConnector(ctx.db, pair.connector_id);
