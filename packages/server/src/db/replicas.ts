@@ -283,11 +283,15 @@ export class ReadRouter {
   pool(): pg.Pool {
     const connect = async () => {
       let usable = this.#replicas.filter((r) => r.usable);
+      // The epoch these replicas were judged at: a check placing a newer change while the epoch is
+      // read below must not make them look current (two reads at once: the first's check placed
+      // the change, and the second took a replica behind it).
+      const placed = this.#placedEpoch;
       if (usable.length) {
         // A change whose notification has not arrived yet (it commits as the read starts) is seen
         // here: its epoch was taken before its commit. One short statement on the primary per read.
         const { rows } = await this.#options.primary.query<{ e: string }>(`SELECT ${EPOCH_SQL} AS e`);
-        if (rows[0]!.e !== this.#placedEpoch) {
+        if (rows[0]!.e !== placed) {
           this.#noticed = true;
           this.#noticedAt = Date.now();
           this.#reclassify();
