@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { configFrom } from '../config.ts';
 import type { Db } from '../db/database.ts';
+import { createRuntime } from '../runtime.ts';
 import { rng } from '../testing/random.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
-import { testDbKind } from '../testing/test-runtime.ts';
+import { TEST_ENCRYPTION_KEY, testDbKind } from '../testing/test-runtime.ts';
 import {
   B,
   championsFor,
@@ -207,6 +211,96 @@ describe('BM25 ranking of the Postgres index', () => {
     expect(hits).toHaveLength(expected.length);
     expectSameRanking(hits, expected);
   });
+});
+
+/**
+ * A chunk's terms are stored in byte order and each query term finds its place among them by binary
+ * search: words whose order differs between bytes and a language's collation (accents, capitals'
+ * lexemes, digits, other scripts) must each be found, on a database created with such a collation too.
+ */
+describe('BM25 finds every query term among a chunk’s stored terms, whatever its bytes', () => {
+  const words = ['über', 'zebra', 'café', 'cafz', '42nd', 'abc', 'naïve', '東京', 'ελληνικά', 'x_y', 'ærø'];
+  const documents = Array.from({ length: 24 }, (_, i) => ({
+    id: `doc-${i}`,
+    title: i % 3 === 0 ? words[i % words.length]! : 'Notes',
+    // Each document holds a different subset of the words, some repeated.
+    content: words
+      .filter((_, w) => (i + w) % 3 !== 0)
+      .map((word, w) => Array.from({ length: 1 + ((i * w) % 3) }, () => word).join(' '))
+      .join(' filler '),
+  }));
+  const queries = [...words, 'zebra café', '東京 42nd ærø', words.join(' ')];
+
+  async function expectExactScores(db: Db) {
+    await insertDocuments(db, documents);
+    const index = createPostgresSearchIndex(db);
+    try {
+      await index.maintain();
+      const corpus = await loadCorpus(db);
+      const sorted = await sql<{ sorted: boolean }>`
+        SELECT bool_and(bm25_terms = ARRAY(SELECT t FROM unnest(bm25_terms) t ORDER BY t COLLATE "C")) AS sorted
+        FROM chunks`.execute(db);
+      expect(sorted.rows[0]!.sorted).toBe(true);
+      for (const query of queries) {
+        const lexemes = await sql<{ lexeme: string }>`
+          SELECT lexeme FROM unnest(to_tsvector('english', ${query}))`.execute(db);
+        const expected = exhaustiveBm25(
+          corpus,
+          lexemes.rows.map((r) => r.lexeme),
+        );
+        expect(expected.length, query).toBeGreaterThan(0);
+        const hits = await index.search({ query, filters: {}, access: ALL, limit: 50 });
+        expect(hits, query).toHaveLength(expected.length);
+        expectSameRanking(hits, expected);
+      }
+    } finally {
+      await index.close();
+    }
+  }
+
+  describe('on the test database', () => {
+    const t = useTestRuntime();
+    it('scores each word as a textbook BM25 does', async () => {
+      await expectExactScores(t.deps.db);
+    });
+  });
+
+  // Managed Postgres servers often create databases with a language's collation (en_US), under which
+  // `café` sorts before `cafz`: the lookup must compare bytes all the same.
+  it.runIf(testDbKind() === 'postgres')(
+    'scores each word as a textbook BM25 does on a database whose collation is English (ICU)',
+    async () => {
+      const admin = new pg.Client({ connectionString: inject('pgAdminUrl') });
+      const name = `kas_icu_${randomBytes(6).toString('hex')}`;
+      await admin.connect();
+      await admin.query(
+        `CREATE DATABASE ${name} TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'`,
+      );
+      const url = new URL(inject('pgAdminUrl'));
+      url.pathname = `/${name}`;
+      const runtime = await createRuntime(
+        configFrom({
+          DATABASE_URL: url.toString(),
+          KAS_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+          KAS_LOG_LEVEL: 'silent',
+        }),
+        { skipBootstrap: true, db: { poolSize: 2 } },
+      );
+      try {
+        const order = await sql<{ words: string[] }>`
+          SELECT ARRAY(SELECT w FROM unnest(ARRAY['cafz', 'café']) w ORDER BY w) AS words`.execute(
+          runtime.deps.db,
+        );
+        expect(order.rows[0]!.words).toEqual(['café', 'cafz']);
+        await expectExactScores(runtime.deps.db);
+      } finally {
+        await runtime.close();
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+        await admin.end();
+      }
+    },
+    60_000,
+  );
 });
 
 describe('fast top-k: candidates from rare terms and champion lists agree with exhaustive BM25', {

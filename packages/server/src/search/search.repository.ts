@@ -178,15 +178,26 @@ export async function bm25Search(
     ? sql`AND (numnode(to_tsquery('english', ${args.must})) = 0 OR c.search_vector @@ to_tsquery('english', ${args.must}))`
     : sql``;
   // The term arrays are stored compressed: each reference to a column would decompress it again, so
-  // the lateral subquery decompresses each once per candidate (`|| '{}'` yields a plain copy) and every
-  // query term looks itself up in that copy.
+  // the lateral subquery decompresses each once per candidate (`|| '{}'` yields a plain copy). A chunk's
+  // terms are in byte order (the order of its tsvector's lexemes, see `kas_bm25_weights`), so each query
+  // term finds its place by binary search (`width_bucket`, comparing bytes: the "C" collation), then
+  // checks the term there is its own: ~7 comparisons instead of `array_position`'s ~45 over a chunk's
+  // ~90 terms, which were most of a candidate's scoring (1M real-text chunks: 12 → 3 µs per candidate
+  // for a five-word question).
   const score = sql.join(
     plan.scored.map(
-      (s) => sql`${s.idf}::float8 * coalesce(x.weights[array_position(x.terms, ${s.term}::text)], 0)`,
+      (s, i) =>
+        sql`${s.idf}::float8 * coalesce(x.weights[CASE WHEN x.terms[${sql.ref(`x.p${i}`)}] = ${s.term}::text THEN ${sql.ref(`x.p${i}`)} END], 0)`,
     ),
     sql` + `,
   );
-  const arrays = sql`CROSS JOIN LATERAL (SELECT c.bm25_terms || '{}'::text[] AS terms, c.bm25_weights || '{}'::real[] AS weights OFFSET 0) x`;
+  const places = sql.join(
+    plan.scored.map((s, i) => sql`width_bucket(${s.term}::text COLLATE "C", a.terms) AS ${sql.ref(`p${i}`)}`),
+  );
+  const arrays = sql`CROSS JOIN LATERAL (
+    SELECT a.terms, a.weights, ${places}
+    FROM (SELECT c.bm25_terms || '{}'::text[] AS terms, c.bm25_weights || '{}'::real[] AS weights OFFSET 0) a
+    OFFSET 0) x`;
   const scored = sql`((${score}) * c.bm25_boost)::float8 AS score`;
   // Access and filters need each candidate's document (the boost is kept on the chunk). Scored
   // candidates stream out best first and each document is looked up by key only until `limit` visible
