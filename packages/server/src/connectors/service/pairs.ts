@@ -206,6 +206,15 @@ export async function indexingStatus({
 }: {
   ctx: Deps & { actor: Actor };
 }): Promise<IndexingStatusEntry[]> {
+  // One snapshot, as for one pair's details: an attempt finishing between the statements would show
+  // its pair as no longer indexing with the documents it indexed not yet counted.
+  return ctx.db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute((db) => statusEntries({ ...ctx, db }));
+}
+
+async function statusEntries(ctx: Deps & { actor: Actor }): Promise<IndexingStatusEntry[]> {
   const { actor } = ctx;
   const scope = await loadScope(ctx.db, actor);
   const pairs = (await connectorsRepository.listPairs(ctx.db)).filter((p) => policy.manageCcPair(scope, p));
