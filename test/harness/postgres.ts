@@ -81,11 +81,18 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
  * With `keep`, the cluster lives in that directory instead and stays there when the server stops: a
  * later call with the same directory starts it again with its data (benchmarks that seed for minutes).
  * `extra` adds server flags (e.g. `-c shared_preload_libraries=pg_stat_statements`).
+ * BENCH_PG_SHARED_BUFFERS (e.g. `6GB`) sizes its buffer cache as a deployment would for a large index
+ * (Postgres's default, kept otherwise, is 128 MB: at 1M chunks most pages a query reads then come from
+ * the OS cache, one system call each).
  */
 export async function startPostgres(
   options: { keep?: string; extra?: string[] } = {},
 ): Promise<PostgresServer> {
-  return startServerIn(options.keep, options.extra);
+  const buffers = process.env.BENCH_PG_SHARED_BUFFERS;
+  return startServerIn(options.keep, [
+    ...(buffers ? ['-c', `shared_buffers=${buffers}`] : []),
+    ...(options.extra ?? []),
+  ]);
 }
 
 /**
