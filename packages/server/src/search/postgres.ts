@@ -108,13 +108,10 @@ export async function keepOneSetOfAverages(
   if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return unchanged;
   if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) {
     // The chunks so far keep the averages of their write time (close to today's: not drifted).
-    if (!stats.recorded)
-      await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength, {
-        reweighting: false,
-      });
+    if (!stats.recorded) await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
     return unchanged;
   }
-  await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength, { reweighting: true });
+  await searchRepository.recordLengthsForReweighting(db, stats.length, stats.titleLength);
   let after: { document_id: string; chunk_id: number } | null = null;
   do {
     if (stopped()) return { chunks: stats.chunks, reweighted: true };

@@ -982,23 +982,31 @@ export function weightsDrifted(stats: LengthStatistics, drift: number): boolean 
 
 /**
  * Records the average lengths every chunk written from now on is weighted with (kas_bm25_weights,
- * migration 0035). With `reweighting`, every chunk counted so far is about to be weighted with them
- * too, and the sums the deviation is computed from start again from them.
+ * migration 0035), the chunks counted so far keeping theirs (close to these: not drifted). A mark says
+ * no chunk was re-weighted with them, so that the first-time drift bound still applies.
  */
 export async function recordWeightedLengths(
   db: DbExecutor,
   length: number,
   titleLength: number,
-  options: { reweighting: boolean },
 ): Promise<void> {
-  if (!options.reweighting) {
-    await sql`
-      INSERT INTO search_terms (term, df)
-      VALUES (${WEIGHTED_LENGTH_KEY}, ${Math.round(length * 1000)}),
-        (${WEIGHTED_TITLE_LENGTH_KEY}, ${Math.round(titleLength * 1000)}), (${RECORDED_ONLY_KEY}, 1)
-      ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
-    return;
-  }
+  await sql`
+    INSERT INTO search_terms (term, df)
+    VALUES (${WEIGHTED_LENGTH_KEY}, ${Math.round(length * 1000)}),
+      (${WEIGHTED_TITLE_LENGTH_KEY}, ${Math.round(titleLength * 1000)}), (${RECORDED_ONLY_KEY}, 1)
+    ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
+}
+
+/**
+ * Records the average lengths as `recordWeightedLengths` does, for a re-weighting of every chunk
+ * counted so far (`reweightChunks` follows): the sums the deviation is computed from start again from
+ * them, as if every chunk held them already.
+ */
+export async function recordLengthsForReweighting(
+  db: DbExecutor,
+  length: number,
+  titleLength: number,
+): Promise<void> {
   await sql`DELETE FROM search_terms WHERE term = ${RECORDED_ONLY_KEY}`.execute(db);
   await sql`
     WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
