@@ -12,7 +12,8 @@
  * their text: e.g. the documents benchmark's 1M); BENCH_CHAT_QUESTION asks another question (e.g. one of
  * the golden set's on the documents benchmark's real-text corpus), and BENCH_CHAT_GOLDEN=<golden set
  * file> asks its questions in turn (e.g. test/eval/postgresql-15.golden.jsonl on that corpus), so that
- * the figures are over a set of real questions rather than one.
+ * the figures are over a set of real questions rather than one. The measured turns share one chat
+ * session (its history grows with each), or with BENCH_CHAT_NEW_SESSIONS=1 each has its own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -45,6 +46,7 @@ const TOKENS = 20;
 const TOKEN_INTERVAL_MS = 10;
 const ADMIN_KEY = `svck-${'B'.repeat(43)}`;
 const CHUNKS = Number(process.env.BENCH_CHAT_CHUNKS ?? 100_000);
+const NEW_SESSIONS = process.env.BENCH_CHAT_NEW_SESSIONS === '1';
 const QUESTION =
   process.env.BENCH_CHAT_QUESTION ?? 'What does the travel policy say about quarterly reports?';
 /** The questions asked, in turn: a golden set's (BENCH_CHAT_GOLDEN), else QUESTION alone. */
@@ -244,9 +246,13 @@ async function main() {
       await new Promise((r) => setTimeout(r, 100));
     }
     const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
-    const { chat_session_id } = await (
-      await fetch(`${url}/api/chat/create-chat-session`, { method: 'POST', headers, body: '{}' })
-    ).json();
+    const createSession = async (): Promise<string> =>
+      (
+        (await (
+          await fetch(`${url}/api/chat/create-chat-session`, { method: 'POST', headers, body: '{}' })
+        ).json()) as { chat_session_id: string }
+      ).chat_session_id;
+    const chat_session_id = await createSession();
 
     const turn = async (sessionId: string | null, question = QUESTION) => {
       const requestIndex = fake.requestAt.length;
@@ -288,7 +294,10 @@ async function main() {
     const searchStep: number[] = [];
     for (let i = 0; i < SEQUENTIAL; i++) {
       const firstTokens = fake.firstTokenAt.length;
-      const r = await turn(chat_session_id, questionAt(WARMUP + i));
+      // BENCH_CHAT_NEW_SESSIONS=1: each question in a session of its own (created untimed), as
+      // independent questions would be asked; by default all in one session, whose history grows.
+      const sessionId = NEW_SESSIONS ? await createSession() : chat_session_id;
+      const r = await turn(sessionId, questionAt(WARMUP + i));
       overhead.push(r.firstDeltaAt - fake.firstTokenAt[firstTokens]!);
       // kas's own time: send → first model call (auth, history, prompt) plus the model's tool call done →
       // the second model call (retrieval over the index, tool result, prompt).
