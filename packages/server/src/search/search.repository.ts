@@ -180,10 +180,10 @@ export async function bm25Search(
   // The term arrays are stored compressed: each reference to a column would decompress it again, so
   // the lateral subquery decompresses each once per candidate (`|| '{}'` yields a plain copy). A chunk's
   // terms are in byte order (the order of its tsvector's lexemes, see `kas_bm25_weights`), so each query
-  // term finds its place by binary search (`width_bucket`, comparing bytes: the "C" collation), then
-  // checks the term there is its own: ~7 comparisons instead of `array_position`'s ~45 over a chunk's
-  // ~90 terms, which were most of a candidate's scoring (1M real-text chunks: 12 → 3 µs per candidate
-  // for a five-word question).
+  // term finds its place by binary search (`width_bucket`, comparing bytes: the "C" collation whatever
+  // the database's), then checks the term there is its own: ~7 comparisons instead of `array_position`'s
+  // ~45 over a chunk's ~90 terms (five query terms over 20k real-text chunks: 8 → 2.6 µs per candidate,
+  // beside ~5 µs for the copy). bm25.test.ts checks the order and the scores under an ICU collation.
   const score = sql.join(
     plan.scored.map(
       (s, i) =>
