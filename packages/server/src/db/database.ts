@@ -536,3 +536,12 @@ export async function retryOnConflict<T>(work: () => Promise<T>, tries = 3): Pro
     }
   }
 }
+
+/**
+ * Runs several reads in one snapshot (a repeatable-read transaction): a write committing between them
+ * is seen by none or all of them, never by some (a status read statement by statement could show a
+ * run as ended with its results not yet counted).
+ */
+export function inOneSnapshot<T>(db: Db, read: (db: DbExecutor) => Promise<T>): Promise<T> {
+  return db.transaction().setIsolationLevel('repeatable read').execute(read);
+}

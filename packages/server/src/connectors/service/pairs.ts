@@ -1,5 +1,6 @@
 import type { Actor } from '../../auth/roles.ts';
 import { loadScope, policy } from '../../auth/scope.ts';
+import { inOneSnapshot } from '../../db/database.ts';
 import * as documentsRepository from '../../documents/documents.repository.ts';
 import * as documentsService from '../../documents/documents.service.ts';
 import { AppError } from '../../errors.ts';
@@ -115,10 +116,7 @@ export async function getPairDetails({
   // One snapshot: read statement by statement, an attempt finishing between them showed the pair as
   // not indexing with its last attempt still in progress and none of its documents counted (a client
   // waiting for the run to end took that for its end).
-  return ctx.db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .execute((db) => pairDetails({ ...ctx, db }, id));
+  return inOneSnapshot(ctx.db, (db) => pairDetails({ ...ctx, db }, id));
 }
 
 async function pairDetails(ctx: Deps & { actor: Actor }, id: number): Promise<CcPairDetails> {
@@ -208,10 +206,7 @@ export async function indexingStatus({
 }): Promise<IndexingStatusEntry[]> {
   // One snapshot, as for one pair's details: an attempt finishing between the statements would show
   // its pair as no longer indexing with the documents it indexed not yet counted.
-  return ctx.db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .execute((db) => statusEntries({ ...ctx, db }));
+  return inOneSnapshot(ctx.db, (db) => statusEntries({ ...ctx, db }));
 }
 
 async function statusEntries(ctx: Deps & { actor: Actor }): Promise<IndexingStatusEntry[]> {
