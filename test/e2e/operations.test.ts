@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { configFrom, createLogger } from '@kas/server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { freePort } from '../harness/net.ts';
+import { quietPort } from '../harness/net.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 /** A JSON logger at `level` whose lines the test reads. */
@@ -142,7 +142,7 @@ describe('failures of the services kas calls are logged with the endpoint and th
   let server: TestServer;
   let closedPort: number;
   beforeAll(async () => {
-    closedPort = await freePort();
+    closedPort = await quietPort(); // stays closed for the whole block
     server = await startTestServer({
       logger: log.logger,
       env: {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createTestDatabase } from '@kas/server/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../harness/net.ts';
+import { freePort, quietPort } from '../harness/net.ts';
 import { cleanEnv, serve, stop, stopAllProcesses, tempDir } from '../harness/process.ts';
 
 const root = join(import.meta.dirname, '../..');
@@ -36,7 +36,8 @@ describe('start-up', { timeout: 120_000 }, () => {
   it('waits for a Postgres that is not listening yet, then starts', async () => {
     const database = await createTestDatabase('postgres');
     const target = new URL(database.env.DATABASE_URL!);
-    const port = await freePort();
+    // Below the ephemeral range: no other test's server or connection takes it during the wait.
+    const port = await quietPort();
     const url = new URL(target);
     url.port = String(port);
     // Nothing listens on `port` for the first 2.5 s; then a relay to the real Postgres does.
@@ -72,7 +73,7 @@ describe('start-up', { timeout: 120_000 }, () => {
 
   it('gives up after KAS_DB_CONNECT_TIMEOUT_S with one line naming the setting', async () => {
     const result = await failedStart({
-      DATABASE_URL: `postgres://kas:secret-pw@127.0.0.1:${await freePort()}/kas`,
+      DATABASE_URL: `postgres://kas:secret-pw@127.0.0.1:${await quietPort()}/kas`,
       KAS_ENCRYPTION_KEY: ENCRYPTION_KEY,
       KAS_DB_CONNECT_TIMEOUT_S: '1',
     });
