@@ -40,7 +40,8 @@ describe('start-up', { timeout: 120_000 }, () => {
     const port = await quietPort();
     const url = new URL(target);
     url.port = String(port);
-    // Nothing listens on `port` for the first 2.5 s; then a relay to the real Postgres does.
+    // Nothing listens on `port` until kas says it waits (a timer raced a slow start under load: kas
+    // first tried after the relay listened); then a relay to the real Postgres does.
     const sockets = new Set<net.Socket>();
     const relay = net.createServer((client) => {
       const upstream = net.connect(Number(target.port), target.hostname);
@@ -49,13 +50,17 @@ describe('start-up', { timeout: 120_000 }, () => {
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
     });
-    const listening = new Promise<void>((resolve) =>
-      setTimeout(() => relay.listen(port, '127.0.0.1', resolve), 2500),
-    );
+    let listening: Promise<void> | null = null;
+    const relayOnceWaiting = (output: string) => {
+      if (listening || !output.includes('waiting for Postgres')) return;
+      listening = new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve));
+    };
     try {
       const server = await serve(
         { DATABASE_URL: url.toString(), KAS_ENCRYPTION_KEY: ENCRYPTION_KEY, KAS_LOG_FORMAT: 'json' },
         60_000,
+        [],
+        relayOnceWaiting,
       );
       await listening;
       expect(server.output()).toMatch(

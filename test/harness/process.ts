@@ -32,10 +32,15 @@ export function cleanEnv(extra: Record<string, string>): Record<string, string> 
 
 /**
  * Starts `kas serve` (with `args`, e.g. `--no-worker`) and resolves once /api/health answers, with
- * everything it printed so far.
+ * everything it printed so far. `watch` sees everything printed so far each time it prints.
  */
 // The time first start takes is measured by the first-start benchmark; tests only need it to end.
-export async function serve(env: Record<string, string>, timeoutMs = 60_000, args: string[] = []) {
+export async function serve(
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  args: string[] = [],
+  watch: (output: string) => void = () => {},
+) {
   const port = await freePort();
   const child = spawn(process.execPath, [cli, 'serve', ...args], {
     env: cleanEnv({ PORT: String(port), ...env }),
@@ -44,9 +49,11 @@ export async function serve(env: Record<string, string>, timeoutMs = 60_000, arg
   let output = '';
   child.stdout.on('data', (d) => {
     output += d;
+    watch(output);
   });
   child.stderr.on('data', (d) => {
     output += d;
+    watch(output);
   });
   const started = Date.now();
   const url = `http://127.0.0.1:${port}`;
