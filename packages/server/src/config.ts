@@ -94,7 +94,7 @@ const ConfigSchema = z.object({
   KAS_STREAM_BUFFER_MAX_KB: z.coerce.number().int().min(0).max(1_048_576).default(4096),
   /** How long a chat answer's stream is kept for resuming it, in seconds from its start. */
   KAS_STREAM_BUFFER_MAX_AGE_S: z.coerce.number().int().min(1).max(604_800).default(600),
-  /** The longest wait of a resumed stream between reads of the lines a run in another process writes, in ms (it reads again after 10 ms, doubling while nothing new comes); the run writes its new lines at most every half of it. */
+  /** The longest wait of a resumed stream between reads of the lines a run in another process writes, in ms (it reads again after 10 ms, doubling while nothing new comes). */
   KAS_STREAM_BUFFER_POLL_MS: z.coerce.number().int().min(5).max(10_000).default(100),
   KAS_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   /** How long SIGTERM waits for requests in flight, streams and the worker's batch before closing connections. */

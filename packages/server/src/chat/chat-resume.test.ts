@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, fakeOpenAiEnv, startFakeOpenAi } from '../../../../test/fakes/openai.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
@@ -117,43 +116,5 @@ describe('resuming a live answer in the process running it', () => {
       .poll(async () => (await resumed(t.caller(key), { session_id: sessionId, cursor: 0 })).length)
       .toBe(cut.length + rest.length);
     expect(await resumed(t.caller(key), { session_id: sessionId, cursor: 0 })).toEqual([...cut, ...rest]);
-  });
-});
-
-describe('keeping a fast stream for resuming it', () => {
-  let llm: FakeLlmServer;
-  beforeAll(async () => {
-    llm = await startFakeOpenAi();
-  });
-  afterAll(async () => {
-    await llm?.close();
-  });
-  const t = useTestRuntime(() => ({ ...fakeOpenAiEnv(llm), KAS_STREAM_BUFFER_POLL_MS: '200' }));
-
-  it('writes its lines in a few statements, at most one per half poll interval, the last at once', async () => {
-    const key = (await t.createKey('basic', 'erin')).key;
-    // 30 tokens 5 ms apart (~150 ms): a statement per token when each write followed the last at once.
-    llm.enqueue({ tokens: Array.from({ length: 30 }, (_, i) => `word${i} `), delayMs: 5 });
-    const lines = await streamAll(t.caller(key), {
-      message: 'Count for me',
-      chat_session_info: { persona_id: 0 },
-    });
-    const sessionId = (lines[0] as { chat_session_id: string }).chat_session_id;
-    await expect
-      .poll(async () => (await resumed(t.caller(key), { session_id: sessionId, cursor: 0 })).length)
-      .toBe(lines.length);
-    expect(await resumed(t.caller(key), { session_id: sessionId, cursor: 0 })).toEqual(lines);
-    // Each statement stamps its rows with its own transaction's time.
-    const writes = await sql<{ at: Date[] }>`
-      SELECT array_agg(DISTINCT l.created_at ORDER BY l.created_at) AS at
-      FROM chat_stream_lines l JOIN chat_messages m ON m.id = l.message_id
-      WHERE m.chat_session_id = ${sessionId}`.execute(t.deps.db);
-    const at = writes.rows[0]!.at.map((d) => new Date(d).getTime());
-    expect(lines.length).toBeGreaterThan(30);
-    expect(at.length).toBeGreaterThan(1);
-    expect(at.length).toBeLessThanOrEqual(5);
-    // Apart by half the poll interval (100 ms, as the database's clock saw each begin: a few ms either
-    // way), but for the run's last line, written at once.
-    for (let i = 1; i < at.length - 1; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(80);
   });
 });

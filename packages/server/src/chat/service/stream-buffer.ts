@@ -34,12 +34,9 @@ function endsRun(line: ChatStreamLine): boolean {
 
 /**
  * Keeps a run's lines in the database as they are produced, for clients that resume from any process.
- * A write is in flight at most once, and follows the previous one by at least half of
- * KAS_STREAM_BUFFER_POLL_MS (how long a resuming process may wait between its reads anyway): lines
- * produced meanwhile go in the next write, one statement each. A model streaming a token every 10 ms
- * cost a statement per token before (~27 for the chat benchmark's 20-token answer), ~5 now; the line
- * that ends the run is written at once. A run whose lines outgrow KAS_STREAM_BUFFER_MAX_KB stops being
- * kept and its lines are dropped: a client resuming it gets 404 and reads the saved message.
+ * A write is in flight at most once; lines produced meanwhile go in the next one (one statement each, so a
+ * fast stream costs few writes). A run whose lines outgrow KAS_STREAM_BUFFER_MAX_KB stops being kept and
+ * its lines are dropped: a client resuming it gets 404 and reads the saved message.
  */
 export class StreamRecorder {
   private seq = 0;
@@ -48,17 +45,12 @@ export class StreamRecorder {
   private writing: Promise<void> = Promise.resolve();
   private inFlight = false;
   private dropped = false;
-  /** When the last write began (0: none yet), and the timer of the next one. */
-  private lastWriteAt = 0;
-  private timer: NodeJS.Timeout | null = null;
   private readonly ctx: ChatDeps;
   private readonly messageId: number;
-  private readonly interval: number;
 
   constructor(ctx: ChatDeps, messageId: number) {
     this.ctx = ctx;
     this.messageId = messageId;
-    this.interval = ctx.config.KAS_STREAM_BUFFER_POLL_MS / 2;
   }
 
   add(line: ChatStreamLine): void {
@@ -69,49 +61,31 @@ export class StreamRecorder {
       this.drop();
       return;
     }
-    const last = endsRun(line);
-    this.pending.push({ message_id: this.messageId, seq: this.seq++, line: text, last });
-    this.schedule(last);
-  }
-
-  /** Writes the pending lines now when the last write is long enough ago (or `now`), else once it is. */
-  private schedule(now = false) {
-    if (this.inFlight || this.dropped || !this.pending.length) return;
-    const wait = this.lastWriteAt + this.interval - performance.now();
-    if (now || wait <= 0) {
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = null;
-      this.write();
-    } else {
-      this.timer ??= setTimeout(() => {
-        this.timer = null;
-        this.schedule(true);
-      }, wait);
-    }
+    this.pending.push({ message_id: this.messageId, seq: this.seq++, line: text, last: endsRun(line) });
+    if (!this.inFlight) this.write();
   }
 
   private write() {
     this.inFlight = true;
-    this.lastWriteAt = performance.now();
-    const rows = this.pending;
-    this.pending = [];
     this.writing = this.writing
-      .then(() => chatRepository.appendStreamLines(this.ctx.db, rows))
+      .then(async () => {
+        while (this.pending.length && !this.dropped) {
+          const rows = this.pending;
+          this.pending = [];
+          await chatRepository.appendStreamLines(this.ctx.db, rows);
+        }
+      })
       .catch((error) => {
         this.ctx.logger.warn({ err: error }, 'keeping a chat stream for resumption failed');
         this.drop();
       })
       .finally(() => {
         this.inFlight = false;
-        // The run's last line goes at once; lines before it wait for their turn.
-        this.schedule(this.pending.some((row) => row.last));
       });
   }
 
   private drop() {
     this.dropped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     this.pending = [];
     this.writing = this.writing
       .then(() => chatRepository.deleteStreamLines(this.ctx.db, this.messageId))
@@ -121,13 +95,9 @@ export class StreamRecorder {
       );
   }
 
-  /** Settles once every line added so far is written (or dropped), writing those still waiting now. */
+  /** Settles once every line added so far is written (or dropped). */
   async flushed(): Promise<void> {
-    for (;;) {
-      this.schedule(true);
-      if (!this.inFlight) return;
-      await this.writing;
-    }
+    while (this.inFlight) await this.writing;
   }
 
   /**
