@@ -214,6 +214,63 @@ describe('BM25 ranking of the Postgres index', () => {
 });
 
 /**
+ * Every candidate a search scores reads its chunk's term and weight arrays: they stay in the row
+ * uncompressed (migration 0036) for a chunk of ordinary size, and a chunk with far more distinct terms
+ * than a row holds is still written and found (its arrays compressed, or moved out of line).
+ */
+describe('BM25 term arrays are stored in the row uncompressed', () => {
+  const t = useTestRuntime();
+  let index: PostgresSearchIndex;
+
+  beforeAll(async () => {
+    index = createPostgresSearchIndex(t.deps.db);
+    const random = rng(36);
+    const words = vocabulary(1200);
+    // ~300 words, ~100 distinct: the row (~4 KB with content and vector) is over the 2 KB threshold.
+    const ordinary = Array.from({ length: 300 }, () => words[Math.floor(random() * 100)]).join(' ');
+    // 1,100 distinct words: the arrays alone are larger than a page.
+    const huge = words.slice(100).join(' ');
+    await insertDocuments(t.deps.db, [
+      { id: 'ordinary', title: 'Ordinary chunk', content: ordinary },
+      { id: 'huge', title: 'A glossary', content: huge },
+      { id: 'other', title: 'Another', content: `${words[0]} ${words[1]} ${words[1199]}` },
+      // Enough chunks for the index's own average lengths (the textbook's).
+      ...Array.from({ length: 30 }, (_, i) => ({
+        id: `filler-${i}`,
+        title: 'Filler',
+        content: `${words[i]} ${words[i + 1]} ${words[i + 2]}`,
+      })),
+    ]);
+    await index.maintain();
+  });
+  afterAll(async () => {
+    await index?.close();
+  });
+
+  it('keeps an ordinary chunk’s arrays uncompressed in its row, though the row is over 2 KB', async () => {
+    const { rows } = await sql<{ terms: string | null; weights: string | null; size: number; n: number }>`
+      SELECT pg_column_compression(bm25_terms) AS terms, pg_column_compression(bm25_weights) AS weights,
+        octet_length(content) + pg_column_size(search_vector) + pg_column_size(bm25_terms)
+          + pg_column_size(bm25_weights) AS size, cardinality(bm25_terms) AS n
+      FROM chunks WHERE document_id = 'ordinary'`.execute(t.deps.db);
+    expect(rows[0]!.n).toBeGreaterThan(50);
+    expect(rows[0]!.size).toBeGreaterThan(2048);
+    expect(rows[0]!.terms).toBeNull();
+    expect(rows[0]!.weights).toBeNull();
+  });
+
+  it('writes and finds a chunk whose arrays do not fit a row, scored as a textbook BM25', async () => {
+    const { rows } = await sql<{ n: number }>`
+      SELECT cardinality(bm25_terms) AS n FROM chunks WHERE document_id = 'huge'`.execute(t.deps.db);
+    expect(rows[0]!.n).toBe(1101); // its words and the title’s
+    const query = vocabulary(1200)[1199]!;
+    const hits = await index.search({ query, filters: {}, access: ALL, limit: 10 });
+    expect(hits.map((h) => h.document_id).sort()).toEqual(['huge', 'other']);
+    expectSameRanking(hits, exhaustiveBm25(await loadCorpus(t.deps.db), [query]));
+  });
+});
+
+/**
  * A chunk's terms are stored in byte order and each query term finds its place among them by binary
  * search: words whose order differs between bytes and a language's collation (accents, capitals'
  * lexemes, digits, other scripts) must each be found, on a database created with such a collation too.
