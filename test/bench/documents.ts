@@ -18,7 +18,9 @@
  * keeps the Postgres cluster in that directory (seeded when it holds too few chunks). A kept index or
  * cluster reused has its champion lists dropped first, as a load leaves them, so that the maintenance
  * measured is the one after a load; with BENCH_KEEP_LISTS=1 they are kept, to measure searches again
- * without that maintenance.
+ * without that maintenance. BENCH_SEARCH_WARMUP=N sends every query N times over HTTP, untimed, before
+ * the timed pass (default 0): the figures of a server whose caches hold the queries' pages, where the
+ * default pass measures the first queries after Postgres started with empty buffers.
  * BENCH_SEARCH_CORPUS=generated (the default: ~150-word chunks of words drawn from a Zipf-like
  * vocabulary) or postgresql: real text, the PostgreSQL 15 manual that the search evaluation uses
  * (`search-eval.ts`), chunked by kas's chunker as ingestion chunks it (3,781 chunks of up to 512
@@ -58,6 +60,7 @@ const INGEST_DOCS = Number(process.env.BENCH_INGEST_DOCS ?? 3000);
 const CLIENTS = 8;
 const SEARCH_CHUNKS = Number(process.env.BENCH_SEARCH_CHUNKS ?? 100_000);
 const SEARCH_QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 1000);
+const SEARCH_WARMUP = Number(process.env.BENCH_SEARCH_WARMUP ?? 0);
 /** Queries compared with exhaustive BM25 (top-10 agreement), and timed exhaustively for comparison. */
 const AGREEMENT_QUERIES = Number(process.env.BENCH_AGREEMENT_QUERIES ?? 300);
 const EXHAUSTIVE_QUERIES = Number(process.env.BENCH_EXHAUSTIVE_QUERIES ?? 150);
@@ -811,6 +814,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
       }
       return times.map((t) => summarise(subset, t));
     };
+    for (let pass = 0; pass < SEARCH_WARMUP; pass++) for (const q of queries) await httpSearch(q.query);
     const [ours, bare, rankingOnly] = await measure([httpSearch, bareSql, rankingOnlySql]);
     loads.latency = loadAverage();
     note({ ours_http: ours!.all, bare_sql: bare!.all });
