@@ -1,5 +1,4 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { toErrorResponse } from '../errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { answerOf, errorOf, objs, streamAll } from './chat.test-helpers.ts';
 

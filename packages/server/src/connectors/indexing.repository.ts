@@ -231,7 +231,7 @@ export async function continueFailedAttempt(db: DbExecutor, attempt: AttemptRow)
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  if (!previous || previous.status !== 'failed' || previous.checkpoint === null) return attempt;
+  if (previous?.status !== 'failed' || previous.checkpoint === null) return attempt;
   const row = await db
     .updateTable('index_attempts')
     .set({

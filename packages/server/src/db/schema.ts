@@ -1,4 +1,3 @@
-import type { ColumnType } from 'kysely';
 import type { ActionsTables } from '../actions/actions.table.ts';
 import type { ApiKeysTables } from '../api-keys/api-keys.table.ts';
 import type { ChatTables } from '../chat/chat.table.ts';

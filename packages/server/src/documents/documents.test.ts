@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { authenticate } from '../auth/authenticate.ts';
 import { apiKeyActor } from '../auth/roles.ts';
-import { toErrorResponse } from '../errors.ts';
 import * as searchService from '../search/search.service.ts';
 import { errorOf } from '../testing/errors.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';

@@ -1,6 +1,5 @@
-import type { Actor } from '../auth/roles.ts';
 import type { ActorContext, ServiceContext } from '../context.ts';
-import type { Db, DbExecutor } from '../db/database.ts';
+import type { DbExecutor } from '../db/database.ts';
 import { AppError } from '../errors.ts';
 import * as usersRepository from '../users/users.repository.ts';
 import * as userGroupsRepository from './user-groups.repository.ts';

@@ -201,7 +201,7 @@ export async function resumeAnswer({
     'No resumable answer with this id (it ended too long ago, or is not yours)',
   );
   const message = await chatRepository.findMessage(ctx.db, messageId);
-  if (!message || message.message_type !== 'assistant') throw notFound;
+  if (message?.message_type !== 'assistant') throw notFound;
   const session = await chatRepository.findSession(ctx.db, message.chat_session_id);
   if (!session || session.user_id !== ctx.actor.user_id || session.deleted) throw notFound;
   const live = liveRuns.get(ctx.db)?.has(messageId);

@@ -277,7 +277,7 @@ const DELETE_BATCH = 500;
 export async function processDeletion({ ctx, pairId }: { ctx: Deps; pairId: number }): Promise<boolean> {
   try {
     const pair = await connectorsRepository.findPair(ctx.db, pairId);
-    if (!pair || pair.status !== 'deleting') return false;
+    if (pair?.status !== 'deleting') return false;
     for (;;) {
       const ids = await connectorsRepository.documentsOnlyOwnedBy(ctx.db, pairId, DELETE_BATCH);
       if (!ids.length) break;

@@ -5,7 +5,6 @@ import { AppError } from '../../errors.ts';
 import { extractLimitsOf } from '../../files/files.parse.ts';
 import * as userGroupsRepository from '../../user-groups/user-groups.repository.ts';
 import type { AttemptRow, ConnectorRow, CredentialRow } from '../connectors.repository.ts';
-import * as connectorsRepository from '../connectors.repository.ts';
 import type {
   ConnectorSnapshot,
   CredentialSnapshot,
