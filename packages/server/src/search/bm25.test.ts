@@ -221,11 +221,11 @@ describe('BM25 ranking of the Postgres index', () => {
 describe('BM25 term arrays are stored in the row uncompressed', () => {
   const t = useTestRuntime();
   let index: PostgresSearchIndex;
+  const words = vocabulary(1200);
 
   beforeAll(async () => {
     index = createPostgresSearchIndex(t.deps.db);
     const random = rng(36);
-    const words = vocabulary(1200);
     // ~300 words, ~100 distinct: the row (~4 KB with content and vector) is over the 2 KB threshold.
     const ordinary = Array.from({ length: 300 }, () => words[Math.floor(random() * 100)]).join(' ');
     // 1,100 distinct words: the arrays alone are larger than a page.
@@ -263,7 +263,7 @@ describe('BM25 term arrays are stored in the row uncompressed', () => {
     const { rows } = await sql<{ n: number }>`
       SELECT cardinality(bm25_terms) AS n FROM chunks WHERE document_id = 'huge'`.execute(t.deps.db);
     expect(rows[0]!.n).toBe(1101); // its words and the title’s
-    const query = vocabulary(1200)[1199]!;
+    const query = words[1199]!;
     const hits = await index.search({ query, filters: {}, access: ALL, limit: 10 });
     expect(hits.map((h) => h.document_id).sort()).toEqual(['huge', 'other']);
     expectSameRanking(hits, exhaustiveBm25(await loadCorpus(t.deps.db), [query]));
