@@ -208,27 +208,6 @@ export async function searchSessions(
     .execute();
 }
 
-export function insertMessage(
-  db: DbExecutor,
-  row: {
-    chat_session_id: string;
-    parent_message_id: number | null;
-    message_type: 'system' | 'user' | 'assistant';
-    message: string;
-    token_count?: number;
-    files?: unknown[];
-    is_complete?: boolean;
-    model_name?: string | null;
-  },
-) {
-  const { files, ...rest } = row;
-  return db
-    .insertInto('chat_messages')
-    .values({ ...rest, files: JSON.stringify(files ?? []) })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-}
-
 export function listMessages(db: DbExecutor, sessionId: string) {
   return db
     .selectFrom('chat_messages')
@@ -255,27 +234,25 @@ const NODE = sql.raw(NODE_COLUMNS.map((c) => `m.${c}`).join(', '));
 /** Longest path walked (a guard against a cycle in damaged data). */
 const MAX_DEPTH = 100_000;
 
-/** The session's root: the system message every turn hangs from (none before the first turn). */
-export function findRoot(db: DbExecutor, sessionId: string): Promise<MessageNode | undefined> {
-  return db
-    .selectFrom('chat_messages')
-    .select(NODE_COLUMNS)
-    .where('chat_session_id', '=', sessionId)
-    .where('parent_message_id', 'is', null)
-    .where('message_type', '=', 'system')
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
+/**
+ * The id of a session's root, the system message every turn hangs from (none before the first turn):
+ * a subquery, so that a turn's statements find it (or make it) without a round trip of their own.
+ */
+function rootOf(sessionId: string) {
+  return sql`(SELECT r.id FROM chat_messages r
+    WHERE r.chat_session_id = ${sessionId} AND r.parent_message_id IS NULL AND r.message_type = 'system'
+    ORDER BY r.id LIMIT 1)`;
 }
 
 /**
  * A path through the session's tree, root first: `up` from a message to the root (its ancestors; empty
- * when it is not a message of the session), or `down` from the root through each latest child (the mainline).
+ * when it is not a message of the session), or `down` from a message (`'root'`: the session's root)
+ * through each latest child (the mainline; empty when the session has no root yet).
  */
 export async function walkMessages(
   db: DbExecutor,
   sessionId: string,
-  from: number,
+  from: number | 'root',
   direction: 'up' | 'down',
 ): Promise<MessageNode[]> {
   // Raw SQL: a recursive walk with a depth guard; the builder's withRecursive would need the CTE's
@@ -283,7 +260,8 @@ export async function walkMessages(
   const next = direction === 'up' ? sql`walk.parent_message_id` : sql`walk.latest_child_message_id`;
   const result = await sql<MessageNode>`
     WITH RECURSIVE walk AS (
-      SELECT ${NODE}, 0 AS depth FROM chat_messages m WHERE m.id = ${from} AND m.chat_session_id = ${sessionId}
+      SELECT ${NODE}, 0 AS depth FROM chat_messages m
+      WHERE m.id = ${from === 'root' ? rootOf(sessionId) : from} AND m.chat_session_id = ${sessionId}
       UNION ALL
       SELECT ${NODE}, walk.depth + 1 FROM chat_messages m JOIN walk ON m.id = ${next}
       WHERE walk.depth < ${MAX_DEPTH} AND m.chat_session_id = ${sessionId}
@@ -297,40 +275,53 @@ export async function walkMessages(
  * A new turn's rows in one statement: the question (unless it regenerates the answer to `parentId`, a
  * question already), the reserved answer, both linked as their parent's latest child, and the session touched
  * (`description` only when it has none). Ids come from the sequence first, so the rows link to each other
- * as they are inserted.
+ * as they are inserted. A parent `'root'` is the session's root, made here when the session has none yet.
  */
 export async function appendTurn(
   db: DbExecutor,
   args: {
     sessionId: string;
-    parentId: number;
+    parentId: number | 'root';
     question: { message: string; token_count: number; files: unknown[] } | null;
     answer: { message: string; model_name: string };
     session: { description: string | null; alternate_model: string | null; temperature: number | null };
   },
 ): Promise<{ question: MessageNode | null; answer: MessageNode }> {
   const { question } = args;
+  const toRoot = args.parentId === 'root';
   // Raw SQL: one statement of data-modifying CTEs fed by nextval() (ids drawn before the rows that link
   // to them are inserted), which the builder cannot compose.
-  const ids = question
-    ? sql`SELECT min(v) AS question_id, max(v) AS answer_id
-          FROM (SELECT nextval(pg_get_serial_sequence('chat_messages', 'id')) AS v FROM generate_series(1, 2)) x`
-    : sql`SELECT NULL::bigint AS question_id, nextval(pg_get_serial_sequence('chat_messages', 'id')) AS answer_id`;
+  // The ids in the rows' order (a root made here first, so that a session's messages by id are in tree
+  // order); a root that exists already leaves its drawn id unused.
+  const drawn = (toRoot ? 1 : 0) + (question ? 1 : 0) + 1;
+  const ids = sql`SELECT ${toRoot ? sql`a[1]` : sql`NULL::bigint`} AS root_id,
+      ${question ? sql`a[${sql.lit(toRoot ? 2 : 1)}]` : sql`NULL::bigint`} AS question_id, a[${sql.lit(drawn)}] AS answer_id
+    FROM (SELECT array_agg(v ORDER BY v) AS a
+      FROM (SELECT nextval(pg_get_serial_sequence('chat_messages', 'id')) AS v FROM generate_series(1, ${sql.lit(drawn)})) x) y`;
+  // A root made here links to the turn as it is inserted: the statement's UPDATE would not see it.
+  const root = toRoot
+    ? sql`, found AS MATERIALIZED (SELECT ${rootOf(args.sessionId)} AS id), made AS (
+        INSERT INTO chat_messages (id, chat_session_id, parent_message_id, latest_child_message_id, message_type, message, files)
+        SELECT root_id, ${args.sessionId}, NULL, coalesce(question_id, answer_id), 'system', '', '[]'::jsonb
+        FROM ids WHERE (SELECT id FROM found) IS NULL RETURNING id
+      ), root AS (SELECT id FROM found WHERE id IS NOT NULL UNION ALL SELECT id FROM made)`
+    : sql``;
+  const parentId = toRoot ? sql`(SELECT id FROM root)` : sql`${args.parentId}`;
   const insertQuestion = question
     ? sql`, q AS (
         INSERT INTO chat_messages AS m (id, chat_session_id, parent_message_id, latest_child_message_id, message_type, message, token_count, files)
-        SELECT question_id, ${args.sessionId}, ${args.parentId}, answer_id, 'user', ${question.message}, ${question.token_count}, ${JSON.stringify(question.files)}::jsonb
+        SELECT question_id, ${args.sessionId}, ${parentId}, answer_id, 'user', ${question.message}, ${question.token_count}, ${JSON.stringify(question.files)}::jsonb
         FROM ids RETURNING ${NODE})`
     : sql``;
   const result = await sql<MessageNode>`
     WITH ids AS MATERIALIZED (${ids})
-    ${insertQuestion}, a AS (
+    ${root}${insertQuestion}, a AS (
       INSERT INTO chat_messages AS m (id, chat_session_id, parent_message_id, message_type, message, is_complete, model_name)
-      SELECT answer_id, ${args.sessionId}, coalesce(question_id, ${args.parentId}), 'assistant', ${args.answer.message}, false, ${args.answer.model_name}
+      SELECT answer_id, ${args.sessionId}, coalesce(question_id, ${parentId}), 'assistant', ${args.answer.message}, false, ${args.answer.model_name}
       FROM ids RETURNING ${NODE}
     ), parent AS (
       UPDATE chat_messages SET latest_child_message_id = (SELECT coalesce(question_id, answer_id) FROM ids)
-      WHERE id = ${args.parentId}
+      WHERE id = ${toRoot ? sql`(SELECT id FROM found)` : sql`${args.parentId}`}
     ), session AS (
       UPDATE chat_sessions SET time_updated = now(),
         description = CASE WHEN description = '' THEN coalesce(${args.session.description}, '') ELSE description END,

@@ -74,6 +74,8 @@ describe('send-chat-message with the built-in answerer', () => {
     const sessionId = (lines[0] as { chat_session_id: string }).chat_session_id;
     const session = await t.caller(user.key).chat.getSession({ session_id: sessionId });
     expect(session.messages.map((m) => m.message_type)).toEqual(['system', 'user', 'assistant']);
+    // The root, made with the first turn, links to its question.
+    expect(session.messages[0]!.latest_child_message).toBe(session.messages[1]!.message_id);
     const assistant = session.messages[2]!;
     expect(assistant.message).toBe(answer);
     expect(assistant.citations).toEqual({ '1': 'kb-vacation' });
@@ -219,6 +221,9 @@ describe('the message tree', () => {
     expect(session.messages.find((m) => m.message_id === ids5.user_message_id)!.parent_message).toBe(
       root.message_id,
     );
+    // The session's one root, now leading to the new question.
+    expect(session.messages.filter((m) => m.message_type === 'system')).toHaveLength(1);
+    expect(root.latest_child_message).toBe(ids5.user_message_id);
 
     expect(
       await errorOf(streamAll(c, { message: 'x', chat_session_id, parent_message_id: 999_999 })),

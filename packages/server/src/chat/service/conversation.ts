@@ -41,14 +41,8 @@ export async function seedSession({
     else pairs.push({ question: '', answer: m.content });
   }
   if (!pairs.length) return session.id;
-  let parentId = (
-    await chatRepository.insertMessage(ctx.db, {
-      chat_session_id: session.id,
-      parent_message_id: null,
-      message_type: 'system',
-      message: '',
-    })
-  ).id;
+  // The first pair hangs from the session's root, made with it.
+  let parentId: number | 'root' = 'root';
   for (const pair of pairs) {
     const written = await chatRepository.appendTurn(ctx.db, {
       sessionId: session.id,

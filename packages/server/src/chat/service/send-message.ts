@@ -324,19 +324,11 @@ async function appendTurn(
     override: NonNullable<SendMessageInput['llm_override']>;
   },
 ) {
-  const root =
-    (await chatRepository.findRoot(ctx.db, session.id)) ??
-    (await chatRepository.insertMessage(ctx.db, {
-      chat_session_id: session.id,
-      parent_message_id: null,
-      message_type: 'system',
-      message: '',
-    }));
-  let path: MessageNode[];
-  if (input.parent_message_id === null) path = [root];
-  else if (input.parent_message_id === -1)
-    path = await chatRepository.walkMessages(ctx.db, session.id, root.id, 'down');
-  else {
+  // The path from the root to the parent; none for a turn at the root (made with the turn when the
+  // session has none yet), whose history is empty.
+  let path: MessageNode[] = [];
+  if (input.parent_message_id === -1) path = await chatRepository.walkMessages(ctx.db, session.id, 'root', 'down');
+  else if (input.parent_message_id !== null) {
     path = await chatRepository.walkMessages(ctx.db, session.id, input.parent_message_id, 'up');
     if (!path.length)
       throw new AppError(
@@ -344,13 +336,13 @@ async function appendTurn(
         `parent_message_id ${input.parent_message_id} is not a message of chat session ${session.id}`,
       );
   }
-  const parent = path.at(-1)!;
-  const regenerate = parent.message_type === 'user';
+  const parent = path.at(-1);
+  const regenerate = parent?.message_type === 'user';
   if (!regenerate && !input.message.trim()) throw new AppError('INVALID_INPUT', 'message must not be empty');
   const question = regenerate ? parent.message : input.message;
   const written = await chatRepository.appendTurn(ctx.db, {
     sessionId: session.id,
-    parentId: parent.id,
+    parentId: parent?.id ?? 'root',
     question: regenerate
       ? null
       : {
@@ -366,7 +358,8 @@ async function appendTurn(
     },
   });
   return {
-    userMessage: written.question ?? parent,
+    // A regenerated answer's question is its parent.
+    userMessage: written.question ?? parent!,
     userCreated: !regenerate,
     assistant: written.answer,
     history: regenerate ? path.slice(0, -1) : path,
