@@ -327,7 +327,8 @@ async function appendTurn(
   // The path from the root to the parent; none for a turn at the root (made with the turn when the
   // session has none yet), whose history is empty.
   let path: MessageNode[] = [];
-  if (input.parent_message_id === -1) path = await chatRepository.walkMessages(ctx.db, session.id, 'root', 'down');
+  if (input.parent_message_id === -1)
+    path = await chatRepository.walkMessages(ctx.db, session.id, 'root', 'down');
   else if (input.parent_message_id !== null) {
     path = await chatRepository.walkMessages(ctx.db, session.id, input.parent_message_id, 'up');
     if (!path.length)
