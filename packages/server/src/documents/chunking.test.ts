@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants';
 import { describe, expect, it } from 'vitest';
-import { chunkDocument, countTokens, sentencesOf } from './chunking.ts';
+import { chunkDocument, countTokens, cutByTokens, sentencesOf } from './chunking.ts';
 
 describe('chunking', () => {
   it('is linear in the length of one unbroken token (a 300 KB word does not freeze the server)', () => {
@@ -90,5 +90,62 @@ describe('chunking', () => {
       expect(countTokens(text), JSON.stringify(text.slice(0, 80))).toBe(expected);
       expect(countTokens(text)).toBe(expected);
     }
+  });
+
+  it('cuts text on token boundaries as decoding its tokens a slice at a time does', () => {
+    const tokenizer = createRequire(import.meta.url)('gpt-tokenizer') as typeof import('gpt-tokenizer');
+    // Each piece encoded alone, long ones in 200-character slices (as `countTokens` counts them).
+    const tokensOf = (text: string) =>
+      [...text.matchAll(O200K_TOKEN_SPLIT_REGEX)].flatMap(([piece]) =>
+        Array.from({ length: Math.ceil(piece.length / 200) }, (_, i) =>
+          tokenizer.encode(piece.slice(i * 200, i * 200 + 200)),
+        ).flat(),
+      );
+    // What kas did before: the whole text encoded, `max` tokens decoded at a time.
+    const reference = (text: string, max: number) => {
+      const tokens = tokensOf(text);
+      const parts: string[] = [];
+      for (let i = 0; i < tokens.length; i += max) parts.push(tokenizer.decode(tokens.slice(i, i + max)));
+      return parts;
+    };
+    let seed = 11;
+    const next = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const words = [
+      'the',
+      ' index',
+      ' vacuum',
+      'ing',
+      '.',
+      ', ',
+      '\n',
+      ' 12345',
+      ' naïve',
+      ' 中文語',
+      ' Жя',
+      ' 😀',
+      '  ',
+      "'s",
+    ];
+    const texts = [
+      'Hello world, this is kas.',
+      `${'x'.repeat(450)} tail`,
+      `one ${'abcdefghij'.repeat(60)} two three`,
+      ...Array.from({ length: 150 }, () =>
+        Array.from(
+          { length: 1 + Math.floor(next() * 400) },
+          () => words[Math.floor(next() * words.length)],
+        ).join(''),
+      ),
+    ];
+    for (const text of texts)
+      for (const max of [1, 3, 7, 128, 512]) {
+        const expected = reference(text, max);
+        const label = `${JSON.stringify(text.slice(0, 60))} by ${max}`;
+        expect(cutByTokens(text, max), label).toEqual(expected);
+        expect(cutByTokens(text, max, 1)[0], label).toBe(expected.length > 1 ? expected[0] : text);
+      }
   });
 });
