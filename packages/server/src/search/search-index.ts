@@ -138,6 +138,7 @@ export interface IndexedDocument {
 }
 
 const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** Distinct words of these chunks, for typo correction (the Postgres index's vocabulary). */
 export function correctionWordsOf(chunks: readonly { title: string; content: string }[]): string[] {
@@ -145,15 +146,38 @@ export function correctionWordsOf(chunks: readonly { title: string; content: str
   let lastTitle: string | undefined;
   for (const chunk of chunks) {
     // Every chunk carries the document's title: its words once.
-    const texts = chunk.title === lastTitle ? [chunk.content] : [chunk.title, chunk.content];
+    if (chunk.title !== lastTitle) addWords(chunk.title, words);
     lastTitle = chunk.title;
-    for (const text of texts) {
-      for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
-        if (!words.has(word) && VOCABULARY_WORD.test(word)) words.add(word);
-      }
-    }
+    addWords(chunk.content, words);
   }
   return [...words];
+}
+
+/**
+ * Adds the words of `text` that qualify (`VOCABULARY_WORD`), lowercased: its maximal runs of letters and
+ * digits. Most text is ASCII throughout: its runs are found by character code and only the qualifying
+ * ones sliced, instead of a string for every run (the regular expression's way was ~8 % of kas's CPU
+ * in batch ingestion).
+ */
+function addWords(text: string, words: Set<string>) {
+  if (NON_ASCII.test(text)) {
+    for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])
+      if (!words.has(word) && VOCABULARY_WORD.test(word)) words.add(word);
+    return;
+  }
+  let start = 0;
+  let letterFirst = false;
+  for (let i = 0; i <= text.length; i++) {
+    const code = i < text.length ? text.charCodeAt(i) : 0;
+    const letter = (code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a;
+    if (letter || (code >= 0x30 && code <= 0x39)) {
+      if (i === start) letterFirst = letter;
+      continue;
+    }
+    if (letterFirst && i - start >= 3 && i - start <= 40) words.add(text.slice(start, i).toLowerCase());
+    start = i + 1;
+    letterFirst = false;
+  }
 }
 
 const TAG_SEPARATOR = '\u001f';
