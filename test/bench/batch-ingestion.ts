@@ -12,6 +12,10 @@
  * rates are not): kas's process (on the embedded database its database thread included), the Postgres
  * server's processes, and the floor's own process (the chunker, and the embedded database's thread).
  * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `batch-ingestion.ts embedded|postgres` runs one.
+ * BENCH_BATCH_CORPUS: `generator` (default) writes the search benchmarks' made-up words, ~820 tokens per
+ * 300 words (each word is prefix + root + suffix), so two chunks per document; `manual` writes 300-word
+ * passages of the PostgreSQL manual's pages (the search evaluation's real text, ~430 tokens, about one
+ * chunk each), titled by their page, the passages taken again under new ids when more are needed.
  * kas runs with the environment's KAS_INGEST_WRITERS and KAS_BULK_INGEST_WRITERS (defaults when unset:
  * nothing else runs, so on Postgres the bulk mode's writers write); `writers` reports them.
  * BENCH_PG_STATEMENTS=N (Postgres) also reports the N statements of kas's timed run that took the most
@@ -27,10 +31,14 @@ import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { startPostgres } from '../harness/postgres.ts';
 import { ADMIN_KEY, ENCRYPTION_KEY, spawnKas, text } from './documents.ts';
+import { CORPORA, ensureCorpus } from './search-eval.ts';
 
 const DOCS = Number(process.env.BENCH_BATCH_DOCS ?? 6000);
 const BATCH = Number(process.env.BENCH_BATCH_SIZE ?? 100);
 const CLIENTS = 8;
+const CORPUS = process.env.BENCH_BATCH_CORPUS ?? 'generator';
+if (CORPUS !== 'generator' && CORPUS !== 'manual')
+  throw new Error(`BENCH_BATCH_CORPUS is generator or manual, not ${CORPUS}`);
 
 interface Doc {
   id: string;
@@ -39,7 +47,48 @@ interface Doc {
   metadata: Record<string, string>;
 }
 
+/** The manual's pages cut into passages of 300 words (a page's last one kept if it has 100 or more). */
+const passages = (() => {
+  let cached: { title: string; text: string; link: string }[] | undefined;
+  return () => {
+    if (cached) return cached;
+    const corpus = CORPORA.postgresql!;
+    if (!ensureCorpus(corpus)) throw new Error(`BENCH_BATCH_CORPUS=manual needs ${corpus.path}`);
+    cached = corpus.load().flatMap((page) => {
+      const words = page.text.split(/\s+/).filter(Boolean);
+      const out: { title: string; text: string; link: string }[] = [];
+      for (let at = 0; at < words.length; at += 300)
+        if (words.length - at >= 100 || at === 0)
+          out.push({
+            title: page.title,
+            text: words.slice(at, at + 300).join(' '),
+            link: corpus.link(page.id),
+          });
+      return out;
+    });
+    return cached;
+  };
+})();
+
+/**
+ * `count` documents. The same texts for every label but the warm-ups' (kas and the floor write the same
+ * rows); on the manual, the warm-ups take the passages after the timed runs' so that kas's caches have
+ * not seen the timed texts.
+ */
 function documents(label: string, count: number): Doc[] {
+  if (CORPUS === 'manual') {
+    const all = passages();
+    const start = label.endsWith('warmup') ? DOCS : 0;
+    return Array.from({ length: count }, (_, i) => {
+      const passage = all[(start + i) % all.length]!;
+      return {
+        id: `bench-${label}-${i}`,
+        semantic_identifier: passage.title,
+        sections: [{ text: passage.text, link: passage.link }],
+        metadata: { batch: label },
+      };
+    });
+  }
   const random = rng(42);
   return Array.from({ length: count }, (_, i) => ({
     id: `bench-${label}-${i}`,
@@ -129,6 +178,20 @@ async function drive(batches: Doc[][], send: (batch: Doc[]) => Promise<number>) 
     docs_per_s: Math.round(count / seconds),
     batch_p50_ms: percentile(latencies, 50),
     batch_p99_ms: percentile(latencies, 99),
+  };
+}
+
+/** The corpus, and its documents' chunks and tokens on average (kas's chunker, the first 500). */
+function corpus() {
+  const sample = documents('sample', Math.min(DOCS, 500)).map((d) =>
+    chunkDocument({ title: d.semantic_identifier, sections: d.sections }),
+  );
+  const chunks = sample.reduce((n, c) => n + c.length, 0);
+  const tokens = sample.reduce((n, c) => n + c.reduce((m, k) => m + k.token_count, 0), 0);
+  return {
+    corpus: CORPUS,
+    chunks_per_document: Math.round((chunks / sample.length) * 100) / 100,
+    tokens_per_document: Math.round(tokens / sample.length),
   };
 }
 
@@ -246,6 +309,7 @@ async function embedded() {
       });
       return {
         database: 'embedded',
+        ...corpus(),
         batch_size: BATCH,
         clients: CLIENTS,
         writers: writers('embedded'),
@@ -341,6 +405,7 @@ async function postgres() {
       });
       return {
         database: 'postgres',
+        ...corpus(),
         batch_size: BATCH,
         clients: CLIENTS,
         writers: writers('postgres'),
