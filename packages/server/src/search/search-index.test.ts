@@ -23,20 +23,33 @@ describe('correctionWordsOf', () => {
     ]);
   });
 
-  it('finds the same words in ASCII text by character codes as the Unicode pattern does', () => {
+  it('finds the same words by character code as the Unicode pattern over the lowercased text does', () => {
+    const VOCABULARY_WORD = /^\p{L}[\p{L}\p{N}]{2,39}$/u;
+    const reference = (text: string) => [
+      ...new Set(
+        text
+          .toLowerCase()
+          .match(/[\p{L}\p{N}]+/gu)
+          ?.filter((w) => VOCABULARY_WORD.test(w)),
+      ),
+    ];
     let seed = 3;
     const next = () => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed / 2 ** 32;
     };
-    const alphabet = 'aZqM09_-. \n\t@[`{/:'.split('');
-    for (let n = 0; n < 300; n++) {
-      const text = Array.from({ length: Math.floor(next() * 200) }, () =>
-        next() < 0.7 ? 'abcXYZ'[Math.floor(next() * 6)] : alphabet[Math.floor(next() * alphabet.length)],
-      ).join('');
-      // One non-ASCII character (a word too short to count) sends the text down the Unicode pattern's way.
-      const unicode = correctionWordsOf([{ title: '', content: `${text} é` }]);
-      expect(correctionWordsOf([{ title: '', content: text }]), JSON.stringify(text)).toEqual(unicode);
+    const pick = (chars: string[]) => chars[Math.floor(next() * chars.length)]!;
+    const ascii = [..."aZqM09_-. \n\t\r@[`{/:'"];
+    // Letters, a digit, marks, a sigma (lowercased by context), a dotted I (longer lowercased), spaces.
+    const other = ['é', 'Σ', 'İ', 'Ж', '٣', '\u0301', '’', '→', '\u00a0', '\u2028', '中', '😀', 'ǅ'];
+    for (let n = 0; n < 500; n++) {
+      const text = Array.from({ length: Math.floor(next() * 200) }, () => {
+        const r = next();
+        return r < 0.6 ? pick([...'abcXYZ']) : r < 0.9 ? pick(ascii) : pick(other);
+      }).join('');
+      expect(correctionWordsOf([{ title: '', content: text }]), JSON.stringify(text)).toEqual(
+        reference(text),
+      );
     }
   });
 });
