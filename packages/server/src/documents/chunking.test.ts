@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/encodingParams/constants';
 import { describe, expect, it } from 'vitest';
+import { rng } from '../testing/random.ts';
 import { chunkDocument, countTokens, cutByTokens, sentencesOf } from './chunking.ts';
 
 describe('chunking', () => {
@@ -48,11 +49,7 @@ describe('chunking', () => {
         for (let i = 0; i < piece.length; i += 200) total += tokenizer.countTokens(piece.slice(i, i + 200));
       return total;
     };
-    let seed = 7;
-    const next = () => {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const next = rng(7);
     const alphabet = [
       ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789',
       ...'     \n\n\t.,;:!?\'"()-_/',
@@ -108,11 +105,7 @@ describe('chunking', () => {
       for (let i = 0; i < tokens.length; i += max) parts.push(tokenizer.decode(tokens.slice(i, i + max)));
       return parts;
     };
-    let seed = 11;
-    const next = () => {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const next = rng(11);
     const words = [
       'the',
       ' index',
