@@ -14,8 +14,8 @@
  * Sizes: BENCH_BATCH_DOCS (default 6000), BENCH_BATCH_SIZE (100). `batch-ingestion.ts embedded|postgres` runs one.
  * BENCH_BATCH_CORPUS: `generator` (default) writes the search benchmarks' made-up words, ~820 tokens per
  * 300 words (each word is prefix + root + suffix), so two chunks per document; `manual` writes 300-word
- * passages of the PostgreSQL manual's pages (the search evaluation's real text, ~430 tokens, about one
- * chunk each), titled by their page, the passages taken again under new ids when more are needed.
+ * passages of the PostgreSQL manual's pages (the search evaluation's real text, ~390 tokens, about one
+ * chunk each), titled by their page; there are ~3,900, taken again under new ids when more are needed.
  * kas runs with the environment's KAS_INGEST_WRITERS and KAS_BULK_INGEST_WRITERS (defaults when unset:
  * nothing else runs, so on Postgres the bulk mode's writers write); `writers` reports them.
  * BENCH_PG_STATEMENTS=N (Postgres) also reports the N statements of kas's timed run that took the most
@@ -74,8 +74,8 @@ const passages = (() => {
 
 /**
  * `count` documents. The same texts for every label but the warm-ups' (kas and the floor write the same
- * rows); on the manual, the warm-ups take the passages after the timed runs' so that kas's caches have
- * not seen the timed texts.
+ * rows); on the manual, the warm-ups start after the timed run's `BENCH_BATCH_DOCS` passages, cycling
+ * (with the default 6,000 the timed run takes some passages twice and the warm-ups overlap it).
  */
 function documents(label: string, count: number): Doc[] {
   if (CORPUS === 'manual') {
@@ -241,7 +241,7 @@ async function overHttp(url: string, label: string, meters: Meters, afterWarmup?
   // Warm up the process (JIT, first transactions) before timing, and for long enough that kas runs the
   // steady state of a bulk load: on Postgres its extra writers start once no request's statement (the
   // health check, the first requests' key lookups) has run for 2 s (ingest.ts, BULK_QUIET_MS). A timed
-  // run of 6,000 documents lasts ~4 s, so its first 2 s at one writer took ~20 % off the rate.
+  // run of 6,000 documents lasts ~4 s: after the short warm-up its first second ran at one writer.
   const warmup = performance.now();
   for (let round = 0; round === 0 || performance.now() - warmup < WARMUP_MS; round++)
     await drive(inBatches(documents(`${label}-${round}-warmup`, BATCH * CLIENTS)), post);
