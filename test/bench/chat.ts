@@ -156,13 +156,14 @@ async function retrievalFloor(dataDir: string) {
       const t1 = performance.now();
       const stats = await searchRepository.queryTerms(ctx.db, parsed.positiveWords);
       const t2 = performance.now();
+      const plan = planQuery(stats.chunks, stats.terms);
       await searchRepository.bm25Search(ctx.db, {
-        plan: planQuery(stats.chunks, stats.terms),
+        plan,
         must: toTsquery(parsed, { conditionsOnly: true }),
         filters: {},
         access: { all: true },
         limit: 25,
-        scoredChampions: championsToScore(25),
+        scoredChampions: championsToScore(25, undefined, plan.conjunctive.length > 0),
         rows: {},
       });
       if (i >= 5) {

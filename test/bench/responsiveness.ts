@@ -98,13 +98,14 @@ async function bareSearch(database: DatabaseHandle, i: number): Promise<{ status
   const { db } = database;
   const parsed = parseQuery(QUERIES[i % QUERIES.length]!);
   const stats = await searchRepository.queryTerms(db, parsed.positiveWords);
+  const plan = planQuery(stats.chunks, stats.terms);
   const hits = await searchRepository.bm25Search(db, {
-    plan: planQuery(stats.chunks, stats.terms),
+    plan,
     must: toTsquery(parsed, { conditionsOnly: true }),
     filters: { include_hidden: true },
     access: ALL,
     limit: ADMIN_SEARCH_CHUNKS,
-    scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS),
+    scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, undefined, plan.conjunctive.length > 0),
   });
   const seen = new Set<string>();
   const shown = hits.filter((h) => !seen.has(h.document_id) && seen.add(h.document_id));

@@ -45,11 +45,15 @@ const contentTermsOf = (text: string) =>
     .filter((w) => !isStopWord(w))
     .map(stem);
 
-/** Lower-cased, stemmed words of a text in order, stop words kept (for positions). */
-function positions(text: string): Map<string, number[]> {
+/**
+ * Where the `wanted` stems occur among a text's lower-cased, stemmed words (stop words count as words).
+ * Only those are kept: a map of every word of 25 chunks was most of ranking a chat turn's documents.
+ */
+function positions(text: string, wanted: Set<string>): Map<string, number[]> {
   const at = new Map<string, number[]>();
   wordsOf(text).forEach((word, i) => {
     const key = stem(word);
+    if (!wanted.has(key)) return;
     const list = at.get(key);
     if (list) list.push(i);
     else at.set(key, [i]);
@@ -80,10 +84,11 @@ export function rankDocuments(queries: string[], chunks: RetrievedChunk[]): Rank
   }
   const terms = [...new Set(queries.flatMap(contentTermsOf))];
   const pairs = queries.flatMap(wordPairs);
+  const wanted = new Set([...terms, ...pairs.flat()]);
   const ranked = [...groups.entries()].map(([document_id, group], order) => {
     const [best, ...others] = group;
     let score = best!.score + OTHER_CHUNKS_WEIGHT * others.reduce((sum, c) => sum + c.score, 0);
-    const at = positions(group.map((c) => `${c.title} . ${c.content}`).join(' . '));
+    const at = positions(group.map((c) => `${c.title} . ${c.content}`).join(' . '), wanted);
     if (terms.length) score *= terms.filter((t) => at.has(t)).length / terms.length;
     if (pairs.length) {
       const close = pairs.filter(([first, second]) => {

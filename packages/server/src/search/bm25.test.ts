@@ -451,6 +451,49 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
     expect(mean).toBeGreaterThanOrEqual(0.7);
   });
 
+  it('scores fewer champion candidates when the chunks holding every word are scored too, ranking as well', async () => {
+    // Queries of three or four frequent words: the chunks holding all of them are the intersection arm's.
+    const random = rng(9);
+    const queries = Array.from({ length: 20 }, (_, q) =>
+      Array.from({ length: 3 + (q % 2) }, () => words[Math.floor(random() * 30)]!),
+    );
+    const agreementWith = async (cuts: { scoredChampions: number; scoredChampionsIntersected: number }) => {
+      const cut = createPostgresSearchIndex(t.deps.db, { limits: { ...limits, ...cuts } });
+      try {
+        let sum = 0;
+        for (const terms of queries) {
+          const hits = await cut.search({ query: terms.join(' '), filters: {}, access: ALL, limit: 10 });
+          sum += overlap(hits, exhaustiveBm25(corpus, terms)) / 10;
+        }
+        return sum / queries.length;
+      } finally {
+        await cut.close();
+      }
+    };
+    const plans = await Promise.all(
+      queries.map(async (terms) => {
+        const stats = await searchRepository.queryTerms(t.deps.db, terms);
+        return planQuery(stats.chunks, stats.terms, { ...DEFAULT_PLAN_LIMITS, ...limits });
+      }),
+    );
+    expect(plans.every((plan) => plan.conjunctive.length > 0)).toBe(true);
+    const deep = await agreementWith({ scoredChampions: 400, scoredChampionsIntersected: 400 });
+    const shallow = await agreementWith({ scoredChampions: 400, scoredChampionsIntersected: 40 });
+    console.log('top-10 agreement, three or four frequent words, 400 / 40 candidates:', deep, shallow);
+    expect(shallow).toBeGreaterThanOrEqual(deep - 0.02);
+    expect(
+      championsToScore(
+        10,
+        { ...DEFAULT_PLAN_LIMITS, scoredChampions: 400, scoredChampionsIntersected: 40 },
+        true,
+      ),
+    ).toBe(40);
+    expect(championsToScore(25, DEFAULT_PLAN_LIMITS, true)).toBe(500);
+    expect(championsToScore(25, DEFAULT_PLAN_LIMITS)).toBe(1000);
+    // Never more than without the intersection, never fewer than four times the limit.
+    expect(championsToScore(10, { ...DEFAULT_PLAN_LIMITS, scoredChampions: 0 }, true)).toBe(40);
+  });
+
   it('builds the same champion lists in one pass over the chunks as one term at a time', async () => {
     const db = t.deps.db;
     expect(await searchRepository.staleChampionTerms(db, { minDf: limits.alwaysFullDf, limit: 10 })).toEqual(

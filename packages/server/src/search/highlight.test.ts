@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rng } from '../testing/random.ts';
-import { highlighter } from './highlight.ts';
+import { highlighter, wordsToMark } from './highlight.ts';
 
 /** The definition: scan the whole text with the pattern (what `highlighter` must give, faster). */
 function scanned(content: string, words: string[], max = 3): string[] {
@@ -36,6 +36,13 @@ describe('highlighter', () => {
     expect(excerpts[0]).toMatch(/^….*<hi>replication<\/hi>.*…$/);
     expect(highlighter([])('anything')).toEqual([]);
     expect(highlighter(['x'])('')).toEqual([]);
+  });
+
+  it('marks the searched words of a question, not its stop words, unless it has nothing else', () => {
+    const words = wordsToMark(['How', 'do', 'I', 'vacuum', 'the', 'table']);
+    expect(words).toEqual(['vacuum', 'table']);
+    expect(highlighter(words)('I vacuum the table.')).toEqual(['I <hi>vacuum</hi> the <hi>table</hi>.']);
+    expect(wordsToMark(['to', 'be', 'or', 'not'])).toEqual(['to', 'be', 'or', 'not']);
   });
 
   it('gives what scanning the whole text with the pattern gives, on generated text', () => {

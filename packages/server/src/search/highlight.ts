@@ -1,3 +1,17 @@
+import { ENGLISH_STOP_WORDS } from './stop-words.ts';
+
+const STOP_WORDS = new Set(ENGLISH_STOP_WORDS);
+
+/**
+ * The words of a query worth marking: the index drops stop words, so "how", "do", "I", "the" of a
+ * question matched nothing, and marking them everywhere hid the words that did match (and cost most of
+ * the marking: 1.19 → 0.32 ms for a chat question's 25 chunks). A query of stop words only keeps them.
+ */
+export function wordsToMark(words: string[]): string[] {
+  const content = words.filter((w) => !STOP_WORDS.has(w.toLowerCase()));
+  return content.length ? content : words;
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -5,7 +5,7 @@ import { type Db, inOneTurn } from '../db/database.ts';
 import * as documentSetsRepository from '../document-sets/document-sets.repository.ts';
 import { AppError } from '../errors.ts';
 import * as identityRepository from '../identity/identity.repository.ts';
-import { highlighter } from './highlight.ts';
+import { highlighter, wordsToMark } from './highlight.ts';
 import { parseQuery } from './query-parser.ts';
 import * as searchRepository from './search.repository.ts';
 import type { AdminSearchInput, AdminSearchResponse, SearchDoc } from './search.schemas.ts';
@@ -174,7 +174,7 @@ async function retrieve({
   const loaded = missing.length ? await searchRepository.loadChunks(ctx.dbRead, missing, access) : [];
   const byKey = new Map(loaded.map((r) => [chunkKey(r), r]));
   for (const hit of hits) if (hit.row) byKey.set(chunkKey(hit), hit.row);
-  const mark = highlighter(parseQuery(query).positiveWords);
+  const mark = highlighter(wordsToMark(parseQuery(query).positiveWords));
   const chunks: SearchChunk[] = [];
   for (const hit of hits) {
     const row = byKey.get(chunkKey(hit));
