@@ -163,7 +163,7 @@ async function retrievalFloor(dataDir: string) {
         filters: {},
         access: { all: true },
         limit: 25,
-        scoredChampions: championsToScore(25, undefined, plan.conjunctive.length > 0),
+        scoredChampions: championsToScore(25, undefined, plan),
         rows: {},
       });
       if (i >= 5) {

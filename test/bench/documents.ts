@@ -679,7 +679,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         filters: { include_hidden: true },
         access: ALL,
         limit: ADMIN_SEARCH_CHUNKS,
-        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, limits, plan.conjunctive.length > 0),
+        scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, limits, plan),
         ...(rows && rowsWithRanking ? { rows: { perDocument: ADMIN_SEARCH_DOCUMENTS } } : {}),
       });
       if (rows && !rowsWithRanking) {
@@ -728,7 +728,7 @@ async function benchSearch(database: 'embedded' | 'postgres') {
         filters: {},
         access: ALL,
         limit: 10,
-        scoredChampions: championsToScore(10, limits, plan.conjunctive.length > 0),
+        scoredChampions: championsToScore(10, limits, plan),
       });
       const exact = await searchRepository.bm25SearchAll(db, {
         plan,

@@ -105,7 +105,7 @@ async function bareSearch(database: DatabaseHandle, i: number): Promise<{ status
     filters: { include_hidden: true },
     access: ALL,
     limit: ADMIN_SEARCH_CHUNKS,
-    scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, undefined, plan.conjunctive.length > 0),
+    scoredChampions: championsToScore(ADMIN_SEARCH_CHUNKS, undefined, plan),
   });
   const seen = new Set<string>();
   const shown = hits.filter((h) => !seen.has(h.document_id) && seen.add(h.document_id));

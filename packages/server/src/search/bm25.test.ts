@@ -485,13 +485,13 @@ describe('fast top-k: candidates from rare terms and champion lists agree with e
       championsToScore(
         10,
         { ...DEFAULT_PLAN_LIMITS, scoredChampions: 400, scoredChampionsIntersected: 40 },
-        true,
+        plans[0],
       ),
     ).toBe(40);
-    expect(championsToScore(25, DEFAULT_PLAN_LIMITS, true)).toBe(500);
+    expect(championsToScore(25, DEFAULT_PLAN_LIMITS, plans[0])).toBe(500);
     expect(championsToScore(25, DEFAULT_PLAN_LIMITS)).toBe(1000);
     // Never more than without the intersection, never fewer than four times the limit.
-    expect(championsToScore(10, { ...DEFAULT_PLAN_LIMITS, scoredChampions: 0 }, true)).toBe(40);
+    expect(championsToScore(10, { ...DEFAULT_PLAN_LIMITS, scoredChampions: 0 }, plans[0])).toBe(40);
   });
 
   it('builds the same champion lists in one pass over the chunks as one term at a time', async () => {

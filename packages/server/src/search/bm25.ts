@@ -145,14 +145,14 @@ export function championsFor(df: number, limits: PlanLimits = DEFAULT_PLAN_LIMIT
 
 /**
  * How many champion candidates a query for `limit` results scores exactly; fewer when its plan also
- * has the intersection arm (`intersected`, see `PlanLimits.scoredChampionsIntersected`).
+ * has the intersection arm (see `PlanLimits.scoredChampionsIntersected`).
  */
 export function championsToScore(
   limit: number,
   limits: PlanLimits = DEFAULT_PLAN_LIMITS,
-  intersected = false,
+  plan?: Pick<QueryPlan, 'conjunctive'>,
 ): number {
-  const cut = intersected
+  const cut = plan?.conjunctive.length
     ? Math.min(limits.scoredChampions, limits.scoredChampionsIntersected)
     : limits.scoredChampions;
   return Math.max(cut, 4 * limit);

@@ -450,7 +450,7 @@ export function createPostgresSearchIndex(
     };
     const ranked = {
       ...args,
-      scoredChampions: championsToScore(request.limit, limits, plan.conjunctive.length > 0),
+      scoredChampions: championsToScore(request.limit, limits, plan),
       sampledChunks: limits.sampledChunks,
       // The sampled terms in a tenth of the chunks or more: the table's first pages hold the sample.
       sampleByScan: plan.sampled.every(
