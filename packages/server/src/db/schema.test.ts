@@ -418,6 +418,7 @@ const UNTYPED = [
   'search_champions',
   'search_term_deltas',
   'search_terms',
+  'search_written_documents',
 ];
 
 let t: TestRuntime;

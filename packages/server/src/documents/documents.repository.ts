@@ -345,14 +345,16 @@ export async function insertNewDocuments(
 
 /**
  * Appends the search statistics' deltas of these documents' chunks (what the insert trigger appends
- * for the chunks of one statement, migration 0011): one row per distinct term, then the chunk count
- * and total lengths under their reserved keys.
+ * for the chunks of one statement, migrations 0011 and 0037): one row per distinct term, then the chunk
+ * count and total lengths under their reserved keys; and the documents, for their champion lists.
  */
 async function countChunkTerms(db: DbExecutor, documentIds: string[]) {
   // Raw SQL: `unnest` of each chunk's term array, grouped, which the builder cannot express.
   await sql`
     WITH c AS MATERIALIZED (
       SELECT bm25_terms, bm25_length, bm25_title_length FROM chunks WHERE document_id = ANY(${documentIds}::text[])
+    ), written AS (
+      INSERT INTO search_written_documents (document_ids) VALUES (${documentIds}::text[])
     )
     INSERT INTO search_term_deltas (term, delta)
     SELECT t, count(*) FROM c, unnest(c.bm25_terms) AS t GROUP BY t

@@ -10,12 +10,15 @@ import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { TEST_ENCRYPTION_KEY, testDbKind } from '../testing/test-runtime.ts';
 import {
   B,
+  bound,
   championsFor,
   championsToScore,
   DEFAULT_PLAN_LIMITS,
   idf,
   K1,
+  listsCurrent,
   planQuery,
+  settledByLists,
   TITLE_WEIGHT,
 } from './bm25.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
@@ -140,13 +143,14 @@ function exhaustiveBm25(corpus: Corpus, query: string[], user?: string): { id: s
 
 /**
  * The same ranking up to ties: every hit has the score the reference gives its chunk, and the i-th
- * hit the reference's i-th score (stored weights are 4-byte floats, so equal scores may swap).
+ * hit the reference's i-th score (stored weights are 4-byte floats, so equal scores may swap). Fewer
+ * `digits` where chunks were written at other average lengths than today's.
  */
-function expectSameRanking(hits: SearchHit[], expected: { id: string; score: number }[]) {
+function expectSameRanking(hits: SearchHit[], expected: { id: string; score: number }[], digits = 3) {
   const scoreOf = new Map(expected.map((e) => [e.id, e.score]));
   hits.forEach((hit, i) => {
-    expect(scoreOf.get(hit.document_id), hit.document_id).toBeCloseTo(hit.score, 3);
-    expect(hit.score).toBeCloseTo(expected[i]!.score, 3);
+    expect(scoreOf.get(hit.document_id), hit.document_id).toBeCloseTo(hit.score, digits);
+    expect(hit.score).toBeCloseTo(expected[i]!.score, digits);
   });
 }
 
@@ -929,5 +933,149 @@ describe('champion lists keep at most a few copies of one passage', () => {
     expect(await lists()).toEqual(oneByOne);
     await searchRepository.buildChampionsInSteps(db, terms, { firstPages: 1, stepMs: 1e6 });
     expect(await lists()).toEqual(oneByOne);
+  });
+});
+
+describe('champion lists follow the documents written after they were built', () => {
+  const t = useTestRuntime();
+  const [a, b, ...filler] = vocabulary(60) as [string, string, ...string[]];
+  // Lists of 20, scored only through them (no growth with frequency), and the intersection arm for a
+  // query of both words.
+  const limits = {
+    champions: 20,
+    championsGrowthDf: 1_000_000,
+    alwaysFullDf: 25,
+    fullBudget: 0,
+    scoredChampions: 0,
+    buildOnDemandDf: 1000,
+    conjunctiveBudget: 1_000_000,
+  };
+  let index: PostgresSearchIndex;
+  const fill = (i: number, n: number) =>
+    Array.from({ length: n }, (_, j) => filler[(i * 7 + j) % filler.length]).join(' ');
+  const listOf = async (term: string) =>
+    (
+      await sql<{ id: string }>`SELECT document_id AS id FROM search_champions WHERE term = ${term}`.execute(
+        t.deps.db,
+      )
+    ).rows.map((r) => r.id);
+  const search = (query: string) => index.search({ query, filters: {}, access: ALL, limit: 10 });
+  const stateOf = async (words: string[]) => {
+    const stats = await searchRepository.queryTerms(t.deps.db, words);
+    return { stats, plan: planQuery(stats.chunks, stats.terms, { ...DEFAULT_PLAN_LIMITS, ...limits }) };
+  };
+  const rewrite = async (id: string, content: string) => {
+    await sql`DELETE FROM chunks WHERE document_id = ${id}`.execute(t.deps.db);
+    await sql`
+      INSERT INTO chunks (document_id, chunk_id, title, content, blurb, link, token_count)
+      VALUES (${id}, 0, ${fill(1, 1)}, ${content}, '', NULL, 100)`.execute(t.deps.db);
+  };
+
+  beforeAll(async () => {
+    index = createPostgresSearchIndex(t.deps.db, { limits });
+    // Ten chunks hold both words four times, twenty three times (the lists' 20 hold the ten and ten
+    // of these), 150 each word once.
+    const docs = [
+      ...Array.from({ length: 10 }, (_, i) => ({
+        id: `four-${i}`,
+        content: `${a} ${a} ${a} ${a} ${b} ${b} ${b} ${b} ${fill(i, 4)}`,
+      })),
+      ...Array.from({ length: 20 }, (_, i) => ({
+        id: `three-${i}`,
+        content: `${a} ${a} ${a} ${b} ${b} ${b} ${fill(i + 10, 6)}`,
+      })),
+      ...[a, b].flatMap((word) =>
+        Array.from({ length: 150 }, (_, i) => ({
+          id: `${word}-${i}`,
+          content: `${word} ${fill(i + 30, 11)}`,
+        })),
+      ),
+    ].map((d, i) => ({ ...d, title: fill(i + 3, 1) }));
+    await insertDocuments(t.deps.db, docs);
+    await index.maintain();
+  });
+  afterAll(async () => {
+    await index?.close();
+  });
+
+  it('puts a chunk written after its lists were built on them, once maintenance has run', async () => {
+    expect(await listOf(a)).toHaveLength(20);
+    const builtAt = (await stateOf([a])).stats.terms[0]!.champions_df;
+    await insertDocuments(t.deps.db, [
+      { id: 'new-a', title: fill(2, 1), content: `${a} ${a} ${a} ${a} ${a} ${a}` },
+    ]);
+    // Before: on no list, so a query of the frequent word alone does not see it.
+    expect((await stateOf([a])).stats.listsBehind).toBe(true);
+    expect((await search(a)).map((h) => h.document_id)).not.toContain('new-a');
+    await index.maintain();
+    expect((await stateOf([a])).stats.listsBehind).toBe(false);
+    expect(await listOf(a)).toContain('new-a');
+    // Put there, not by a rebuild of the list.
+    expect((await stateOf([a])).stats.terms[0]!.champions_df).toBe(builtAt);
+    const hits = await search(a);
+    expect(hits[0]!.document_id).toBe('new-a');
+    expectSameRanking(hits, exhaustiveBm25(await loadCorpus(t.deps.db), [a]));
+  });
+
+  it('puts a document written again back on its lists (replacing its chunks took it off them)', async () => {
+    await rewrite('four-3', `${a} ${a} ${a} ${a} ${a} ${b} ${b} ${b} ${b} ${b} ${fill(3, 2)}`);
+    expect(await listOf(a)).not.toContain('four-3');
+    await index.maintain();
+    expect(await listOf(a)).toContain('four-3');
+    expect(await listOf(b)).toContain('four-3');
+  });
+
+  it('skips the intersection only when the lists settle the top results, ranking as exhaustive BM25 does', async () => {
+    const { stats, plan } = await stateOf([a, b]);
+    expect(plan.conjunctive).toEqual(expect.arrayContaining([a, b]));
+    expect(listsCurrent(plan, stats)).toBe(true);
+    const hits = await search(`${a} ${b}`);
+    // The lists' 10th best holds both words four times: no chunk weighing at most each list's floor
+    // (three times) can reach it.
+    expect(settledByLists(plan, stats, hits[9]!.score)).toBe(true);
+    // Chunks written since the first weigh with the averages of their time (within 0.1 %).
+    expectSameRanking(hits, exhaustiveBm25(await loadCorpus(t.deps.db), [a, b]), 2);
+    // A chunk holding both words more often than any, written now: on no list until maintenance runs,
+    // found at once through the intersection arm (the lists are behind, so it runs).
+    await insertDocuments(t.deps.db, [
+      { id: 'new-ab', title: fill(5, 1), content: `${a} ${a} ${a} ${a} ${a} ${b} ${b} ${b} ${b} ${b}` },
+    ]);
+    const behind = await stateOf([a, b]);
+    expect(listsCurrent(behind.plan, behind.stats)).toBe(false);
+    expect((await search(`${a} ${b}`))[0]!.document_id).toBe('new-ab');
+    await index.maintain();
+    const after = await search(`${a} ${b}`);
+    expect(after[0]!.document_id).toBe('new-ab');
+    expectSameRanking(after, exhaustiveBm25(await loadCorpus(t.deps.db), [a, b]), 2);
+  });
+
+  it('counts the highest document boost in what a chunk on no list can score', async () => {
+    expect((await stateOf([a])).stats.maxBoost).toBe(1);
+    await insertDocuments(t.deps.db, [
+      { id: 'boosted', title: fill(6, 1), content: `${a} ${b} ${fill(6, 8)}`, boost: 4 },
+    ]);
+    const { stats, plan } = await stateOf([a, b]);
+    expect(stats.maxBoost).toBeCloseTo(2 ** Math.tanh(2), 5);
+    // The same 10th best no longer settles it: a boosted chunk on no list could pass it.
+    const kth = bound(plan) * 1.01;
+    expect(settledByLists(plan, { ...stats, listsBehind: false }, kth)).toBe(false);
+    expect(settledByLists(plan, { ...stats, listsBehind: false, maxBoost: 1 }, kth)).toBe(true);
+    await sql`DELETE FROM documents WHERE id = 'boosted'`.execute(t.deps.db);
+  });
+
+  it('after a bulk load, marks the lists for rebuilding instead of following each written document', async () => {
+    await insertDocuments(t.deps.db, [
+      { id: 'bulk-a', title: fill(7, 1), content: `${a} ${a} ${a} ${a} ${a} ${a} ${a}` },
+    ]);
+    await searchRepository.rebuildListsForWrites(t.deps.db);
+    const { stats } = await stateOf([a]);
+    expect(stats.listsBehind).toBe(false);
+    expect(stats.terms[0]!.champions_df).toBe(1);
+    expect(
+      listsCurrent(planQuery(stats.chunks, stats.terms, { ...DEFAULT_PLAN_LIMITS, ...limits }), stats),
+    ).toBe(false);
+    await index.maintain();
+    expect(await listOf(a)).toContain('bulk-a');
+    expect((await stateOf([a])).stats.terms[0]!.champions_df).toBeGreaterThan(1);
   });
 });

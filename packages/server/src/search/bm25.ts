@@ -226,6 +226,40 @@ export function planQuery(
   };
 }
 
+/**
+ * Whether a plan's champion lists hold every chunk that weighs more than their floors but the copies of
+ * a passage they leave out: each list was built in full (not from a sample) at about today's frequency,
+ * and no written document waits to be put on the lists (migration 0037).
+ */
+export function listsCurrent(plan: QueryPlan, state: { listsBehind: boolean }): boolean {
+  return (
+    !state.listsBehind &&
+    !plan.sampled.length &&
+    plan.champions.every(
+      (t) =>
+        t.champions_df !== null &&
+        t.champions_df > 0 &&
+        t.champion_floor !== null &&
+        t.df <= t.champions_df * 1.25 &&
+        t.df >= t.champions_df * 0.75,
+    )
+  );
+}
+
+/**
+ * Whether the champion candidates' `limit`-th best score (`kth`) is at least the most a chunk on none
+ * of the lists can score, its document's boost included: no chunk outside the candidates can then
+ * enter the top `limit`, but copies of a passage the lists hold (which they keep `copies` of), tied
+ * with them. Only for lists that are current (`listsCurrent`).
+ */
+export function settledByLists(
+  plan: QueryPlan,
+  state: { listsBehind: boolean; maxBoost: number },
+  kth: number | undefined,
+): boolean {
+  return kth !== undefined && listsCurrent(plan, state) && kth >= bound(plan) * state.maxBoost;
+}
+
 /** The highest score a chunk that was not a candidate can have (boost aside). */
 export function bound(plan: QueryPlan): number {
   const idfOf = new Map(plan.scored.map((s) => [s.term, s.idf]));

@@ -94,6 +94,10 @@ export interface QueryTerms {
   /** For each word of the query, in order, its lexemes (none for stop words). */
   lexemes: string[][];
   terms: TermStats[];
+  /** Whether written documents wait for their chunks to be put on the champion lists (migration 0037). */
+  listsBehind: boolean;
+  /** The highest score multiplier of a document's boost (1 when none is boosted). */
+  maxBoost: number;
 }
 
 /**
@@ -122,11 +126,20 @@ export async function queryTerms(
     SELECT l.i, l.term,
       (coalesce(s.df, 0) + coalesce((SELECT sum(d.delta) FROM search_term_deltas d WHERE d.term = l.term), 0))::float8 AS df,
       s.champions_df::float8 AS champions_df, s.champion_floor::float8 AS champion_floor
-    FROM lexemes l LEFT JOIN search_terms s ON s.term = l.term`.execute(db);
+    FROM lexemes l LEFT JOIN search_terms s ON s.term = l.term
+    UNION ALL SELECT -1, '', (SELECT count(*) FROM (SELECT FROM search_written_documents LIMIT 1) w)::float8,
+      (SELECT kas_boost_factor(max(boost)) FROM documents WHERE boost > 0)::float8, NULL`.execute(db);
   const lexemes: string[][] = words.map(() => []);
   const terms = new Map<string, TermStats>();
   let chunks = 0;
+  let listsBehind = false;
+  let maxBoost = 1;
   for (const row of result.rows) {
+    if (row.i === -1) {
+      listsBehind = row.df > 0;
+      maxBoost = Math.max(1, row.champions_df ?? 1);
+      continue;
+    }
     if (row.i === 0) {
       chunks = row.df;
       continue;
@@ -139,7 +152,7 @@ export async function queryTerms(
       champion_floor: row.champion_floor,
     });
   }
-  return { chunks, lexemes, terms: [...terms.values()] };
+  return { chunks, lexemes, terms: [...terms.values()], listsBehind, maxBoost };
 }
 
 /**
@@ -1066,7 +1079,7 @@ export async function vacuumSearchTables(
   tables: { statistics?: boolean; chunks?: boolean },
   options: { separately?: boolean } = {},
 ): Promise<void> {
-  const names = ['search_term_deltas'];
+  const names = ['search_term_deltas', 'search_written_documents'];
   if (tables.statistics) names.push('search_terms', 'search_champions');
   if (tables.chunks) names.push('chunks');
   for (const group of options.separately ? names.map((n) => [n]) : [names])
@@ -1083,6 +1096,55 @@ export async function vacuumSearchTables(
  */
 export async function mergePendingPostings(db: DbExecutor): Promise<void> {
   await sql`SELECT gin_clean_pending_list('chunks_search_idx'::regclass)`.execute(db);
+}
+
+/**
+ * Puts the chunks of documents written since (migration 0037) on the champion lists whose floor they
+ * pass, taking at most `limit` of the queued writes (one per statement or group of documents): a list
+ * then holds every chunk weighing more than its floor but the copies of a passage it leaves out.
+ * Returns how many writes it took. A list rebuilt meanwhile keeps what it finds then, which holds them.
+ */
+export async function foldWrittenDocuments(db: DbExecutor, limit: number): Promise<number> {
+  // Raw SQL: data-modifying CTEs and `unnest` of two arrays, which the builder cannot express.
+  const result = await sql<{ n: number }>`
+    WITH taken AS (
+      DELETE FROM search_written_documents
+      WHERE ctid = ANY(ARRAY(SELECT ctid FROM search_written_documents LIMIT ${limit}))
+      RETURNING document_ids
+    ), written AS (
+      SELECT DISTINCT unnest(document_ids) AS document_id FROM taken
+    ), listed AS (
+      INSERT INTO search_champions (term, document_id, chunk_id, weight)
+      SELECT u.term, c.document_id, c.chunk_id, u.weight
+      FROM written w
+        JOIN chunks c ON c.document_id = w.document_id
+        CROSS JOIN LATERAL unnest(c.bm25_terms, c.bm25_weights) AS u(term, weight)
+        JOIN search_terms s ON s.term = u.term
+      WHERE s.champions_df > 0 AND u.weight > s.champion_floor
+      ON CONFLICT DO NOTHING
+    )
+    SELECT count(*)::int AS n FROM taken`.execute(db);
+  return result.rows[0]!.n;
+}
+
+/** How many written documents wait for `foldWrittenDocuments` (each counted once per write). */
+export async function writtenDocumentsPending(db: DbExecutor): Promise<number> {
+  const result = await sql<{ n: number }>`
+    SELECT coalesce(sum(cardinality(document_ids)), 0)::float8 AS n FROM search_written_documents`.execute(
+    db,
+  );
+  return result.rows[0]!.n;
+}
+
+/**
+ * Forgets the queued writes and marks every champion list stale instead (built at a frequency of 1),
+ * for maintenance to rebuild: after a bulk load one pass over the chunks costs less than putting each
+ * written chunk on its lists.
+ */
+export async function rebuildListsForWrites(db: DbExecutor): Promise<void> {
+  await sql`
+    WITH forgotten AS (DELETE FROM search_written_documents)
+    UPDATE search_terms SET champions_df = 1 WHERE champions_df > 1`.execute(db);
 }
 
 /** Champion lists hold stored weights: after a re-weighting every list is rebuilt. */

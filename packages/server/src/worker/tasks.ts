@@ -21,6 +21,7 @@ const SEARCH_TABLES = [
   'chunks',
   'search_terms',
   'search_term_deltas',
+  'search_written_documents',
   'search_champions',
   'search_vocabulary',
 ];
