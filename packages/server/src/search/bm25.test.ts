@@ -1063,6 +1063,23 @@ describe('champion lists follow the documents written after they were built', ()
     await sql`DELETE FROM documents WHERE id = 'boosted'`.execute(t.deps.db);
   });
 
+  it.runIf(testDbKind() === 'postgres')(
+    'does not put written chunks on the lists while a list is being built, but after',
+    async () => {
+      await insertDocuments(t.deps.db, [
+        { id: 'during-build', title: fill(8, 1), content: `${a} ${a} ${a} ${a} ${a} ${a} ${a} ${a}` },
+      ]);
+      await t.deps.db.transaction().execute(async (trx) => {
+        // What a build holds for its transaction (buildChampions, buildChampionsTogether).
+        await sql`SELECT pg_advisory_xact_lock_shared(${0x6b61_7301})`.execute(trx);
+        expect(await searchRepository.foldWrittenDocuments(t.deps.db, 10)).toBeUndefined();
+      });
+      expect((await stateOf([a])).stats.listsBehind).toBe(true);
+      await index.maintain();
+      expect(await listOf(a)).toContain('during-build');
+    },
+  );
+
   it('after a bulk load, marks the lists for rebuilding instead of following each written document', async () => {
     await insertDocuments(t.deps.db, [
       { id: 'bulk-a', title: fill(7, 1), content: `${a} ${a} ${a} ${a} ${a} ${a} ${a}` },

@@ -220,6 +220,7 @@ export function createPostgresSearchIndex(
     const started = performance.now();
     for (;;) {
       const n = await searchRepository.foldWrittenDocuments(db, followBatch);
+      if (n === undefined) return { documents: pending, marked: false, more: true };
       if (n < followBatch) return { documents: pending, marked: false, more: false };
       if (closed || (!untilDone && performance.now() - started > CHAMPION_BUDGET_MS))
         return { documents: pending, marked: false, more: true };
@@ -503,10 +504,11 @@ export function createPostgresSearchIndex(
       ),
     };
     // On a database server, the chunks holding every word of a query of frequent words and the other
-    // candidates are ranked by two statements at once, each keeping its best `limit` (the union's best
-    // are among them): for the golden set's questions at 1M real-text chunks the intersection took
-    // about half of the single statement's 35 ms (p50). The embedded database has one connection.
-    // When the lists are up to date with every write, the candidates they give come first: if their
+    // candidates are ranked by two statements, each keeping its best `limit` (the union's best are
+    // among them): for the golden set's questions at 1M real-text chunks the intersection took about
+    // half of the single statement's 35 ms (p50). The embedded database has one connection, and one
+    // statement. When the lists are behind the writes, both run at once. When they are current with
+    // every write, the candidates they give come first: if their
     // `limit`-th best already scores at least what a chunk on no list can (`settledByLists`), the
     // intersection arm could only add copies of passages the lists hold, and is not run (at 1M
     // real-text chunks, 50 of the golden set's 68 questions for 25 results).

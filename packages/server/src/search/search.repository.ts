@@ -406,6 +406,7 @@ export async function buildChampions(
   const copies = options.copies ?? DEFAULT_PLAN_LIMITS.copies;
   const builtAt = options.postings === undefined ? df : 0;
   return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock_shared(${LISTS_LOCK})`.execute(trx);
     // The term's statistics row first, as the pass over many terms takes them (buildChampionsTogether):
     // two builds of one list then wait for each other instead of deadlocking.
     if (options.ifFree) {
@@ -473,6 +474,7 @@ export async function buildChampionsTogether(
   let pagesPerRange = options.firstPages ?? 50;
   const maxPages = options.maxPages ?? 4000;
   return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock_shared(${LISTS_LOCK})`.execute(trx);
     // Postings are joined to the terms' floors by hashing: estimated from a small range of pages, a
     // nested loop would scan the range once per term.
     await sql`SET LOCAL enable_nestloop = off`.execute(trx);
@@ -1102,11 +1104,18 @@ export async function mergePendingPostings(db: DbExecutor): Promise<void> {
  * Puts the chunks of documents written since (migration 0037) on the champion lists whose floor they
  * pass, taking at most `limit` of the queued writes (one per statement or group of documents): a list
  * then holds every chunk weighing more than its floor but the copies of a passage it leaves out.
- * Returns how many writes it took. A list rebuilt meanwhile keeps what it finds then, which holds them.
+ * Returns how many writes it took, or undefined when a list's build is running (try again later).
  */
-export async function foldWrittenDocuments(db: DbExecutor, limit: number): Promise<number> {
-  // Raw SQL: data-modifying CTEs and `unnest` of two arrays, which the builder cannot express.
-  const result = await sql<{ n: number }>`
+export async function foldWrittenDocuments(db: Kysely<Database>, limit: number): Promise<number | undefined> {
+  return db.transaction().execute(async (trx) => {
+    // Not beside a list's build: one that began reading before a chunk was written, then replaced its
+    // list, would drop what this put there (the write's queue entry gone). Builds wait for this one.
+    const free = await sql<{
+      free: boolean;
+    }>`SELECT pg_try_advisory_xact_lock(${LISTS_LOCK}) AS free`.execute(trx);
+    if (!free.rows[0]!.free) return undefined;
+    // Raw SQL: data-modifying CTEs and `unnest` of two arrays, which the builder cannot express.
+    const result = await sql<{ n: number }>`
     WITH taken AS (
       DELETE FROM search_written_documents
       WHERE ctid = ANY(ARRAY(SELECT ctid FROM search_written_documents LIMIT ${limit}))
@@ -1123,9 +1132,16 @@ export async function foldWrittenDocuments(db: DbExecutor, limit: number): Promi
       WHERE s.champions_df > 0 AND u.weight > s.champion_floor
       ON CONFLICT DO NOTHING
     )
-    SELECT count(*)::int AS n FROM taken`.execute(db);
-  return result.rows[0]!.n;
+    SELECT count(*)::int AS n FROM taken`.execute(trx);
+    return result.rows[0]!.n;
+  });
 }
+
+/**
+ * Advisory lock key (an arbitrary constant): list builds hold it shared for their transaction,
+ * `foldWrittenDocuments` exclusively, so that they never overlap.
+ */
+const LISTS_LOCK = 0x6b61_7301;
 
 /** How many written documents wait for `foldWrittenDocuments` (each counted once per write). */
 export async function writtenDocumentsPending(db: DbExecutor): Promise<number> {
