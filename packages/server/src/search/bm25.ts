@@ -113,7 +113,9 @@ export interface PlanLimits {
    * to catch. On the golden set's 68 questions at 1M real-text chunks (all of them with both arms),
    * 500 against 1,000: the top 10 within 0.1 % of the 10th best score agreed on every question (250:
    * 0.985), the same top-25 chunks 0.991 (ties between copies), and the champion statement's p50 went
-   * from 16.3 to 11.2 ms.
+   * from 16.3 to 11.2 ms. When the lists alone settle the top results (`settledByLists`) the
+   * intersection is not scored, and this cut is all there is (the same 68 questions: the top 10 still
+   * agreed on every one).
    */
   scoredChampionsIntersected: number;
 }
@@ -255,9 +257,12 @@ export function listsCurrent(plan: QueryPlan, state: { listsBehind: boolean }): 
 
 /**
  * Whether the champion candidates' `limit`-th best score (`kth`) is at least the most a chunk on none
- * of the lists can score, its document's boost included: no chunk outside the candidates can then
- * enter the top `limit`, but copies of a passage the lists hold (which they keep `copies` of), tied
- * with them. Only for lists that are current (`listsCurrent`).
+ * of the lists can score, its document's boost included: no chunk off the lists can then enter the top
+ * `limit`, but copies of a passage the lists hold (which they keep `copies` of), tied with them. Only
+ * for lists that are current (`listsCurrent`). The candidates past the `scoredChampionsIntersected`
+ * cut stay unscored, as for any query without the intersection arm: on the golden set's 68 questions
+ * at 1M real-text chunks the top 10 so settled agreed with exhaustive BM25 (within 0.1 % of the 10th
+ * score) on every question, for 10 and for 25 results.
  */
 export function settledByLists(
   plan: QueryPlan,
