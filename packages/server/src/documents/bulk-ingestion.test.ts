@@ -50,3 +50,32 @@ describe('a bulk load', () => {
     expect(await mostWriters('busy', () => sql`SELECT 1`.execute(t.deps.db))).toBe(1);
   });
 });
+
+describe('a group of documents of several chunks', () => {
+  it('holds as many documents of two chunks as a group of small documents may', async () => {
+    // ~800 tokens: two chunks each. On the embedded database a group used to end as soon as its chunks
+    // passed 64 (the size from which one document is written alone, in stages): at 33 such documents.
+    const text = (i: number) =>
+      Array.from({ length: 80 }, (_, j) => `Heron ${i} waded through marsh ${j}.`).join(' ');
+    const settled = await documentsService.ingestMany({
+      ctx: t.deps,
+      documents: Array.from({ length: 60 }, (_, i) => ({
+        document: {
+          id: `pairs-${i}`,
+          semantic_identifier: `Pairs ${i}`,
+          sections: [{ text: text(i), link: null }],
+        },
+      })),
+    });
+    expect(settled.every((s) => s.status === 'fulfilled')).toBe(true);
+    const chunks = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM chunks WHERE document_id LIKE 'pairs-%'`.execute(t.deps.db);
+    expect(chunks.rows[0]!.n).toBe(120);
+    // Documents written by one transaction share their row version's transaction id.
+    const groups = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM documents WHERE id LIKE 'pairs-%' GROUP BY xmin::text ORDER BY n DESC`.execute(
+      t.deps.db,
+    );
+    expect(groups.rows[0]!.n).toBeGreaterThan(33);
+  });
+});

@@ -406,11 +406,11 @@ function takeBatch(ctx: Pick<Deps, 'dbKind'>, queue: IngestionState): Pending[] 
   const most = batchDocuments(ctx);
   // Every queued request was pushed by `ingestDocument` below, as a `Pending`.
   for (const item of queue.pending as Pending[]) {
-    // A document written in stages goes alone (a batch is one transaction).
+    // A document written in stages goes alone (a batch is one transaction): as the batch's only one.
     const full =
       batch.length >= most ||
       (batch.length > 0 && chunks + item.p.chunks.length > BATCH_CHUNKS) ||
-      (batch.length > 0 && (isStaged(ctx, chunks) || isStaged(ctx, item.p.chunks.length)));
+      (batch.length > 0 && (isStaged(ctx, batch[0]!.p.chunks.length) || isStaged(ctx, item.p.chunks.length)));
     if (full || ids.has(item.documentId) || queue.busy.has(item.documentId)) {
       rest.push(item);
       continue;
