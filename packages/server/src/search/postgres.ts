@@ -111,8 +111,9 @@ const QUIET_MS = 10_000;
  * text scores the same whenever it was written: once the index has averages, maintenance records
  * them, and every chunk written from then on is weighted with them; when the averages the chunks hold
  * are off today's by more than REWEIGHT_DRIFT (root mean square, kept by each fold), today's are
- * recorded and every chunk is re-weighted with them, in batches so that queries run in between
- * (`stopped` ends it between two). Returns the chunks counted and whether it re-weighted.
+ * recorded and every chunk written before is re-weighted with them, in batches so that queries run in
+ * between (`stopped` ends it between two); chunks written meanwhile hold them already. Returns the
+ * chunks counted and whether it re-weighted.
  */
 export async function keepOneSetOfAverages(
   db: Db,
@@ -127,11 +128,15 @@ export async function keepOneSetOfAverages(
     if (!stats.recorded) await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
     return unchanged;
   }
-  await searchRepository.recordLengthsForReweighting(db, stats.length, stats.titleLength);
+  const writtenBefore = await searchRepository.recordLengthsForReweighting(
+    db,
+    stats.length,
+    stats.titleLength,
+  );
   let after: { document_id: string; chunk_id: number } | null = null;
   do {
     if (stopped()) return { chunks: stats.chunks, reweighted: true };
-    after = await searchRepository.reweightChunks(db, after, batch);
+    after = await searchRepository.reweightChunks(db, after, batch, writtenBefore);
   } while (after);
   await searchRepository.invalidateChampions(db);
   return { chunks: stats.chunks, reweighted: true };

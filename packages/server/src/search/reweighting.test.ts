@@ -6,7 +6,12 @@ import { createLogger } from '../logger.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
 import { createPostgresSearchIndex, type PostgresSearchIndex } from './postgres.ts';
-import { lengthStatistics } from './search.repository.ts';
+import {
+  foldTermDeltas,
+  lengthStatistics,
+  recordLengthsForReweighting,
+  reweightChunks,
+} from './search.repository.ts';
 
 /** Documents of one chunk, `words` words of content and a title of `titleWords`, straight into the tables. */
 async function insertChunks(db: Db, from: number, count: number, words: number, titleWords: number) {
@@ -147,6 +152,50 @@ describe('re-weighting after loads', () => {
     });
     expect(hits.map((h) => h.document_id).sort()).toEqual(['copy-early', 'copy-late']);
     expect(hits[1]!.score).toBe(hits[0]!.score);
+  });
+
+  it('re-weights only the chunks written before the averages were recorded, and a boost change weights its chunks anew', async () => {
+    await emptyIndex();
+    // Weighted with the assumed averages (nothing counted yet), then counted.
+    await insertChunks(t.deps.db, 5000, 40, 240, 12);
+    await foldTermDeltas(t.deps.db);
+    const stats = await lengthStatistics(t.deps.db);
+    const before = await recordLengthsForReweighting(t.deps.db, stats.length, stats.titleLength);
+    // Written while a re-weighting would walk: with the recorded averages already.
+    await insertChunks(t.deps.db, 5040, 40, 240, 12);
+    // A boost changed meanwhile writes a new version of its document's chunk.
+    await sql`UPDATE documents SET boost = 2 WHERE id = 'doc-5001'`.execute(t.deps.db);
+    const versions = async () =>
+      new Map(
+        (
+          await sql<{ document_id: string; xmin: string }>`
+            SELECT document_id, xmin::text AS xmin FROM chunks WHERE document_id LIKE 'doc-50%'`.execute(
+            t.deps.db,
+          )
+        ).rows.map((r) => [r.document_id, r.xmin]),
+      );
+    const stale = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM chunks c, kas_bm25_weights(c.search_vector) w
+      WHERE c.bm25_weights IS DISTINCT FROM w.weights`;
+    expect((await stale.execute(t.deps.db)).rows[0]!.n).toBe(39);
+    const was = await versions();
+    let after: Awaited<ReturnType<typeof reweightChunks>> = null;
+    let batches = 0;
+    do {
+      after = await reweightChunks(t.deps.db, after, 7, before);
+      if (after) batches++;
+    } while (after);
+    // The walk reads the 39 chunks written before (in batches of 7), not the 40 after.
+    expect(batches).toBe(6);
+    const now = await versions();
+    expect((await stale.execute(t.deps.db)).rows[0]!.n).toBe(0);
+    const rewritten = [...now].filter(([id, xmin]) => was.get(id) !== xmin).map(([id]) => id);
+    // Each chunk written before, apart from the boosted one (weighted by its update); none written after.
+    expect(rewritten.sort()).toEqual(
+      Array.from({ length: 40 }, (_, i) => `doc-${5000 + i}`)
+        .filter((id) => id !== 'doc-5001')
+        .sort(),
+    );
   });
 
   it("folds a young index's first writes within seconds while writes go on (later chunks get the real averages)", async () => {

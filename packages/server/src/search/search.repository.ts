@@ -1015,24 +1015,34 @@ export async function recordWeightedLengths(
 /**
  * Records the average lengths as `recordWeightedLengths` does, for a re-weighting of every chunk
  * counted so far (`reweightChunks` follows): the sums the deviation is computed from start again from
- * them, as if every chunk held them already.
+ * them, as if every chunk held them already. Returns the transaction id from which on every chunk
+ * written holds them: the recording waits for the transactions writing chunks (a share lock on the
+ * table), and holds back new ones until it commits, so that a chunk written by a transaction with a
+ * later id was weighted by a statement that saw it (a statement's snapshot is taken after its locks).
  */
 export async function recordLengthsForReweighting(
-  db: DbExecutor,
+  db: Kysely<Database>,
   length: number,
   titleLength: number,
-): Promise<void> {
-  await sql`DELETE FROM search_terms WHERE term = ${RECORDED_ONLY_KEY}`.execute(db);
-  await sql`
-    WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
-    INSERT INTO search_terms (term, df)
-    SELECT ${WEIGHTED_LENGTH_KEY}::text, ${Math.round(length * 1000)}::bigint
-    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
-    UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
-    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
-    UNION ALL SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(n.n * ${length}::float8 ^ 2)::bigint FROM n
-    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(n.n * ${titleLength}::float8 ^ 2)::bigint FROM n
-    ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
+): Promise<string> {
+  return db.transaction().execute(async (trx) => {
+    await sql`LOCK TABLE chunks IN SHARE MODE`.execute(trx);
+    await sql`DELETE FROM search_terms WHERE term = ${RECORDED_ONLY_KEY}`.execute(trx);
+    await sql`
+      WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
+      INSERT INTO search_terms (term, df)
+      SELECT ${WEIGHTED_LENGTH_KEY}::text, ${Math.round(length * 1000)}::bigint
+      UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
+      UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
+      UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
+      UNION ALL SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(n.n * ${length}::float8 ^ 2)::bigint FROM n
+      UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(n.n * ${titleLength}::float8 ^ 2)::bigint FROM n
+      ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(trx);
+    // The next id to be assigned, as a 32-bit `xid` (what a row's `xmin` is).
+    const next = await sql<{ xid: string }>`
+      SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid`.execute(trx);
+    return next.rows[0]!.xid;
+  });
 }
 
 export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
@@ -1043,25 +1053,37 @@ export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
 
 /**
  * Recomputes the stored weights of the next `batch` chunks after `after` (in key order) with the
- * current average lengths; returns the last chunk done, or null at the end.
+ * current average lengths; returns the last chunk done, or null at the end. With `writtenBefore` (from
+ * `recordLengthsForReweighting`) only the chunks whose row version is older than that transaction id:
+ * a bulk load goes on writing during a re-weighting, and its new chunks hold the averages already (a
+ * fresh index's first re-weighting walked ~8 times the chunks it had to while 8 clients wrote). Rows
+ * whose weights come out unchanged are not written again.
  */
 export async function reweightChunks(
   db: DbExecutor,
   after: { document_id: string; chunk_id: number } | null,
   batch: number,
+  writtenBefore?: string,
 ): Promise<{ document_id: string; chunk_id: number } | null> {
+  // `age` compares ids across wraparound; frozen and bootstrap ids (< 3) are the oldest of all.
+  const older =
+    writtenBefore !== undefined && Number(writtenBefore) >= 3
+      ? sql`AND age(xmin) > age(${writtenBefore}::xid)`
+      : sql``;
   const result = await sql<{ document_id: string; chunk_id: number; n: number }>`
     WITH k AS (
-      SELECT document_id, chunk_id FROM chunks
-      WHERE ${after ? sql`(document_id, chunk_id) > (${after.document_id}, ${after.chunk_id})` : sql`true`}
+      SELECT document_id, chunk_id, search_vector, bm25_terms, bm25_weights FROM chunks
+      WHERE ${after ? sql`(document_id, chunk_id) > (${after.document_id}, ${after.chunk_id})` : sql`true`} ${older}
       ORDER BY document_id, chunk_id LIMIT ${batch}
       -- Maintenance never waits for a writer: chunks a transaction is replacing are skipped (they are
       -- written again, weighted as they are written); waiting could close a deadlock with its deletes.
       FOR UPDATE SKIP LOCKED
     ), done AS (
       -- Terms too: rows written before migration 0030 hold them in the collation's order, not the function's.
-      UPDATE chunks c SET (bm25_terms, bm25_weights) = (SELECT w.terms, w.weights FROM kas_bm25_weights(c.search_vector) w)
-      FROM k WHERE c.document_id = k.document_id AND c.chunk_id = k.chunk_id
+      UPDATE chunks c SET (bm25_terms, bm25_weights) = (w.terms, w.weights)
+      FROM k, LATERAL kas_bm25_weights(k.search_vector) w
+      WHERE c.document_id = k.document_id AND c.chunk_id = k.chunk_id
+        AND (k.bm25_weights IS DISTINCT FROM w.weights OR k.bm25_terms IS DISTINCT FROM w.terms)
       RETURNING 1
     )
     SELECT document_id, chunk_id, (SELECT count(*) FROM done)::int AS n
