@@ -149,7 +149,8 @@ async function freePort(): Promise<number> {
 
 /**
  * `kas serve` in its own process on a free port. With BENCH_SERVER_LOG=<file>, its log (info and up,
- * slow statements included) goes to that file; otherwise only its warnings reach stderr.
+ * slow statements included; BENCH_LOG_LEVEL=debug adds each search maintenance round) goes to that file;
+ * otherwise only its warnings reach stderr.
  */
 export async function spawnKas(
   env: Record<string, string>,
@@ -172,7 +173,7 @@ export async function spawnKas(
         PORT: String(port),
         KAS_BOOTSTRAP_ADMIN_KEY: ADMIN_KEY,
         KAS_RATE_LIMIT_PER_MINUTE: '0',
-        KAS_LOG_LEVEL: logFile ? 'info' : 'warn',
+        KAS_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? (logFile ? 'info' : 'warn'),
         ...env,
       },
       stdio: ['ignore', logFile ? openSync(logFile, 'a') : 'ignore', 'inherit'],
