@@ -513,6 +513,11 @@ export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: string })?.code === '23505';
 }
 
+/** A `NOWAIT` lock that another transaction holds (55P03). */
+export function isLockNotAvailable(error: unknown): boolean {
+  return (error as { code?: string })?.code === '55P03';
+}
+
 /**
  * Postgres chose this transaction as a deadlock's victim (40P01) or could not serialise it (40001):
  * nothing was written, and running it again is the documented remedy.

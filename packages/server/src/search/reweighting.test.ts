@@ -215,6 +215,49 @@ describe('re-weighting after loads', () => {
   });
 });
 
+describe.runIf(testDbKind() === 'postgres')('re-weighting beside a writer', () => {
+  const t = useTestRuntime();
+
+  it('records the averages without waiting for a transaction writing chunks, and then walks every chunk', async () => {
+    await insertChunks(t.deps.db, 0, 30, 240, 12);
+    await foldTermDeltas(t.deps.db);
+    const stats = await lengthStatistics(t.deps.db);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked!: () => void;
+    const writing = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    // What an ingestion transaction holds on the chunks while it writes.
+    const writer = t.deps.db.transaction().execute(async (trx) => {
+      await sql`LOCK TABLE chunks IN ROW EXCLUSIVE MODE`.execute(trx);
+      locked();
+      await held;
+    });
+    try {
+      await writing;
+      const started = performance.now();
+      expect(await recordLengthsForReweighting(t.deps.db, stats.length, stats.titleLength)).toBeUndefined();
+      expect(performance.now() - started).toBeLessThan(1000);
+    } finally {
+      release();
+      await writer;
+    }
+    expect((await lengthStatistics(t.deps.db)).weightedLength).toBeCloseTo(stats.length, 0);
+    let after: Awaited<ReturnType<typeof reweightChunks>> = null;
+    let batches = 0;
+    do {
+      after = await reweightChunks(t.deps.db, after, 10, undefined);
+      if (after) batches++;
+    } while (after);
+    expect(batches).toBe(3);
+    // Once nobody writes, the id from which chunks hold the averages.
+    expect(await recordLengthsForReweighting(t.deps.db, stats.length, stats.titleLength)).toMatch(/^\d+$/);
+  });
+});
+
 describe.runIf(testDbKind() === 'postgres')('the full-text index after writes', () => {
   const t = useTestRuntime();
 

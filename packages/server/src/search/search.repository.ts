@@ -1,5 +1,5 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { DbExecutor } from '../db/database.ts';
+import { type DbExecutor, isLockNotAvailable } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { closest, transpositionsOf } from '../edit-distance.ts';
 import { DEFAULT_PLAN_LIMITS, type QueryPlan, type TermStats } from './bm25.ts';
@@ -1016,33 +1016,48 @@ export async function recordWeightedLengths(
  * Records the average lengths as `recordWeightedLengths` does, for a re-weighting of every chunk
  * counted so far (`reweightChunks` follows): the sums the deviation is computed from start again from
  * them, as if every chunk held them already. Returns the transaction id from which on every chunk
- * written holds them: the recording waits for the transactions writing chunks (a share lock on the
- * table), and holds back new ones until it commits, so that a chunk written by a transaction with a
- * later id was weighted by a statement that saw it (a statement's snapshot is taken after its locks).
+ * written holds them, when no transaction was writing chunks: the recording then holds a share lock on
+ * the table until it commits, so that a chunk written by a transaction with a later id was weighted by
+ * a statement that saw it (a statement's snapshot is taken after its locks). Undefined while one writes
+ * (Postgres, during ingestion): it does not wait, since that transaction's next statement may wait
+ * for the background turn this one holds (db/statement-gate.ts), and every chunk is walked instead.
+ * The embedded database runs maintenance between transactions, so there it always returns the id.
  */
 export async function recordLengthsForReweighting(
   db: Kysely<Database>,
   length: number,
   titleLength: number,
-): Promise<string> {
-  return db.transaction().execute(async (trx) => {
-    await sql`LOCK TABLE chunks IN SHARE MODE`.execute(trx);
-    await sql`DELETE FROM search_terms WHERE term = ${RECORDED_ONLY_KEY}`.execute(trx);
-    await sql`
-      WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
-      INSERT INTO search_terms (term, df)
-      SELECT ${WEIGHTED_LENGTH_KEY}::text, ${Math.round(length * 1000)}::bigint
-      UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
-      UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
-      UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
-      UNION ALL SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(n.n * ${length}::float8 ^ 2)::bigint FROM n
-      UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(n.n * ${titleLength}::float8 ^ 2)::bigint FROM n
-      ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(trx);
-    // The next id to be assigned, as a 32-bit `xid` (what a row's `xmin` is).
-    const next = await sql<{ xid: string }>`
-      SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid`.execute(trx);
-    return next.rows[0]!.xid;
-  });
+): Promise<string | undefined> {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      await sql`LOCK TABLE chunks IN SHARE MODE NOWAIT`.execute(trx);
+      await recordLengths(trx, length, titleLength);
+      // The next id to be assigned, as a 32-bit `xid` (what a row's `xmin` is).
+      const next = await sql<{ xid: string }>`
+        SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid`.execute(
+        trx,
+      );
+      return next.rows[0]!.xid;
+    });
+  } catch (error) {
+    if (!isLockNotAvailable(error)) throw error;
+    await db.transaction().execute((trx) => recordLengths(trx, length, titleLength));
+    return undefined;
+  }
+}
+
+async function recordLengths(db: DbExecutor, length: number, titleLength: number): Promise<void> {
+  await sql`DELETE FROM search_terms WHERE term = ${RECORDED_ONLY_KEY}`.execute(db);
+  await sql`
+    WITH n AS (SELECT coalesce((SELECT df FROM search_terms WHERE term = ${CHUNK_COUNT_KEY}), 0) AS n)
+    INSERT INTO search_terms (term, df)
+    SELECT ${WEIGHTED_LENGTH_KEY}::text, ${Math.round(length * 1000)}::bigint
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_KEY}::text, ${Math.round(titleLength * 1000)}::bigint
+    UNION ALL SELECT ${WEIGHTED_LENGTH_SUM_KEY}::text, n.n * ${Math.round(length * 1000)}::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SUM_KEY}::text, n.n * ${Math.round(titleLength * 1000)}::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_LENGTH_SQUARES_KEY}::text, round(n.n * ${length}::float8 ^ 2)::bigint FROM n
+    UNION ALL SELECT ${WEIGHTED_TITLE_LENGTH_SQUARES_KEY}::text, round(n.n * ${titleLength}::float8 ^ 2)::bigint FROM n
+    ON CONFLICT (term) DO UPDATE SET df = excluded.df`.execute(db);
 }
 
 export async function forgetWeightedLengths(db: DbExecutor): Promise<void> {
