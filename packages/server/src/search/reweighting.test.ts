@@ -33,6 +33,14 @@ async function insertChunks(db: Db, from: number, count: number, words: number, 
   });
 }
 
+/** Re-weights every chunk `reweightChunks` walks, in batches of `batch`; returns the batches that held chunks. */
+async function reweightAll(db: Db, batch: number, writtenBefore: string | undefined): Promise<number> {
+  let batches = 0;
+  for (let after = await reweightChunks(db, null, batch, writtenBefore); after; batches++)
+    after = await reweightChunks(db, after, batch, writtenBefore);
+  return batches;
+}
+
 describe('re-weighting after loads', () => {
   const t = useTestRuntime();
   let index: PostgresSearchIndex;
@@ -179,14 +187,8 @@ describe('re-weighting after loads', () => {
       WHERE c.bm25_weights IS DISTINCT FROM w.weights`;
     expect((await stale.execute(t.deps.db)).rows[0]!.n).toBe(39);
     const was = await versions();
-    let after: Awaited<ReturnType<typeof reweightChunks>> = null;
-    let batches = 0;
-    do {
-      after = await reweightChunks(t.deps.db, after, 7, before);
-      if (after) batches++;
-    } while (after);
     // The walk reads the 39 chunks written before (in batches of 7), not the 40 after.
-    expect(batches).toBe(6);
+    expect(await reweightAll(t.deps.db, 7, before)).toBe(6);
     const now = await versions();
     expect((await stale.execute(t.deps.db)).rows[0]!.n).toBe(0);
     const rewritten = [...now].filter(([id, xmin]) => was.get(id) !== xmin).map(([id]) => id);
@@ -246,13 +248,7 @@ describe.runIf(testDbKind() === 'postgres')('re-weighting beside a writer', () =
       await writer;
     }
     expect((await lengthStatistics(t.deps.db)).weightedLength).toBeCloseTo(stats.length, 0);
-    let after: Awaited<ReturnType<typeof reweightChunks>> = null;
-    let batches = 0;
-    do {
-      after = await reweightChunks(t.deps.db, after, 10, undefined);
-      if (after) batches++;
-    } while (after);
-    expect(batches).toBe(3);
+    expect(await reweightAll(t.deps.db, 10, undefined)).toBe(3);
     // Once nobody writes, the id from which chunks hold the averages.
     expect(await recordLengthsForReweighting(t.deps.db, stats.length, stats.titleLength)).toMatch(/^\d+$/);
   });
