@@ -119,13 +119,10 @@ export async function keepOneSetOfAverages(
   db: Db,
   batch: number,
   stopped: () => boolean = () => false,
-  options: { firstOnly?: boolean } = {},
 ): Promise<{ chunks: number; reweighted: boolean }> {
   const stats = await searchRepository.lengthStatistics(db);
   const unchanged = { chunks: stats.chunks, reweighted: false };
   if (stats.chunks < MIN_CHUNKS_FOR_AVERAGES) return unchanged;
-  // `firstOnly`: only an index that has recorded no averages yet.
-  if (options.firstOnly && stats.recorded) return unchanged;
   if (!searchRepository.weightsDrifted(stats, REWEIGHT_DRIFT)) {
     // The chunks so far keep the averages of their write time (close to today's: not drifted).
     if (!stats.recorded) await searchRepository.recordWeightedLengths(db, stats.length, stats.titleLength);
@@ -206,8 +203,8 @@ export function createPostgresSearchIndex(
     return [...fresh].sort();
   };
 
-  const reweightIfDrifted = async (options: { firstOnly?: boolean } = {}) => {
-    const result = await keepOneSetOfAverages(db, reweightBatch, () => closed, options);
+  const reweightIfDrifted = async () => {
+    const result = await keepOneSetOfAverages(db, reweightBatch, () => closed);
     countedChunks = result.chunks;
     return result.reweighted;
   };
@@ -273,16 +270,9 @@ export function createPostgresSearchIndex(
     };
     const quiet = mode.untilDone || Date.now() - lastWrite >= QUIET_MS;
     let folded = 0;
-    // An index without averages yet records them as soon as a fold counts enough chunks, before the
-    // rest of the deltas: the chunks written until then, weighted with assumed ones, are re-weighted,
-    // and a load's first seconds of deltas took seconds to fold beside its writes (the walk then took
-    // ~1,600 chunks in the batch benchmark instead of the first few groups').
-    let reweightedEarly = false;
     for (;;) {
       const n = await searchRepository.foldTermDeltas(db, { limit: foldBatch, keepZeros: true });
       folded += n;
-      if (countedChunks < MIN_CHUNKS_FOR_AVERAGES && n > 0 && !closed)
-        reweightedEarly = (await reweightIfDrifted({ firstOnly: true })) || reweightedEarly;
       if (n < foldBatch || closed) break;
     }
     // Dropping the terms no chunk holds any more scans every term: once writes are quiet.
@@ -292,7 +282,7 @@ export function createPostgresSearchIndex(
       owed.zeros = false;
     }
     const foldMs = lap();
-    const reweighted = (await reweightIfDrifted()) || reweightedEarly;
+    const reweighted = await reweightIfDrifted();
     const reweightMs = lap();
     const followed = await followWrites(mode.untilDone ?? false);
     const followMs = lap();
