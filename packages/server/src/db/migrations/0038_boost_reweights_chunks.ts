@@ -10,9 +10,9 @@ import { type Kysely, sql } from 'kysely';
 const statements = [
   `CREATE OR REPLACE FUNCTION kas_documents_boost() RETURNS trigger LANGUAGE plpgsql AS $$
   BEGIN
-    UPDATE chunks c SET (bm25_terms, bm25_weights, bm25_boost) = (w.terms, w.weights, kas_boost_factor(NEW.boost))
-    FROM chunks k, LATERAL kas_bm25_weights(k.search_vector) w
-    WHERE c.document_id = NEW.id AND k.document_id = c.document_id AND k.chunk_id = c.chunk_id;
+    UPDATE chunks SET (bm25_terms, bm25_weights, bm25_boost) =
+      (SELECT w.terms, w.weights, kas_boost_factor(NEW.boost) FROM kas_bm25_weights(search_vector) w)
+    WHERE document_id = NEW.id;
     RETURN NULL;
   END $$`,
 ];
