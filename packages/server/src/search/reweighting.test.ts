@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Db } from '../db/database.ts';
+import { type Db, inBackground } from '../db/database.ts';
 import { createLogger } from '../logger.ts';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
@@ -251,6 +251,28 @@ describe.runIf(testDbKind() === 'postgres')('re-weighting beside a writer', () =
     expect(await reweightAll(t.deps.db, 10, undefined)).toBe(3);
     // Once nobody writes, the id from which chunks hold the averages.
     expect(await recordLengthsForReweighting(t.deps.db, stats.length, stats.titleLength)).toMatch(/^\d+$/);
+  });
+});
+
+describe.runIf(testDbKind() === 'postgres')('re-weighting beside bulk writers', () => {
+  // One background turn, as on a machine of two cores.
+  const t = useTestRuntime({ KAS_BACKGROUND_STATEMENTS: '1' });
+
+  it('records the averages without queueing for a background turn', async () => {
+    await insertChunks(t.deps.db, 0, 10, 240, 12);
+    await foldTermDeltas(t.deps.db);
+    const stats = await lengthStatistics(t.deps.db);
+    // A bulk writer holds the turn: had it been waiting for the recording's lock, the recording's
+    // statements would have waited for the turn until the gate's bound (2 s), each.
+    const writer = inBackground(() => sql`SELECT pg_sleep(3)`.execute(t.deps.db));
+    await vi.waitFor(() => expect(t.deps.dbGate?.backgroundInFlight).toBe(1));
+    const started = performance.now();
+    const cut = await inBackground(() =>
+      recordLengthsForReweighting(t.deps.db, stats.length, stats.titleLength),
+    );
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(cut).toMatch(/^\d+$/);
+    await writer;
   });
 });
 

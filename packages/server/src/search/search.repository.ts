@@ -1,5 +1,5 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import { type DbExecutor, isLockNotAvailable } from '../db/database.ts';
+import { type DbExecutor, isLockNotAvailable, outsideBackground } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { closest, transpositionsOf } from '../edit-distance.ts';
 import { DEFAULT_PLAN_LIMITS, type QueryPlan, type TermStats } from './bm25.ts';
@@ -1016,12 +1016,14 @@ export async function recordWeightedLengths(
  * Records the average lengths as `recordWeightedLengths` does, for a re-weighting of every chunk
  * counted so far (`reweightChunks` follows): the sums the deviation is computed from start again from
  * them, as if every chunk held them already. Returns the transaction id from which on every chunk
- * written holds them, when no transaction was writing chunks: the recording then holds a share lock on
- * the table until it commits, so that a chunk written by a transaction with a later id was weighted by
- * a statement that saw it (a statement's snapshot is taken after its locks). Undefined while one writes
- * (Postgres, during ingestion): it does not wait, since that transaction's next statement may wait
- * for the background turn this one holds (db/statement-gate.ts), and every chunk is walked instead.
- * The embedded database runs maintenance between transactions, so there it always returns the id.
+ * written holds them, when no transaction was writing chunks: the recording then takes a share lock on
+ * the table and holds it until it commits, so that a chunk written by a transaction with a later id was
+ * weighted by a statement that saw it (a statement's snapshot is taken after its locks). Undefined while
+ * one writes (Postgres, during ingestion): it does not wait for the lock, and every chunk is walked
+ * instead. The embedded database runs maintenance between transactions, so there it always returns the id.
+ * The recording's statements never queue for a background turn (db/statement-gate.ts): writers that
+ * came after the lock wait for it holding their turns, and a turn awaited then came only after the
+ * gate's 2 s bound, each statement (the batch benchmark's load stalled 4–6 s).
  */
 export async function recordLengthsForReweighting(
   db: Kysely<Database>,
@@ -1029,16 +1031,19 @@ export async function recordLengthsForReweighting(
   titleLength: number,
 ): Promise<string | undefined> {
   try {
-    return await db.transaction().execute(async (trx) => {
-      await sql`LOCK TABLE chunks IN SHARE MODE NOWAIT`.execute(trx);
-      await recordLengths(trx, length, titleLength);
-      // The next id to be assigned, as a 32-bit `xid` (what a row's `xmin` is).
-      const next = await sql<{ xid: string }>`
-        SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid`.execute(
-        trx,
-      );
-      return next.rows[0]!.xid;
-    });
+    return await outsideBackground(() =>
+      db.transaction().execute(async (trx) => {
+        await recordLengths(trx, length, titleLength);
+        // Taken last, so that writers wait for it as briefly as possible.
+        await sql`LOCK TABLE chunks IN SHARE MODE NOWAIT`.execute(trx);
+        // The next id to be assigned, as a 32-bit `xid` (what a row's `xmin` is).
+        const next = await sql<{ xid: string }>`
+          SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296)::text AS xid`.execute(
+          trx,
+        );
+        return next.rows[0]!.xid;
+      }),
+    );
   } catch (error) {
     if (!isLockNotAvailable(error)) throw error;
     await db.transaction().execute((trx) => recordLengths(trx, length, titleLength));
