@@ -17,7 +17,8 @@
  * passages of the PostgreSQL manual's pages (the search evaluation's real text, ~390 tokens, about one
  * chunk each), titled by their page; there are ~3,900, taken again under new ids when more are needed.
  * kas runs with the environment's KAS_INGEST_WRITERS and KAS_BULK_INGEST_WRITERS (defaults when unset:
- * nothing else runs, so on Postgres the bulk mode's writers write); `writers` reports them.
+ * nothing else runs, so on Postgres the bulk mode's writers write), and on the embedded database its
+ * KAS_PGLITE_TEXT_THREAD (`auto`: on here); `writers` reports them.
  * BENCH_PG_STATEMENTS=N (Postgres) also reports the N statements of kas's timed run that took the most
  * database time (pg_stat_statements, which ships with the server binaries): where kas's database work
  * exceeds the floor's.
@@ -142,7 +143,13 @@ const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).
 function writers(database: 'embedded' | 'postgres') {
   const cores = availableParallelism();
   const ingest = Number(process.env.KAS_INGEST_WRITERS || 0) || Math.max(1, Math.floor(cores / 2));
-  if (database === 'embedded') return { ingest_writers: 1, note: 'one statement at a time' };
+  if (database === 'embedded')
+    return {
+      ingest_writers: 1,
+      note: 'one statement at a time',
+      // The chunks' vectors from a thread of their own (db/text-thread.ts); the floor computes them in its statements.
+      text_thread: process.env.KAS_PGLITE_TEXT_THREAD ?? 'auto',
+    };
   const bulk = Number(process.env.KAS_BULK_INGEST_WRITERS || 0) || Math.max(2, cores);
   return {
     cores,

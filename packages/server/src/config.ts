@@ -161,6 +161,12 @@ const ConfigSchema = z.object({
   KAS_OUTBOUND_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   /** The embedded database's buffer cache (MB); it stays in the process's memory for good once filled. */
   KAS_PGLITE_SHARED_BUFFERS_MB: z.coerce.number().int().min(1).max(4096).default(16),
+  /**
+   * A second embedded database on a thread of its own computes the tsvectors of a bulk load's chunks
+   * (db/text-thread.ts): ~250 MB more while it runs. `auto`: on with two cores or more and 3 GiB of
+   * memory or more for the process (cgroup limit or the machine's).
+   */
+  KAS_PGLITE_TEXT_THREAD: z.enum(['auto', 'true', 'false']).default('auto'),
   /** kas tunes V8 and the C allocator for a small footprint (restarting itself once on start); false: Node's defaults. */
   KAS_MEMORY_TUNING: booleanString.default(true),
   /**

@@ -9,6 +9,7 @@ import type { CpuPool } from './cpu-pool/cpu-pool.ts';
 import type { SecretBox } from './crypto/secret-box.ts';
 import type { Db } from './db/database.ts';
 import type { StatementGate } from './db/statement-gate.ts';
+import type { TextThread } from './db/text-thread.ts';
 import type { IngestionState } from './documents/ingestion-queue.ts';
 import type { LlmProvider } from './llm/llm.types.ts';
 import type { Logger } from './logger.ts';
@@ -30,6 +31,8 @@ export interface AppDeps {
   dbKind: 'pglite' | 'postgres';
   /** Postgres: the admission of background statements (bulk ingestion gives its extra writers turns). */
   dbGate: StatementGate | null;
+  /** Embedded, `KAS_PGLITE_TEXT_THREAD`: computes a bulk load's tsvectors beside the database's thread. */
+  textThread: TextThread | null;
   logger: Logger;
   rateLimiter: RateLimiter;
   /** Credential → actor and the key list; on Postgres with cross-process invalidation (auth/pg-auth-cache.ts). */

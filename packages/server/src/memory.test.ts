@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { configFrom } from './config.ts';
-import { heapGrowthPercent, optimizesWasm, tunedRestart, WASM_OPTIMIZE_MIN_BYTES } from './memory.ts';
+import {
+  heapGrowthPercent,
+  optimizesWasm,
+  TEXT_THREAD_MIN_BYTES,
+  tunedRestart,
+  usesTextThread,
+  WASM_OPTIMIZE_MIN_BYTES,
+} from './memory.ts';
 
 const GiB = 2 ** 30;
 
@@ -68,5 +75,19 @@ describe('memory settings', () => {
       tunedRestart(configFrom({ KAS_MEMORY_TUNING: 'false', KAS_MAX_HEAP_MB: '512' }), [], {}),
     ).toBeNull();
     expect(() => configFrom({ KAS_MAX_HEAP_MB: '64' })).toThrow(/KAS_MAX_HEAP_MB.*at least 128/);
+  });
+
+  it('runs the text thread with two cores and 3 GiB by default, when asked, and never with Postgres', () => {
+    expect(usesTextThread(configFrom({}), TEXT_THREAD_MIN_BYTES, 2)).toBe(true);
+    expect(usesTextThread(configFrom({}), TEXT_THREAD_MIN_BYTES - 1, 2)).toBe(false);
+    expect(usesTextThread(configFrom({}), 8 * GiB, 1)).toBe(false);
+    expect(usesTextThread(configFrom({ KAS_PGLITE_TEXT_THREAD: 'true' }), GiB, 1)).toBe(true);
+    expect(usesTextThread(configFrom({ KAS_PGLITE_TEXT_THREAD: 'false' }), 8 * GiB, 4)).toBe(false);
+    const postgres = configFrom({
+      DATABASE_URL: 'postgres://kas@localhost/kas',
+      KAS_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+      KAS_PGLITE_TEXT_THREAD: 'true',
+    });
+    expect(usesTextThread(postgres, 8 * GiB, 4)).toBe(false);
   });
 });

@@ -72,6 +72,20 @@ export function processMemoryLimit(): number {
   return constrained > 0 ? Math.min(constrained, total) : total;
 }
 
+/** Below this much memory for the process, `KAS_PGLITE_TEXT_THREAD=auto` runs no text thread. */
+export const TEXT_THREAD_MIN_BYTES = 3 * 2 ** 30;
+
+/** Whether bulk loads on the embedded database vectorise chunks on a thread of their own (`KAS_PGLITE_TEXT_THREAD`). */
+export function usesTextThread(
+  config: Pick<Config, 'KAS_PGLITE_TEXT_THREAD' | 'DATABASE_URL'>,
+  memoryLimit: number,
+  cores: number,
+): boolean {
+  if (config.DATABASE_URL) return false;
+  if (config.KAS_PGLITE_TEXT_THREAD === 'auto') return cores >= 2 && memoryLimit >= TEXT_THREAD_MIN_BYTES;
+  return config.KAS_PGLITE_TEXT_THREAD === 'true';
+}
+
 /** Whether V8 may optimise the embedded database's WebAssembly (see `KAS_WASM_OPTIMIZE`). */
 export function optimizesWasm(
   config: Pick<Config, 'KAS_WASM_OPTIMIZE' | 'DATABASE_URL'>,

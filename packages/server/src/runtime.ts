@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { join } from 'node:path';
 import * as apiKeysService from './api-keys/api-keys.service.ts';
 import { AuthCache } from './auth/auth-cache.ts';
@@ -22,10 +22,12 @@ import {
   describeDatabaseUrl,
   migrateToLatest,
 } from './db/database.ts';
+import { TextThread } from './db/text-thread.ts';
 import * as documentsService from './documents/documents.service.ts';
 import { createIngestionState } from './documents/ingestion-queue.ts';
 import { createLlmProvider } from './llm/index.ts';
 import { causeChain, createLogger, type Logger, loggableUrl } from './logger.ts';
+import { processMemoryLimit, usesTextThread } from './memory.ts';
 import { createOutbound, outboundOptionsFrom } from './outbound/outbound.ts';
 import { createAuthFailureLimiter, createRateLimiter } from './rate-limit.ts';
 import { createSearchIndex } from './search/create-search-index.ts';
@@ -124,6 +126,10 @@ export async function createRuntime(
       dbRead: database.read,
       dbKind: database.kind,
       dbGate: database.gate ?? null,
+      textThread:
+        database.kind === 'pglite' && usesTextThread(config, processMemoryLimit(), availableParallelism())
+          ? new TextThread({ logger })
+          : null,
       logger,
       rateLimiter: createRateLimiter({ limit: config.KAS_RATE_LIMIT_PER_MINUTE, pool: database.pool }),
       authCache,
@@ -162,6 +168,7 @@ export async function createRuntime(
         await authCache?.close();
         await deps.search.close?.();
         await deps.cpu.close();
+        await deps.textThread?.close();
         await database.close();
       },
     };

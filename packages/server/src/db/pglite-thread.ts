@@ -33,7 +33,8 @@ import {
 
 /** What the worker is started with. */
 export interface ThreadStart {
-  pgdata: string;
+  /** The data directory; none: a database in memory (`TextVectors`). */
+  pgdata?: string | undefined;
   sharedBuffersMb?: number | undefined;
 }
 

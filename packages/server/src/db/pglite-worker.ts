@@ -47,6 +47,7 @@ try {
       case 'rollback':
         return driver.rollbackTransaction(connection);
       case 'snapshot':
+        if (!start.pgdata) throw new Error('a database in memory has no data directory to snapshot');
         return snapshotDataDir(pglite, start.pgdata);
       case 'close':
         if (!pglite.closed) await pglite.close();

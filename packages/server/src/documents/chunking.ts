@@ -92,6 +92,11 @@ export interface Chunk {
   /** Character offset in `content` → link of the section that starts there. */
   section_links: Record<string, string>;
   token_count: number;
+  /**
+   * The chunk's tsvector as text, when computed before its write (the text thread, db/text-thread.ts);
+   * otherwise its insert statement computes it.
+   */
+  vector?: string;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { AccessType, CcPairStatus } from '../connectors/connectors.table.ts';
 import { arrayOf, type DbExecutor } from '../db/database.ts';
 import type { Chunk } from './chunking.ts';
@@ -180,12 +180,12 @@ const CHUNK_COLUMNS = [
 ] as const;
 
 /**
- * The rows of these chunks as one `SELECT` over arrays: eight bind parameters whatever the number of
+ * The rows of these chunks as one `SELECT` over arrays: nine bind parameters whatever the number of
  * chunks (a multi-row `VALUES` takes eight per chunk, and both databases refuse more than 65,535: a
- * document of more than 8,191 chunks could not be written). Each chunk's tsvector, BM25 weights and
- * boost are computed here, set-based, exactly as the row trigger computes them for a row inserted
- * without them (migrations 0030, 0032): the average lengths are read once per statement rather than
- * once per chunk. The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into
+ * document of more than 8,191 chunks could not be written). Each chunk's tsvector (unless computed
+ * before: `Chunk.vector`), BM25 weights and boost are computed here, set-based, exactly as the row
+ * trigger computes them for a row inserted without them (migrations 0030, 0032): the average lengths
+ * are read once per statement rather than once per chunk. The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into
  * each of its two uses). The boost's factor is the document's; `created`: the documents are being
  * created (by this statement or this transaction) with the default boost, whose factor is 1 — the lookup
  * would find nothing (a new document inserted by the same statement is not visible to it) or boost 0,
@@ -203,12 +203,30 @@ function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false
       ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
       ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
       ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
-    ) AS u(d, c, t, x, b, l, s, n),
-    LATERAL (
-      SELECT setweight(to_tsvector('english', u.t), 'A') || setweight(to_tsvector('english', u.x), 'D') AS vector
-      OFFSET 0
-    ) v,
+      , ${column((c) => c.vector ?? null)}::text[]
+    ) AS u(d, c, t, x, b, l, s, n, pv),
+    LATERAL (SELECT coalesce(u.pv::tsvector, ${chunkVector(sql`u.t`, sql`u.x`)}) AS vector OFFSET 0) v,
     LATERAL kas_bm25_weights(v.vector) w`;
+}
+
+/** A chunk's tsvector: its title's words weighted A, its content's D. */
+function chunkVector(title: RawBuilder<unknown>, content: RawBuilder<unknown>) {
+  return sql`setweight(to_tsvector('english', ${title}), 'A') || setweight(to_tsvector('english', ${content}), 'D')`;
+}
+
+/**
+ * The chunks' tsvectors as text, as `chunkRows` computes them, in their order: run on the text thread
+ * (db/text-thread.ts), whose database holds no data, so that the database's own thread only reads them.
+ */
+export async function textVectors(
+  db: DbExecutor,
+  chunks: { title: string; content: string }[],
+): Promise<string[]> {
+  const result = await sql<{ v: string }>`
+    SELECT (${chunkVector(sql`u.t`, sql`u.x`)})::text AS v
+    FROM unnest(${chunks.map((c) => c.title)}::text[], ${chunks.map((c) => c.content)}::text[]) WITH ORDINALITY AS u(t, x, i)
+    ORDER BY u.i`.execute(db);
+  return result.rows.map((r) => r.v);
 }
 
 /**

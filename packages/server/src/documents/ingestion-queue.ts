@@ -26,6 +26,19 @@ export interface IngestionState {
   preparing: Map<string, Promise<unknown>>;
   /** The system ingestion CC pair never changes once seeded: looked up once. */
   systemPairId: Promise<number | undefined> | undefined;
+  /**
+   * Chunks waiting for their tsvectors from the text thread (`vectorise` in service/ingest.ts), and
+   * whether a statement computes some now (the next ones gather meanwhile); `vectorised` counts the
+   * chunks it gave vectors so far.
+   */
+  vectors: { waiting: { chunks: VectorisedChunk[]; done(): void }[]; running: boolean; vectorised: number };
+}
+
+/** What the text thread reads of a chunk, and where it puts the chunk's vector. */
+export interface VectorisedChunk {
+  title: string;
+  content: string;
+  vector?: string;
 }
 
 export function createIngestionState(): IngestionState {
@@ -36,5 +49,6 @@ export function createIngestionState(): IngestionState {
     scheduled: false,
     preparing: new Map(),
     systemPairId: undefined,
+    vectors: { waiting: [], running: false, vectorised: 0 },
   };
 }

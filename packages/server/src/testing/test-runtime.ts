@@ -92,6 +92,8 @@ export async function createTestRuntime(env: Record<string, string> = {}): Promi
   const config = configFrom({
     KAS_LOG_LEVEL: 'silent',
     KAS_RATE_LIMIT_PER_MINUTE: '0',
+    // Not a thread per test file: the tests that want one ask.
+    KAS_PGLITE_TEXT_THREAD: 'false',
     ...database.env,
     ...env,
   });

@@ -12,7 +12,7 @@ import type {
   IngestedDocument,
   IngestionResult,
 } from '../documents.schemas.ts';
-import type { IngestionState, QueuedIngestion } from '../ingestion-queue.ts';
+import type { IngestionState, QueuedIngestion, VectorisedChunk } from '../ingestion-queue.ts';
 import { indexDocumentsAfterCommit } from './index-sync.ts';
 import {
   type ExternalAccessInput,
@@ -496,6 +496,7 @@ export async function ingestDocument({
         documentId: p.row.id,
         targetPairId: input.cc_pair_id,
       });
+    await vectorise(ctx, p.chunks);
     await earlier;
     return await new Promise<IngestionResult>((resolve, reject) => {
       const item: Pending = { documentId: p.row.id, p, resolve, reject };
@@ -506,6 +507,66 @@ export async function ingestDocument({
   } finally {
     joined();
     if (key !== undefined && queue.preparing.get(key) === inQueue) queue.preparing.delete(key);
+  }
+}
+
+/**
+ * Requests queued from which a bulk load starts the text thread (db/text-thread.ts): a batch's
+ * documents, or a few clients' at once. A document or two at a time never does.
+ */
+const TEXT_THREAD_QUEUE = 32;
+
+/** Chunks vectorised by one statement of the text thread at most. */
+const TEXT_THREAD_CHUNKS = 1000;
+
+/**
+ * Sets the chunks' tsvectors (`Chunk.vector`) from the text thread when it runs, so that the embedded
+ * database's own thread, the bottleneck of a bulk load, only reads them; starts it for a bulk load.
+ * Otherwise, or if the thread fails, they stay unset and the insert statement computes them. The
+ * chunks of the requests that arrive while a statement runs go together in the next one.
+ */
+function vectorise(ctx: Deps, chunks: VectorisedChunk[]): Promise<void> {
+  const thread = ctx.textThread;
+  const state = ctx.ingestion.vectors;
+  if (!thread || !chunks.length) return Promise.resolve();
+  const db = thread.ready(ctx.ingestion.pending.length + state.waiting.length >= TEXT_THREAD_QUEUE);
+  if (!db) return Promise.resolve();
+  return new Promise<void>((done) => {
+    state.waiting.push({ chunks, done });
+    if (!state.running) void drainVectors(ctx, db);
+  });
+}
+
+async function drainVectors(ctx: Deps, db: DbExecutor): Promise<void> {
+  const state = ctx.ingestion.vectors;
+  state.running = true;
+  try {
+    while (state.waiting.length) {
+      let count = 0;
+      let take = 0;
+      while (
+        take < state.waiting.length &&
+        (take === 0 || count + state.waiting[take]!.chunks.length <= TEXT_THREAD_CHUNKS)
+      )
+        count += state.waiting[take++]!.chunks.length;
+      const group = state.waiting.splice(0, take);
+      const chunks = group.flatMap((g) => g.chunks);
+      try {
+        const vectors = await documentsRepository.textVectors(db, chunks);
+        chunks.forEach((chunk, i) => {
+          chunk.vector = vectors[i];
+        });
+        state.vectorised += chunks.length;
+      } catch (error) {
+        // Every waiting chunk goes as it is: its statement computes its vector.
+        ctx.textThread?.failed(error);
+        for (const g of [...group, ...state.waiting.splice(0)]) g.done();
+        return;
+      }
+      for (const g of group) g.done();
+    }
+  } finally {
+    state.running = false;
   }
 }
 

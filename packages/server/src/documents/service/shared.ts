@@ -12,7 +12,7 @@ import * as documentsRepository from '../documents.repository.ts';
 export type DocumentsDeps = ServiceContext<
   'db' | 'search' | 'logger' | 'ingestion' | 'cpu' | 'config' | 'dbKind'
 > &
-  Partial<ServiceContext<'dbGate'>>;
+  Partial<ServiceContext<'dbGate' | 'textThread'>>;
 
 /**
  * The CC pairs whose documents the actor may read and change through the ingestion API: all for
