@@ -533,15 +533,21 @@ function vectorise(ctx: Deps, chunks: VectorisedChunk[]): Promise<void> {
   if (!db) return Promise.resolve();
   return new Promise<void>((done) => {
     state.waiting.push({ chunks, done });
-    if (!state.running) void drainVectors(ctx, db);
+    if (!state.running) void drainVectors(ctx);
   });
 }
 
-async function drainVectors(ctx: Deps, db: DbExecutor): Promise<void> {
+async function drainVectors(ctx: Deps): Promise<void> {
   const state = ctx.ingestion.vectors;
   state.running = true;
   try {
     while (state.waiting.length) {
+      // The thread of now: it may have stopped (unused for a while) and started again meanwhile.
+      const db = ctx.textThread?.ready(false);
+      if (!db) {
+        for (const g of state.waiting.splice(0)) g.done();
+        return;
+      }
       let count = 0;
       let take = 0;
       while (
