@@ -93,13 +93,10 @@ export interface Chunk {
   section_links: Record<string, string>;
   token_count: number;
   /**
-   * The chunk's tsvector as text, and its terms' frequencies in its content and title (array literals,
-   * in the order of the vector's lexemes), when computed before its write (the text thread,
-   * db/text-thread.ts); otherwise its insert statement computes them.
+   * The chunk's tsvector as text, when computed before its write (the text thread, db/text-thread.ts);
+   * otherwise its insert statement computes it.
    */
   vector?: string;
-  tfs?: string;
-  ttfs?: string;
 }
 
 /**

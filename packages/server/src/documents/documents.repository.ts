@@ -180,25 +180,20 @@ const CHUNK_COLUMNS = [
 ] as const;
 
 /**
- * The rows of these chunks as one `SELECT` over arrays: eight bind parameters whatever the number of
+ * The rows of these chunks as one `SELECT` over arrays: nine bind parameters whatever the number of
  * chunks (a multi-row `VALUES` takes eight per chunk, and both databases refuse more than 65,535: a
- * document of more than 8,191 chunks could not be written), three more when the chunks' vectors and
- * term frequencies were computed before (`Chunk.vector`, `tfs`, `ttfs`: the text thread). Each chunk's
- * tsvector, BM25 weights and boost are computed here otherwise, set-based, exactly as the row trigger
- * computes them for a row inserted without them (migrations 0030, 0032): the average lengths are read
- * once per statement rather than once per chunk. The vector is computed once (`OFFSET 0` keeps its
- * subquery from being inlined into each of its two uses). The boost's factor is the document's;
- * `created`: the documents are being created (by this statement or this transaction) with the default
- * boost, whose factor is 1 — the lookup would find nothing (a new document inserted by the same
- * statement is not visible to it) or boost 0, and cost an index lookup per chunk.
+ * document of more than 8,191 chunks could not be written). Each chunk's tsvector (unless computed
+ * before: `Chunk.vector`), BM25 weights and boost are computed here, set-based, exactly as the row
+ * trigger computes them for a row inserted without them (migrations 0030, 0032): the average lengths
+ * are read once per statement rather than once per chunk. The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into
+ * each of its two uses). The boost's factor is the document's; `created`: the documents are being
+ * created (by this statement or this transaction) with the default boost, whose factor is 1 — the lookup
+ * would find nothing (a new document inserted by the same statement is not visible to it) or boost 0,
+ * and cost an index lookup per chunk.
  */
 function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false) {
   const column = <T>(pick: (c: Chunk) => T) => documents.flatMap((d) => d.chunks.map(pick));
   const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
-  // Vectors and frequencies computed before (the text thread), for every chunk or else for none.
-  const given = documents.every((d) =>
-    d.chunks.every((c) => c.vector !== undefined && c.tfs !== undefined && c.ttfs !== undefined),
-  );
   // Raw SQL: `unnest` of several arrays (one row per chunk) and the full-text functions, which the
   // builder cannot express.
   return sql`SELECT u.d, u.c, u.t, u.x, u.b, u.l, u.s::jsonb, u.n, v.vector, w.terms, w.weights,
@@ -208,15 +203,10 @@ function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false
       ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
       ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
       ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
-      ${given ? sql`, ${column((c) => c.vector)}::text[], ${column((c) => c.tfs)}::text[], ${column((c) => c.ttfs)}::text[]` : sql``}
-    ) AS u(d, c, t, x, b, l, s, n ${given ? sql`, pv, ptf, pttf` : sql``}),
-    ${
-      given
-        ? sql`LATERAL (SELECT u.pv::tsvector AS vector OFFSET 0) v,
-          LATERAL kas_bm25_weights_of(v.vector, u.ptf::int[], u.pttf::int[]) w`
-        : sql`LATERAL (SELECT ${chunkVector(sql`u.t`, sql`u.x`)} AS vector OFFSET 0) v,
-          LATERAL kas_bm25_weights(v.vector) w`
-    }`;
+      , ${column((c) => c.vector ?? null)}::text[]
+    ) AS u(d, c, t, x, b, l, s, n, pv),
+    LATERAL (SELECT coalesce(u.pv::tsvector, ${chunkVector(sql`u.t`, sql`u.x`)}) AS vector OFFSET 0) v,
+    LATERAL kas_bm25_weights(v.vector) w`;
 }
 
 /** A chunk's tsvector: its title's words weighted A, its content's D. */
@@ -225,26 +215,18 @@ function chunkVector(title: RawBuilder<unknown>, content: RawBuilder<unknown>) {
 }
 
 /**
- * The chunks' tsvectors as text, as `chunkRows` computes them, and their terms' frequencies in content
- * and title (`kas_bm25_weights_of`), in their order: run on the text thread (db/text-thread.ts), whose
- * database holds no data, so that the database's own thread only reads them.
+ * The chunks' tsvectors as text, as `chunkRows` computes them, in their order: run on the text thread
+ * (db/text-thread.ts), whose database holds no data, so that the database's own thread only reads them.
  */
 export async function textVectors(
   db: DbExecutor,
   chunks: { title: string; content: string }[],
-): Promise<{ vector: string; tfs: string; ttfs: string }[]> {
-  // The frequencies as `kas_bm25_weights` counts them (migration 0035), in the order of the lexemes.
-  const result = await sql<{ vector: string; tfs: string; ttfs: string }>`
-    SELECT v.vector::text AS vector, coalesce(f.tfs, '{}')::text AS tfs, coalesce(f.ttfs, '{}')::text AS ttfs
-    FROM unnest(${chunks.map((c) => c.title)}::text[], ${chunks.map((c) => c.content)}::text[]) WITH ORDINALITY AS u(t, x, i),
-      LATERAL (SELECT ${chunkVector(sql`u.t`, sql`u.x`)} AS vector OFFSET 0) v,
-      LATERAL (
-        SELECT array_agg(cardinality(array_positions(weights, 'D'))) AS tfs,
-          array_agg(cardinality(array_positions(weights, 'A'))) AS ttfs
-        FROM unnest(v.vector)
-      ) f
+): Promise<string[]> {
+  const result = await sql<{ v: string }>`
+    SELECT (${chunkVector(sql`u.t`, sql`u.x`)})::text AS v
+    FROM unnest(${chunks.map((c) => c.title)}::text[], ${chunks.map((c) => c.content)}::text[]) WITH ORDINALITY AS u(t, x, i)
     ORDER BY u.i`.execute(db);
-  return result.rows;
+  return result.rows.map((r) => r.v);
 }
 
 /**

@@ -34,13 +34,11 @@ export interface IngestionState {
   vectors: { waiting: { chunks: VectorisedChunk[]; done(): void }[]; running: boolean; vectorised: number };
 }
 
-/** What the text thread reads of a chunk, and where it puts the chunk's vector and term frequencies. */
+/** What the text thread reads of a chunk, and where it puts the chunk's vector. */
 export interface VectorisedChunk {
   title: string;
   content: string;
   vector?: string;
-  tfs?: string;
-  ttfs?: string;
 }
 
 export function createIngestionState(): IngestionState {

@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
 import { useTestRuntime } from '../testing/runtime-fixture.ts';
 import { testDbKind } from '../testing/test-runtime.ts';
-import * as documentsRepository from './documents.repository.ts';
 import * as documentsService from './documents.service.ts';
 
 // Words the default parser and the English stemmer treat each in their own way.
@@ -26,20 +25,15 @@ async function ingest(label: string, count: number) {
   expect(settled.every((s) => s.status === 'fulfilled')).toBe(true);
 }
 
-/**
- * Chunks of the documents whose stored vector, terms or lengths differ from those their insert statement
- * computes (the weights depend on the averages of the moment, which folds change meanwhile).
- */
+/** Chunks of the documents whose stored vector differs from the one their insert statement computes. */
 async function differing(label: string): Promise<number> {
   const rows = await sql<{ n: number }>`
-    SELECT count(*)::int AS n
-    FROM chunks c, LATERAL kas_bm25_weights(
-      setweight(to_tsvector('english', c.title), 'A') || setweight(to_tsvector('english', c.content), 'D')) w
-    WHERE c.document_id LIKE ${`${label}-%`}
-      AND (c.search_vector IS DISTINCT FROM
-          setweight(to_tsvector('english', c.title), 'A') || setweight(to_tsvector('english', c.content), 'D')
-        OR c.bm25_terms IS DISTINCT FROM w.terms OR c.bm25_length <> coalesce(w.len, 0)
-        OR c.bm25_title_length <> coalesce(w.tlen, 0))`.execute(t.deps.db);
+    SELECT count(*)::int AS n FROM chunks
+    WHERE document_id LIKE ${`${label}-%`}
+      AND search_vector IS DISTINCT FROM
+        setweight(to_tsvector('english', title), 'A') || setweight(to_tsvector('english', content), 'D')`.execute(
+    t.deps.db,
+  );
   return rows.rows[0]!.n;
 }
 
@@ -76,30 +70,5 @@ describe.runIf(testDbKind() === 'pglite')('the text thread', () => {
       n: number;
     }>`SELECT count(*)::int AS n FROM documents WHERE id LIKE 'after-%'`.execute(t.deps.db);
     expect(rows.rows[0]!.n).toBe(40);
-  });
-});
-
-describe('vectors and term frequencies computed before the write', () => {
-  it('weigh a chunk as the statement does from its vector alone', async () => {
-    const chunks = [
-      ...TEXTS.map((content, i) => ({ title: `Title ${i}: heron's marsh`, content })),
-      { title: '', content: 'heron heron heron wading' },
-      { title: 'Heron heron', content: '' },
-      { title: '', content: '' },
-      { title: '...', content: '-- !! --' },
-    ];
-    // Where the text thread computes them; here on the database itself.
-    const given = await documentsRepository.textVectors(t.deps.db, chunks);
-    expect(given).toHaveLength(chunks.length);
-    const rows = await sql<{ same: boolean; terms: string[] }>`
-      SELECT a IS NOT DISTINCT FROM b AS same, b.terms
-      FROM unnest(${given.map((g) => g.vector)}::text[], ${given.map((g) => g.tfs)}::text[],
-          ${given.map((g) => g.ttfs)}::text[]) WITH ORDINALITY AS u(v, tf, ttf, i),
-        LATERAL kas_bm25_weights(u.v::tsvector) a,
-        LATERAL kas_bm25_weights_of(u.v::tsvector, u.tf::int[], u.ttf::int[]) b
-      ORDER BY u.i`.execute(t.deps.db);
-    expect(rows.rows.map((r) => r.same)).toEqual(chunks.map(() => true));
-    expect(rows.rows[3]!.terms).toEqual(['heron', 'wade']);
-    expect(rows.rows[6]!.terms).toEqual([]);
   });
 });

@@ -520,7 +520,7 @@ const TEXT_THREAD_QUEUE = 32;
 const TEXT_THREAD_CHUNKS = 1000;
 
 /**
- * Sets the chunks' tsvectors and term frequencies (`Chunk.vector`, `tfs`, `ttfs`) from the text thread when it runs, so that the embedded
+ * Sets the chunks' tsvectors (`Chunk.vector`) from the text thread when it runs, so that the embedded
  * database's own thread, the bottleneck of a bulk load, only reads them; starts it for a bulk load.
  * Otherwise, or if the thread fails, they stay unset and the insert statement computes them. The
  * chunks of the requests that arrive while a statement runs go together in the next one.
@@ -560,7 +560,7 @@ async function drainVectors(ctx: Deps): Promise<void> {
       try {
         const vectors = await documentsRepository.textVectors(db, chunks);
         chunks.forEach((chunk, i) => {
-          Object.assign(chunk, vectors[i]);
+          chunk.vector = vectors[i];
         });
         state.vectorised += chunks.length;
       } catch (error) {
