@@ -180,20 +180,23 @@ const CHUNK_COLUMNS = [
 ] as const;
 
 /**
- * The rows of these chunks as one `SELECT` over arrays: nine bind parameters whatever the number of
+ * The rows of these chunks as one `SELECT` over arrays: eight bind parameters whatever the number of
  * chunks (a multi-row `VALUES` takes eight per chunk, and both databases refuse more than 65,535: a
- * document of more than 8,191 chunks could not be written). Each chunk's tsvector (unless computed
- * before: `Chunk.vector`), BM25 weights and boost are computed here, set-based, exactly as the row
- * trigger computes them for a row inserted without them (migrations 0030, 0032): the average lengths
- * are read once per statement rather than once per chunk. The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into
- * each of its two uses). The boost's factor is the document's; `created`: the documents are being
- * created (by this statement or this transaction) with the default boost, whose factor is 1 — the lookup
- * would find nothing (a new document inserted by the same statement is not visible to it) or boost 0,
- * and cost an index lookup per chunk.
+ * document of more than 8,191 chunks could not be written), one more when vectors were computed before
+ * (`Chunk.vector`: the text thread). Each chunk's tsvector otherwise, its BM25 weights and its boost are
+ * computed here, set-based, exactly as the row trigger computes them for a row inserted without them
+ * (migrations 0030, 0032): the average lengths are read once per statement rather than once per chunk.
+ * The vector is computed once (`OFFSET 0` keeps its subquery from being inlined into each of its two
+ * uses). The boost's factor is the document's; `created`: the documents are being created (by this
+ * statement or this transaction) with the default boost, whose factor is 1 — the lookup would find
+ * nothing (a new document inserted by the same statement is not visible to it) or boost 0, and cost an
+ * index lookup per chunk.
  */
 function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false) {
   const column = <T>(pick: (c: Chunk) => T) => documents.flatMap((d) => d.chunks.map(pick));
   const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
+  // Vectors computed before (the text thread): read where given, computed where not.
+  const given = documents.some((d) => d.chunks.some((c) => c.vector !== undefined));
   // Raw SQL: `unnest` of several arrays (one row per chunk) and the full-text functions, which the
   // builder cannot express.
   return sql`SELECT u.d, u.c, u.t, u.x, u.b, u.l, u.s::jsonb, u.n, v.vector, w.terms, w.weights,
@@ -203,9 +206,12 @@ function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false
       ${documentIds}::text[], ${column((c) => c.chunk_id)}::int[], ${column((c) => c.title)}::text[],
       ${column((c) => c.content)}::text[], ${column((c) => c.blurb)}::text[], ${column((c) => c.link)}::text[],
       ${column((c) => JSON.stringify(c.section_links))}::text[], ${column((c) => c.token_count)}::int[]
-      , ${column((c) => c.vector ?? null)}::text[]
-    ) AS u(d, c, t, x, b, l, s, n, pv),
-    LATERAL (SELECT coalesce(u.pv::tsvector, ${chunkVector(sql`u.t`, sql`u.x`)}) AS vector OFFSET 0) v,
+      ${given ? sql`, ${column((c) => c.vector ?? null)}::text[]` : sql``}
+    ) AS u(d, c, t, x, b, l, s, n ${given ? sql`, pv` : sql``}),
+    LATERAL (
+      SELECT ${given ? sql`coalesce(u.pv::tsvector, ${chunkVector(sql`u.t`, sql`u.x`)})` : chunkVector(sql`u.t`, sql`u.x`)} AS vector
+      OFFSET 0
+    ) v,
     LATERAL kas_bm25_weights(v.vector) w`;
 }
 
