@@ -33,7 +33,7 @@ import {
 
 /** What the worker is started with. */
 export interface ThreadStart {
-  /** The data directory; none: a database in memory (`TextVectors`). */
+  /** The data directory; none: a database in memory (the text thread, text-thread.ts). */
   pgdata?: string | undefined;
   sharedBuffersMb?: number | undefined;
 }

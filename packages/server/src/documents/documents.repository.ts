@@ -197,6 +197,7 @@ function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false
   const documentIds = documents.flatMap((d) => d.chunks.map(() => d.id));
   // Vectors computed before (the text thread): read where given, computed where not.
   const given = documents.some((d) => d.chunks.some((c) => c.vector !== undefined));
+  const computed = chunkVector(sql`u.t`, sql`u.x`);
   // Raw SQL: `unnest` of several arrays (one row per chunk) and the full-text functions, which the
   // builder cannot express.
   return sql`SELECT u.d, u.c, u.t, u.x, u.b, u.l, u.s::jsonb, u.n, v.vector, w.terms, w.weights,
@@ -209,7 +210,7 @@ function chunkRows(documents: { id: string; chunks: Chunk[] }[], created = false
       ${given ? sql`, ${column((c) => c.vector ?? null)}::text[]` : sql``}
     ) AS u(d, c, t, x, b, l, s, n ${given ? sql`, pv` : sql``}),
     LATERAL (
-      SELECT ${given ? sql`coalesce(u.pv::tsvector, ${chunkVector(sql`u.t`, sql`u.x`)})` : chunkVector(sql`u.t`, sql`u.x`)} AS vector
+      SELECT ${given ? sql`coalesce(u.pv::tsvector, ${computed})` : computed} AS vector
       OFFSET 0
     ) v,
     LATERAL kas_bm25_weights(v.vector) w`;
