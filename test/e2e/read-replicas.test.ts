@@ -1,5 +1,6 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { type RunningServer, startServer } from '@kas/rest-bridge';
-import { apiKeysService, configFrom, documentsService } from '@kas/server';
+import { apiKeysService, configFrom, createDatabase, documentsService } from '@kas/server';
 import { apiKeyActor, searchService } from '@kas/server/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -132,6 +133,92 @@ describe('reads over a Postgres streaming replica (DATABASE_READ_URLS)', () => {
     await onReplica.query('SELECT pg_wal_replay_resume()');
     await until(usable);
     expect(await sees()).toBe(false);
+  });
+
+  it('serves from the primary a read that waits on a lock replay holds, instead of waiting for replay', async () => {
+    // A lag bound long enough that the paused replica stays in use for the whole test.
+    const handle = await createDatabase(
+      configFrom({
+        DATABASE_URL: primary.url,
+        DATABASE_READ_URLS: replica.url,
+        KAS_REPLICA_MAX_LAG_MS: '600000',
+        KAS_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
+      }),
+    );
+    const onPrimary = new pg.Client({ connectionString: primary.url });
+    await onPrimary.connect();
+    try {
+      const router = handle.replicas!;
+      await until(() => router.status()[0]!.usable);
+      // The primary takes the table's exclusive lock (as DDL or vacuum cutting its tail does); the
+      // replica replays it, then pauses before the commit that would release it.
+      await onPrimary.query('BEGIN');
+      await onPrimary.query('LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE');
+      // The lock's record reaches the replica once written out: a committed transaction flushes it.
+      const flusher = new pg.Client({ connectionString: primary.url });
+      await flusher.connect();
+      await flusher.query('SET synchronous_commit = on');
+      const { rows } = await flusher.query('SELECT pg_current_wal_insert_lsn()::text AS lsn, txid_current()');
+      await flusher.end();
+      await until(
+        async () =>
+          (await onReplica.query('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [rows[0].lsn]))
+            .rows[0].ok,
+      );
+      await onReplica.query('SELECT pg_wal_replay_pause()');
+      await onPrimary.query('COMMIT');
+      await until(
+        async () =>
+          (await onReplica.query(`SELECT pg_get_wal_replay_pause_state() AS s`)).rows[0].s === 'paused',
+      );
+      expect(router.status()[0]!.usable).toBe(true);
+      // On the replica this read would wait until replay resumes; the primary answers it.
+      const read = handle.read
+        .selectFrom('chunks')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow();
+      const answer = await Promise.race([
+        read.then((row) => `${row.n} chunks`),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), 15_000)),
+      ]);
+      expect(answer).toMatch(/^\d+ chunks$/);
+    } finally {
+      await onReplica.query('SELECT pg_wal_replay_resume()');
+      await onPrimary.end();
+      await handle.close();
+    }
+  });
+
+  it('marks down a replica that accepts connections but never answers, and reads from the primary', async () => {
+    // A host that takes the TCP connection and says nothing (a hung server, a half-open network path).
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const opened = createDatabase(
+        configFrom({
+          DATABASE_URL: primary.url,
+          DATABASE_READ_URLS: `postgres://kas:kas@127.0.0.1:${port}/postgres`,
+          KAS_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
+        }),
+      );
+      const handle = await Promise.race([
+        opened,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('still starting')), 20_000)),
+      ]);
+      try {
+        expect(handle.replicas!.status()[0]).toMatchObject({ up: false, usable: false });
+        const row = await handle.read
+          .selectFrom('chunks')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow();
+        expect(Number(row.n)).toBeGreaterThan(0);
+      } finally {
+        await handle.close();
+      }
+    } finally {
+      silent.close();
+    }
   });
 
   it('fails reads over to the primary when the replica stops', async () => {

@@ -4,6 +4,18 @@ import pg from 'pg';
 export const REPLICA_CHECK_MS = 250;
 /** Primary positions kept to tell a replica's lag in time (enough for the largest bound). */
 const MAX_SAMPLES = 2_400;
+/**
+ * How long a read on a replica waits for a lock replay holds (`lock_timeout` on its connections) before
+ * the primary serves it. Replay takes a table's exclusive lock when the primary did (DDL, `LOCK TABLE`,
+ * vacuum cutting a table's empty tail) and holds it until it replays that transaction's end: a wait
+ * longer than this means replay is behind or paused (`pg_wal_replay_pause`, `recovery_min_apply_delay`),
+ * and it would last until replay moves on, however long.
+ */
+export const REPLICA_LOCK_WAIT_MS = 1_000;
+/** A replica that does not answer a check (or a new connection) within this long is marked down. */
+export const REPLICA_CHECK_TIMEOUT_MS = 5_000;
+/** node-postgres reads `query_timeout` from a query's config too (its types name it for clients only). */
+const CHECK_TIMEOUT = { query_timeout: REPLICA_CHECK_TIMEOUT_MS } as Partial<pg.QueryConfig>;
 /** The channel the access triggers of migration 0025 notify on the primary. */
 export const ACCESS_CHANNEL = 'kas_access';
 /** The access epoch: how many access changes have begun (counted before their commit). */
@@ -66,6 +78,17 @@ interface Replica {
   reason: string;
 }
 
+/** Why a replica's statement failed, when the primary may answer it instead; null for a statement's own error. */
+function replicaFailure(error: unknown): 'replay' | 'connection' | null {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return 'connection';
+  // A lock replay holds (lock_timeout), or replay cancelling the read (a conflict with recovery).
+  if (code === '55P03' || code === '40001' || code === '40P01') return 'replay';
+  // The server going away (57P01 admin shutdown, 57P02, 57P03), a conflict ending the session, the network.
+  if (code.startsWith('57') || code.startsWith('08')) return 'connection';
+  return null;
+}
+
 /** The URL without its password, for logs. */
 function redact(url: string): string {
   try {
@@ -112,18 +135,33 @@ export class ReadRouter {
   constructor(options: ReadRouterOptions) {
     this.#options = options;
     this.#replicas = options.replicaUrls.map((url) => {
-      const pool = new pg.Pool({ connectionString: url, max: options.poolSize });
+      const pool = new pg.Pool({
+        connectionString: url,
+        max: options.poolSize,
+        lock_timeout: REPLICA_LOCK_WAIT_MS,
+        connectionTimeoutMillis: REPLICA_CHECK_TIMEOUT_MS,
+      });
       // A replica going away must not crash the process: the next check marks it down.
       pool.on('error', () => {});
       options.onPool?.(pool);
-      return { url, pool, up: false, replay: null, usable: false, reason: 'not checked yet' };
+      const replica: Replica = {
+        url,
+        pool,
+        up: false,
+        replay: null,
+        usable: false,
+        reason: 'not checked yet',
+      };
+      pool.on('connect', (client) => this.#fallBackToPrimary(replica, client));
+      return replica;
     });
   }
 
   /** Connects the access listener and checks every replica once. */
   async start(): Promise<void> {
     await this.#listen();
-    await this.check();
+    // Listening checks once it is connected (a replica that never answers costs one check's timeout).
+    if (!this.#listening) await this.check();
     this.#schedule();
   }
 
@@ -134,6 +172,31 @@ export class ReadRouter {
       void this.check().finally(() => this.#schedule());
     }, this.#options.checkMs ?? REPLICA_CHECK_MS);
     this.#timer.unref();
+  }
+
+  /**
+   * A statement the replica cannot answer — it waited too long for replay's lock, replay cancelled it,
+   * or the connection died — runs again on the primary, so a read never fails or hangs because of a
+   * replica. Safe because the read handle runs single read-only statements, never a transaction.
+   */
+  #fallBackToPrimary(replica: Replica, client: pg.PoolClient) {
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      // Only the promise form (Kysely's); a callback or a cursor goes as it is.
+      if (typeof args[0] !== 'string' || args.length > 2 || typeof args[1] === 'function')
+        return query(...args);
+      return query(...args).catch((error: unknown) => {
+        const failure = replicaFailure(error);
+        if (!failure) throw error;
+        if (failure === 'connection') {
+          replica.up = false;
+          replica.reason = `unreachable (${(error as Error).message})`;
+          this.#reclassify();
+          void this.check();
+        }
+        return this.#options.primary.query(...(args as [string, unknown[]]));
+      });
+    };
   }
 
   async #listen(): Promise<void> {
@@ -197,10 +260,11 @@ export class ReadRouter {
     const noticed = this.#noticed;
     this.#noticed = false;
     try {
-      const { rows } = await this.#options.primary.query<{ i: string; w: string; b: number; e: string }>(
-        `SELECT pg_current_wal_insert_lsn()::text AS i, pg_current_wal_lsn()::text AS w,
+      const { rows } = await this.#options.primary.query<{ i: string; w: string; b: number; e: string }>({
+        text: `SELECT pg_current_wal_insert_lsn()::text AS i, pg_current_wal_lsn()::text AS w,
           current_setting('wal_block_size')::int AS b, ${EPOCH_SQL} AS e`,
-      );
+        ...CHECK_TIMEOUT,
+      });
       const lsn = primaryPosition(rows[0]!);
       const epoch = rows[0]!.e;
       this.#samples.push({ at: Date.now(), lsn });
@@ -219,9 +283,10 @@ export class ReadRouter {
     await Promise.all(
       this.#replicas.map(async (replica) => {
         try {
-          const { rows } = await replica.pool.query<{ lsn: string | null }>(
-            'SELECT pg_last_wal_replay_lsn()::text AS lsn',
-          );
+          const { rows } = await replica.pool.query<{ lsn: string | null }>({
+            text: 'SELECT pg_last_wal_replay_lsn()::text AS lsn',
+            ...CHECK_TIMEOUT,
+          });
           replica.up = rows[0]?.lsn != null;
           replica.replay = rows[0]?.lsn ? lsnValue(rows[0].lsn) : null;
           if (!replica.up) replica.reason = 'not a streaming replica (no replay position)';

@@ -245,10 +245,15 @@ describe('slack source', () => {
   });
 
   it('the lookback is read once per thread_lookback_every_hours: polls in between read the current period only', async () => {
-    // The daily period starts at midnight UTC: polls straddling it would be in two periods. Under a
-    // full suite's load the polls below came more than 20 s after this check (a rehearsal at 23:59).
-    const untilMidnight = 86_400_000 - (Date.now() % 86_400_000);
-    if (untilMidnight < 60_000) await new Promise((resolve) => setTimeout(resolve, untilMidnight + 100));
+    // The daily period starts at midnight UTC, and a poll reads from five minutes before the last
+    // run's end (POLL_OVERLAP_MS): a poll whose range starts before midnight reads the lookback (CI,
+    // started at 23:51, failed here). A test starting within its own time limit before midnight, or
+    // within the overlap after it, waits until its polls are all past the overlap.
+    const day = 86_400_000;
+    const overlapPast = 5 * 60_000 + 5_000;
+    const intoDay = Date.now() % day;
+    const wait = intoDay > day - 150_000 ? day - intoDay + overlapPast : Math.max(0, overlapPast - intoDay);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const ago = (days: number) => (Date.now() / 1000 - days * 86_400).toFixed(6);
     const parent = ago(10);
     slack.channels.push({
@@ -284,7 +289,7 @@ describe('slack source', () => {
     // Ten days of history in pages of two, and the thread with the new reply re-read.
     expect(slack.requests.filter((r) => r.startsWith('conversations.history?channel=C6')).length).toBe(5);
     expect(await textOf(`C6__${parent}`)).toContain('zookeeper');
-  }, 150_000);
+  }, 600_000);
 
   it('a message event reads its channel with conversations.info, not the whole channel list', async () => {
     const secret = 'signing-secret-2';
