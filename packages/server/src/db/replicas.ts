@@ -84,8 +84,9 @@ function replicaFailure(error: unknown): 'replay' | 'connection' | null {
   if (typeof code !== 'string') return 'connection';
   // A lock replay holds (lock_timeout), or replay cancelling the read (a conflict with recovery).
   if (code === '55P03' || code === '40001' || code === '40P01') return 'replay';
-  // The server going away (57P01 admin shutdown, 57P02, 57P03), a conflict ending the session, the network.
-  if (code.startsWith('57') || code.startsWith('08')) return 'connection';
+  // The session ended (57P01 admin shutdown or a conflict with recovery, 57P02 crash, 57P03 starting
+  // up, 57P04 database dropped, 57P05 idle timeout) or the network failed. Not 57014: a cancelled statement.
+  if (/^57P0[1-5]$/.test(code) || code.startsWith('08')) return 'connection';
   return null;
 }
 
