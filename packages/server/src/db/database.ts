@@ -24,9 +24,12 @@ import { StartupError } from '../errors.ts';
 import { acquireDataDirLock } from './lockfile.ts';
 import { PGliteThread, pgliteThreadDialect } from './pglite-thread.ts';
 import { ReadRouter } from './replicas.ts';
+import { isTransientConflict } from './sql-errors.ts';
 import { StatementGate } from './statement-gate.ts';
 
 export { inBackground, inOneTurn, outsideBackground, sinceRequestStatement } from './pglite-thread.ts';
+
+export { isLockNotAvailable, isTransientConflict, isUniqueViolation } from './sql-errors.ts';
 
 import type { Database } from './schema.ts';
 
@@ -506,25 +509,6 @@ export async function migrateToLatest(
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-}
-
-/** A unique constraint refused the write (SQLSTATE 23505, from Postgres and PGlite alike). */
-export function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string })?.code === '23505';
-}
-
-/** A `NOWAIT` lock that another transaction holds (55P03). */
-export function isLockNotAvailable(error: unknown): boolean {
-  return (error as { code?: string })?.code === '55P03';
-}
-
-/**
- * Postgres chose this transaction as a deadlock's victim (40P01) or could not serialise it (40001):
- * nothing was written, and running it again is the documented remedy.
- */
-export function isTransientConflict(error: unknown): boolean {
-  const code = (error as { code?: string; cause?: { code?: string } })?.code;
-  return code === '40P01' || code === '40001';
 }
 
 /**

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isLockNotAvailable, isTransientConflict } from './sql-errors.ts';
 
 /** How often the primary's position and each replica's replay position are read. */
 export const REPLICA_CHECK_MS = 250;
@@ -83,7 +84,7 @@ function replicaFailure(error: unknown): 'replay' | 'connection' | null {
   const code = (error as { code?: unknown }).code;
   if (typeof code !== 'string') return 'connection';
   // A lock replay holds (lock_timeout), or replay cancelling the read (a conflict with recovery).
-  if (code === '55P03' || code === '40001' || code === '40P01') return 'replay';
+  if (isLockNotAvailable(error) || isTransientConflict(error)) return 'replay';
   // The session ended (57P01 admin shutdown or a conflict with recovery, 57P02 crash, 57P03 starting
   // up, 57P04 database dropped, 57P05 idle timeout) or the network failed. Not 57014: a cancelled statement.
   if (/^57P0[1-5]$/.test(code) || code.startsWith('08')) return 'connection';
