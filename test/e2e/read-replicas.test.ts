@@ -3,7 +3,7 @@ import { type RunningServer, startServer } from '@kas/rest-bridge';
 import { apiKeysService, configFrom, createDatabase, documentsService } from '@kas/server';
 import { apiKeyActor, searchService } from '@kas/server/testing';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type PostgresServer, startPostgres } from '../harness/postgres.ts';
 
 const ADMIN_KEY = `svck-${'R'.repeat(43)}`;
@@ -49,16 +49,34 @@ describe('reads over a Postgres streaming replica (DATABASE_READ_URLS)', () => {
     await primary?.stop();
   });
 
+  // A failed test must not leave replay paused for the next (the last one stops the replica).
+  afterEach(async () => {
+    await onReplica.query('SELECT pg_wal_replay_resume()').catch(() => {});
+  });
+
   const replicas = () => running.runtime.database.replicas!;
-  /** Pauses replay on the replica; the pause takes effect at the next record, so one is written. */
-  const pauseReplay = async () => {
-    await onReplica.query('SELECT pg_wal_replay_pause()');
-    await running.runtime.deps.db.selectNoFrom((eb) => eb.fn('txid_current', []).as('x')).execute();
-    await until(
-      async () =>
-        (await onReplica.query(`SELECT pg_get_wal_replay_pause_state() AS s`)).rows[0].s === 'paused',
-    );
-  };
+  /**
+   * Pauses replay on the replica; the pause takes effect at the next record, so one is written. A pause
+   * while replay holds a table's exclusive lock (kas's maintenance, autovacuum cutting a table's tail)
+   * would keep the replica's reads waiting for it, and the primary would answer them after 1 s (the
+   * test below): the pause is taken again until replay holds none, so the replica answers.
+   */
+  const pauseReplay = () =>
+    until(async () => {
+      await onReplica.query('SELECT pg_wal_replay_pause()');
+      await running.runtime.deps.db.selectNoFrom((eb) => eb.fn('txid_current', []).as('x')).execute();
+      await until(
+        async () =>
+          (await onReplica.query(`SELECT pg_get_wal_replay_pause_state() AS s`)).rows[0].s === 'paused',
+      );
+      // pg_locks on a standby shows the locks replay holds for the transactions it replays.
+      const { rows } = await onReplica.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock'`,
+      );
+      if (rows[0].n === 0) return true;
+      await onReplica.query('SELECT pg_wal_replay_resume()');
+      return false;
+    });
   const usable = () => replicas().status()[0]!.usable;
   const adminSearch = async (query: string): Promise<string[]> => {
     const res = await fetch(`${running.url}/api/admin/search`, {
@@ -172,6 +190,11 @@ describe('reads over a Postgres streaming replica (DATABASE_READ_URLS)', () => {
           (await onReplica.query(`SELECT pg_get_wal_replay_pause_state() AS s`)).rows[0].s === 'paused',
       );
       expect(router.status()[0]!.usable).toBe(true);
+      // What pauseReplay looks for: the replica shows the lock replay holds.
+      const held = await onReplica.query(
+        `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock'`,
+      );
+      expect(held.rows[0].n).toBeGreaterThan(0);
       // On the replica this read would wait until replay resumes; the primary answers it.
       const read = handle.read
         .selectFrom('chunks')
